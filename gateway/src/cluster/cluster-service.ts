@@ -1,0 +1,78 @@
+/**
+ * What the HTTP layer calls: one region's view of the cluster. It knows nothing of HTTP; the
+ * embedded cluster (LevelDB) and, later, the Redis deployment implement it.
+ */
+import type { Durability, Hlc, Limits, ReadLevel, ReadNeed, ReplicaChoice, Status, WriteLevel } from '@causeway/core'
+import type { Version } from '../storage/partition-replica.js'
+
+/** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */
+export interface ClusterShape {
+  cluster: string
+  region: number
+  regionNames: string[]
+  partitions: number
+  replicas: number
+  epochs: number[]
+  limits: Limits
+  shipping: 'fifo' | 'causal'
+}
+
+/** A read, already validated and routed to its partition. */
+export interface ReadRequest {
+  key: string
+  partition: number
+  /** What the replica must have applied; undefined for an eventual read. */
+  need?: ReadNeed
+  replica: ReplicaChoice
+  /** How long the replica may wait for `need`, in ms. */
+  timeoutMs: number
+  level: ReadLevel
+}
+
+/** What a read returns (NuKV GetReply plus where it was served). */
+export interface ReadResult {
+  version: Version | undefined
+  /** The serving replica's `sv[version.dc]`; undefined when nothing was found. */
+  idx?: number
+  epoch: number
+  replica: number
+  waitedMs: number
+}
+
+/** A write (put or delete), already validated. */
+export interface WriteRequest {
+  key: string
+  partition: number
+  /** JSON text of the value; undefined deletes (writes a tombstone). */
+  value: string | undefined
+  dt: Hlc
+  durability: Durability
+  level: WriteLevel
+}
+
+/** What a write returns (NuKV PutReply). */
+export interface WriteResult {
+  ts: Hlc
+  dc: number
+  idx: number
+  epoch: number
+}
+
+/** One region of the cluster, as the gateway's routes use it. */
+export interface ClusterService {
+  readonly region: number
+  shape(): ClusterShape
+  /**
+   * Serves a read from a replica whose `sv` covers `need`, waiting up to `timeoutMs`. Throws a
+   * `CausewayError`: `SESSION_NOT_AVAILABLE` (with `details.need`, `details.sv`) at the
+   * deadline, `EPOCH_MISMATCH` for a vector of an older epoch, `VECTOR_UNREACHABLE` when
+   * `need` is beyond what the origin leader has ever written.
+   */
+  read(request: ReadRequest): Promise<ReadResult>
+  /**
+   * Writes at the partition leader of this region. Throws `CLOCK_SKEW_EXCEEDED` when `dt` is
+   * further ahead of the clock than `limits.maxSkewMs`.
+   */
+  write(request: WriteRequest): Promise<WriteResult>
+  status(): Promise<Status>
+}

@@ -1,0 +1,129 @@
+/**
+ * Every error Causeway reports, with its stable code and HTTP status. The gateway answers with
+ * these codes and the SDK throws them as {@link CausewayError}s, so both sides share one list.
+ */
+
+/** Stable error codes and the HTTP status each maps to. */
+export const ERROR_CODES = {
+  /** The key is empty, not valid UTF-8 or otherwise unusable. */
+  INVALID_KEY: 400,
+  /** The key is longer than the cluster's limit (512 bytes of UTF-8 by default). */
+  KEY_TOO_LARGE: 413,
+  /** The value, encoded as JSON, is larger than the cluster's limit (1 MiB by default). */
+  VALUE_TOO_LARGE: 413,
+  /** The request body is missing a value or the value is not JSON-encodable. */
+  INVALID_VALUE: 400,
+  /** The request body is not valid JSON. */
+  INVALID_JSON: 400,
+  /** The body has the wrong content type. */
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  /** The request does not match the route's schema (a wrong type, an unknown field, ...). */
+  INVALID_REQUEST: 400,
+  /** A `causeway-after` read vector is malformed. */
+  INVALID_VECTOR: 400,
+  /** A `causeway-dt` (or another HLC) is malformed. */
+  INVALID_HLC: 400,
+  /** An unknown read or write consistency level. */
+  INVALID_LEVEL: 400,
+  /** An unknown `replica`, `durability`, `timeoutMs` or other option. */
+  INVALID_OPTION: 400,
+  /** An unknown region name or id. */
+  UNKNOWN_REGION: 400,
+  /** A write dependency (`causeway-dt`) is further ahead of the gateway's clock than allowed. */
+  CLOCK_SKEW_EXCEEDED: 400,
+  /** A read vector asks for a log index that the origin leader has never written. */
+  VECTOR_UNREACHABLE: 400,
+  /** The session was made against an older epoch of this partition: writes may have been lost. */
+  EPOCH_MISMATCH: 409,
+  /** A serialised session is malformed. */
+  INVALID_SESSION: 400,
+  /** A serialised session belongs to another cluster (or another shape of this one). */
+  FOREIGN_SESSION: 400,
+  /** No replica could serve the read with the requested guarantee before the deadline. */
+  SESSION_NOT_AVAILABLE: 503,
+  /** A client request lacks a valid API key. */
+  UNAUTHORIZED: 401,
+  /** The credentials are valid but not for this request. */
+  FORBIDDEN: 403,
+  /** No such route. */
+  NOT_FOUND: 404,
+  /** A storage backend the request needs is down. */
+  BACKEND_UNAVAILABLE: 503,
+  /** The gateway is shutting down. */
+  SHUTTING_DOWN: 503,
+  /** The SDK gave up waiting for the gateway. */
+  TIMEOUT: 504,
+  /** The SDK could not reach the gateway. */
+  NETWORK_ERROR: 503,
+  /** A bug: the request may or may not have taken effect. */
+  INTERNAL: 500,
+} as const
+
+/** A stable error code. */
+export type ErrorCode = keyof typeof ERROR_CODES
+
+/** True when `code` is one of {@link ERROR_CODES}. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ERROR_CODES, code)
+}
+
+/** The JSON body of every error reply. */
+export interface ErrorBody {
+  statusCode: number
+  code: ErrorCode
+  message: string
+  details?: Record<string, unknown>
+}
+
+// A brand instead of plain `instanceof`, so two bundled copies of the SDK recognise each other's
+// errors (undici does the same).
+const kCausewayError = Symbol.for('causeway.error')
+
+/** An error with a stable {@link ErrorCode}; thrown by the SDK and reported by the gateway. */
+export class CausewayError extends Error {
+  readonly code: ErrorCode
+  readonly status: number
+  readonly details: Record<string, unknown> | undefined
+  readonly [kCausewayError] = true
+
+  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super(message, options)
+    this.name = 'CausewayError'
+    this.code = code
+    this.status = ERROR_CODES[code]
+    this.details = details
+  }
+
+  static override [Symbol.hasInstance](value: unknown): boolean {
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kCausewayError] === true
+  }
+
+  /** The reply body the gateway sends for this error. */
+  toBody(): ErrorBody {
+    const body: ErrorBody = { statusCode: this.status, code: this.code, message: this.message }
+    if (this.details !== undefined) body.details = this.details
+    return body
+  }
+
+  /** Rebuilds an error from a reply body; unknown codes become `INTERNAL`. */
+  static fromBody(body: unknown, status?: number): CausewayError {
+    const b = (typeof body === 'object' && body !== null ? body : {}) as Partial<ErrorBody>
+    const code: ErrorCode = isErrorCode(b.code) ? b.code : 'INTERNAL'
+    const message = typeof b.message === 'string' ? b.message : `gateway answered ${status ?? 'an error'}`
+    const details = typeof b.details === 'object' && b.details !== null ? b.details : undefined
+    return code === 'SESSION_NOT_AVAILABLE'
+      ? new SessionNotAvailableError(message, details)
+      : new CausewayError(code, message, details)
+  }
+}
+
+/**
+ * No replica could serve a read with the requested guarantee in time. `details.need` is what the
+ * read needed and `details.sv` what the replica had, both as `{ region: idx }`.
+ */
+export class SessionNotAvailableError extends CausewayError {
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('SESSION_NOT_AVAILABLE', message, details)
+    this.name = 'SessionNotAvailableError'
+  }
+}

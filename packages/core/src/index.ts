@@ -1,0 +1,13 @@
+/**
+ * `@causeway/core`: the pure, isomorphic pieces shared by the SDK and the gateway. No I/O and no
+ * clock reads of its own: the wall clock is injected.
+ * @packageDocumentation
+ */
+export * from './consistency.js'
+export * from './errors.js'
+export * from './hlc.js'
+export * from './limits.js'
+export * from './partitioner.js'
+export * from './session.js'
+export * from './vector.js'
+export * from './wire.js'

@@ -1,0 +1,264 @@
+/**
+ * The client-held session of NuKV: the `hrm`/`hwm` region×partition matrices (sparse: only the
+ * partitions the session touched), the dependency times `dtR`/`dtW`, and each touched
+ * partition's epoch. It is plain data so it can move between tabs, processes and devices:
+ * `JSON.stringify(session)` saves it, {@link Session.fromJSON} validates and restores it, and
+ * {@link Session.merge} joins two (elementwise max).
+ */
+import {
+  type ReadLevel,
+  type WriteLevel,
+  readNeedsReads,
+  readNeedsWrites,
+  writeFollowsReads,
+  writeFollowsWrites,
+} from './consistency.js'
+import { CausewayError } from './errors.js'
+import { HLC_ZERO, type Hlc, hlcMax, isHlc } from './hlc.js'
+import { type ReadNeed, maxInto } from './vector.js'
+
+/** Version of the serialised session format. */
+export const SESSION_FORMAT_VERSION = 1
+
+/** The serialised form of a session. */
+export interface SessionJSON {
+  /** Format version ({@link SESSION_FORMAT_VERSION}). */
+  v: number
+  /** Id of the cluster the session belongs to. */
+  cluster: string
+  /** Number of regions of that cluster. */
+  regions: number
+  /** Number of partitions of that cluster. */
+  partitions: number
+  /** Highest HLC the session has read. */
+  dtR: Hlc
+  /** Highest HLC the session has written. */
+  dtW: Hlc
+  /** Touched partitions: epoch `e`, `hrm[:,p]` as `r` and `hwm[:,p]` as `w` (length `regions`). */
+  p: Record<string, { e: number; r: number[]; w: number[] }>
+}
+
+/** The shape of the cluster a session is bound to. */
+export interface SessionScope {
+  cluster: string
+  regions: number
+  partitions: number
+}
+
+/** What a read reply tells the session (NuKV GetReply). */
+export interface ReadObservation {
+  /** Origin region of the returned version; absent when the key has never been written. */
+  dc?: number
+  /** The serving replica's `sv[dc]`. */
+  idx?: number
+  /** HLC of the returned version. */
+  ts?: Hlc
+  /** The partition's epoch at the replica. */
+  epoch: number
+}
+
+/** What a write reply tells the session (NuKV PutReply). */
+export interface WriteObservation {
+  dc: number
+  idx: number
+  ts: Hlc
+  epoch: number
+}
+
+interface Row {
+  epoch: number
+  r: number[]
+  w: number[]
+}
+
+const MAX_REGIONS = 255
+const MAX_PARTITIONS = 65_536
+
+/** A client session: what it has read and written, per partition and origin region. */
+export class Session {
+  readonly cluster: string
+  readonly regions: number
+  readonly partitions: number
+  /** Highest HLC this session has read. */
+  dtR: Hlc = HLC_ZERO
+  /** Highest HLC this session has written. */
+  dtW: Hlc = HLC_ZERO
+  readonly #rows = new Map<number, Row>()
+
+  constructor(scope: SessionScope) {
+    this.cluster = scope.cluster
+    this.regions = scope.regions
+    this.partitions = scope.partitions
+  }
+
+  /**
+   * Restores a session from its JSON (an object or a string), validating every field. A malformed
+   * session throws `INVALID_SESSION`; one from another cluster (when `expect` is given) throws
+   * `FOREIGN_SESSION`. Nothing of a rejected session is used.
+   */
+  static fromJSON(json: unknown, expect?: SessionScope): Session {
+    let data = json
+    if (typeof data === 'string') {
+      try {
+        data = JSON.parse(data)
+      } catch {
+        throw new CausewayError('INVALID_SESSION', 'session is not valid JSON')
+      }
+    }
+    const s = parseSessionJSON(data)
+    if (expect && (s.cluster !== expect.cluster || s.regions !== expect.regions || s.partitions !== expect.partitions)) {
+      throw new CausewayError(
+        'FOREIGN_SESSION',
+        `session belongs to cluster ${JSON.stringify(s.cluster)} (${s.regions} regions × ${s.partitions} partitions), not ${JSON.stringify(expect.cluster)} (${expect.regions} × ${expect.partitions})`,
+      )
+    }
+    return s
+  }
+
+  /** The serialised form; `JSON.stringify(session)` calls this. */
+  toJSON(): SessionJSON {
+    const p: SessionJSON['p'] = {}
+    for (const [part, row] of this.#rows) p[part] = { e: row.epoch, r: [...row.r], w: [...row.w] }
+    return {
+      v: SESSION_FORMAT_VERSION,
+      cluster: this.cluster,
+      regions: this.regions,
+      partitions: this.partitions,
+      dtR: this.dtR,
+      dtW: this.dtW,
+      p,
+    }
+  }
+
+  /** An independent copy. */
+  clone(): Session {
+    const s = new Session(this)
+    s.merge(this)
+    return s
+  }
+
+  /** Partitions this session has touched. */
+  touched(): number[] {
+    return [...this.#rows.keys()]
+  }
+
+  /** `hrm[:,p]`, `hwm[:,p]` and the epoch of partition `p`, or undefined when untouched. */
+  row(p: number): { epoch: number; hrm: readonly number[]; hwm: readonly number[] } | undefined {
+    const row = this.#rows.get(p)
+    return row && { epoch: row.epoch, hrm: row.r, hwm: row.w }
+  }
+
+  /**
+   * Joins another session of the same cluster into this one: elementwise max of the matrices
+   * and dependency times. For a partition whose epochs differ, the newer epoch's row wins.
+   */
+  merge(other: Session | SessionJSON): this {
+    const o = other instanceof Session ? other : Session.fromJSON(other)
+    if (o.cluster !== this.cluster || o.regions !== this.regions || o.partitions !== this.partitions) {
+      throw new CausewayError('FOREIGN_SESSION', 'cannot merge sessions of different clusters')
+    }
+    this.dtR = hlcMax(this.dtR, o.dtR)
+    this.dtW = hlcMax(this.dtW, o.dtW)
+    for (const [p, theirs] of o.#rows) {
+      const mine = this.#rows.get(p)
+      if (!mine || theirs.epoch > mine.epoch) {
+        this.#rows.set(p, { epoch: theirs.epoch, r: [...theirs.r], w: [...theirs.w] })
+      } else if (theirs.epoch === mine.epoch) {
+        maxInto(mine.r, theirs.r)
+        maxInto(mine.w, theirs.w)
+      }
+    }
+    return this
+  }
+
+  /**
+   * What a read of partition `p` at `level` needs (NuKV Alg. 1 lines 3–13: the elementwise max of
+   * the rows the level picks), or undefined when it needs nothing.
+   */
+  readNeed(p: number, level: ReadLevel): ReadNeed | undefined {
+    const row = this.#rows.get(p)
+    if (!row || level === 'eventual') return undefined
+    const need = new Array<number>(this.regions).fill(0)
+    if (readNeedsReads(level)) maxInto(need, row.r)
+    if (readNeedsWrites(level)) maxInto(need, row.w)
+    return { epoch: row.epoch, need }
+  }
+
+  /** The dependency time a write at `level` sends (NuKV Alg. 1 lines 21–28). */
+  writeDependency(level: WriteLevel): Hlc {
+    let dt = HLC_ZERO
+    if (writeFollowsWrites(level)) dt = hlcMax(dt, this.dtW)
+    if (writeFollowsReads(level)) dt = hlcMax(dt, this.dtR)
+    return dt
+  }
+
+  /** Records a read reply: `hrm[dc][p] = max(.., idx)`, `dtR = max(dtR, ts)`. */
+  observeRead(p: number, reply: ReadObservation): void {
+    const row = this.#rowFor(p, reply.epoch)
+    if (reply.dc !== undefined && reply.idx !== undefined && reply.idx > (row.r[reply.dc] ?? 0)) {
+      row.r[reply.dc] = reply.idx
+    }
+    if (reply.ts !== undefined && reply.ts > this.dtR) this.dtR = reply.ts
+  }
+
+  /** Records a write reply: `hwm[dc][p] = max(.., idx)`, `dtW = max(dtW, ts)`. */
+  observeWrite(p: number, reply: WriteObservation): void {
+    const row = this.#rowFor(p, reply.epoch)
+    if (reply.idx > (row.w[reply.dc] ?? 0)) row.w[reply.dc] = reply.idx
+    if (reply.ts > this.dtW) this.dtW = reply.ts
+  }
+
+  /** Forgets partition `p`, e.g. after its epoch changed and the app accepted the loss. */
+  forget(p: number): void {
+    this.#rows.delete(p)
+  }
+
+  #rowFor(p: number, epoch: number): Row {
+    let row = this.#rows.get(p)
+    // A newer epoch means the old indexes belong to a log that no longer exists.
+    if (!row || epoch > row.epoch) {
+      row = { epoch, r: new Array<number>(this.regions).fill(0), w: new Array<number>(this.regions).fill(0) }
+      this.#rows.set(p, row)
+    }
+    return row
+  }
+}
+
+function bad(why: string): CausewayError {
+  return new CausewayError('INVALID_SESSION', `invalid session: ${why}`)
+}
+
+function isCount(value: unknown, min: number, max: number): value is number {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max
+}
+
+function parseSessionJSON(data: unknown): Session {
+  if (typeof data !== 'object' || data === null || Array.isArray(data)) throw bad('not an object')
+  const j = data as Record<string, unknown>
+  if (j.v !== SESSION_FORMAT_VERSION) throw bad(`unsupported format version ${JSON.stringify(j.v)}`)
+  if (typeof j.cluster !== 'string' || j.cluster.length === 0 || j.cluster.length > 128) throw bad('cluster must be a non-empty string')
+  if (!isCount(j.regions, 1, MAX_REGIONS)) throw bad(`regions must be an integer in 1..${MAX_REGIONS}`)
+  if (!isCount(j.partitions, 1, MAX_PARTITIONS)) throw bad(`partitions must be an integer in 1..${MAX_PARTITIONS}`)
+  if (!isHlc(j.dtR) || !isHlc(j.dtW)) throw bad('dtR and dtW must be 16 lowercase hex digits')
+  if (typeof j.p !== 'object' || j.p === null || Array.isArray(j.p)) throw bad('p must be an object')
+  const regions = j.regions
+  const s = new Session({ cluster: j.cluster, regions, partitions: j.partitions })
+  s.dtR = j.dtR
+  s.dtW = j.dtW
+  const vector = (v: unknown, what: string): number[] => {
+    if (!Array.isArray(v) || v.length !== regions) throw bad(`${what} must be an array of ${regions} indexes`)
+    for (const x of v) if (!isCount(x, 0, Number.MAX_SAFE_INTEGER)) throw bad(`${what} holds a non-index`)
+    return v as number[]
+  }
+  for (const [key, row] of Object.entries(j.p as Record<string, unknown>)) {
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || Number(key) >= j.partitions) throw bad(`partition ${JSON.stringify(key)} does not exist`)
+    if (typeof row !== 'object' || row === null) throw bad(`partition ${key} is not an object`)
+    const r = row as Record<string, unknown>
+    if (!isCount(r.e, 1, Number.MAX_SAFE_INTEGER)) throw bad(`partition ${key} has no valid epoch`)
+    s.observeWrite(Number(key), { dc: 0, idx: 0, ts: HLC_ZERO, epoch: r.e }) // creates the row
+    const target = s.row(Number(key))!
+    maxInto(target.hrm as number[], vector(r.r, `p.${key}.r`))
+    maxInto(target.hwm as number[], vector(r.w, `p.${key}.w`))
+  }
+  return s
+}

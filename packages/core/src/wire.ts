@@ -1,0 +1,140 @@
+/**
+ * The HTTP protocol between SDK and gateway: header names and JSON Schemas (TypeBox) of every
+ * request and reply. The gateway validates and serialises with these schemas and serves them as
+ * OpenAPI; the SDK takes its types from them, so the three never disagree.
+ */
+import { type Static, Type } from 'typebox'
+import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
+import { ERROR_CODES } from './errors.js'
+
+/** Request header: the read vector a read needs (`epoch@d:idx,d:idx`). */
+export const HEADER_AFTER = 'causeway-after'
+/** Request header: a write's HLC dependency (16 hex digits). */
+export const HEADER_DT = 'causeway-dt'
+/** Request header: a siblings-namespace causal context (later). */
+export const HEADER_CONTEXT = 'causeway-context'
+/** Wire protocol version, sent in the topology. */
+export const PROTOCOL_VERSION = 1
+
+const Hlc = Type.String({ pattern: '^[0-9a-f]{16}$', description: 'HLC timestamp: 16 lowercase hex digits' })
+const Index = Type.Integer({ minimum: 0 })
+const RegionId = Type.Integer({ minimum: 0, maximum: 254 })
+const Vector = Type.Array(Index, { description: 'one entry per region' })
+
+/** `GET /v1/topology`. */
+export const TopologySchema = Type.Object({
+  cluster: Type.String({ description: 'cluster id; sessions are bound to it' }),
+  protocol: Type.Integer(),
+  region: RegionId,
+  regions: Type.Array(Type.Object({ id: RegionId, name: Type.String(), url: Type.String() })),
+  partitions: Type.Integer({ minimum: 1 }),
+  replicas: Type.Integer({ minimum: 1 }),
+  epochs: Type.Array(Type.Integer({ minimum: 1 }), { description: 'epoch of each partition' }),
+  limits: Type.Object({
+    maxKeyBytes: Type.Integer(),
+    maxValueBytes: Type.Integer(),
+    maxSkewMs: Type.Integer(),
+    defaultTimeoutMs: Type.Integer(),
+    maxTimeoutMs: Type.Integer(),
+  }),
+  shipping: Type.Union([Type.Literal('fifo'), Type.Literal('causal')]),
+})
+export type Topology = Static<typeof TopologySchema>
+
+/** Key in the path of `/v1/kv/:key`. */
+export const KeyParamsSchema = Type.Object({ key: Type.String() })
+
+/** Query of `GET /v1/kv/:key`. */
+export const ReadQuerySchema = Type.Object(
+  {
+    level: Type.Optional(Type.Union(READ_LEVELS.map((l) => Type.Literal(l)))),
+    replica: Type.Optional(Type.Union(REPLICA_CHOICES.map((l) => Type.Literal(l)))),
+    timeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
+  },
+  { additionalProperties: false },
+)
+export type ReadQuery = Static<typeof ReadQuerySchema>
+
+/** Query of `PUT` and `DELETE /v1/kv/:key`. */
+export const WriteQuerySchema = Type.Object(
+  {
+    level: Type.Optional(Type.Union(WRITE_LEVELS.map((l) => Type.Literal(l)))),
+    durability: Type.Optional(Type.Union(DURABILITIES.map((l) => Type.Literal(l)))),
+  },
+  { additionalProperties: false },
+)
+export type WriteQuery = Static<typeof WriteQuerySchema>
+
+/** Body of `PUT /v1/kv/:key`. */
+export const PutBodySchema = Type.Object(
+  { value: Type.Unknown({ description: 'any JSON value' }) },
+  { additionalProperties: false, required: ['value'] },
+)
+export type PutBody = Static<typeof PutBodySchema>
+
+/** Reply of `GET /v1/kv/:key` (NuKV GetReply). */
+export const ReadReplySchema = Type.Object({
+  found: Type.Boolean(),
+  value: Type.Optional(Type.Unknown()),
+  ts: Type.Optional(Hlc),
+  dc: Type.Optional(RegionId),
+  idx: Type.Optional(Type.Integer({ minimum: 0, description: "serving replica's sv[dc]" })),
+  epoch: Type.Integer({ minimum: 1 }),
+  region: RegionId,
+  replica: Type.Integer({ minimum: 0 }),
+  waitedMs: Type.Number({ minimum: 0 }),
+})
+export type ReadReply = Static<typeof ReadReplySchema>
+
+/** Reply of `PUT` and `DELETE /v1/kv/:key` (NuKV PutReply). */
+export const WriteReplySchema = Type.Object({
+  ts: Hlc,
+  dc: RegionId,
+  idx: Type.Integer({ minimum: 1 }),
+  epoch: Type.Integer({ minimum: 1 }),
+  region: RegionId,
+})
+export type WriteReply = Static<typeof WriteReplySchema>
+
+/** One replica in `GET /v1/status`. */
+export const ReplicaStatusSchema = Type.Object({
+  region: RegionId,
+  partition: Type.Integer(),
+  replica: Type.Integer(),
+  role: Type.Union([Type.Literal('leader'), Type.Literal('follower')]),
+  backend: Type.String(),
+  epoch: Type.Integer(),
+  sv: Vector,
+  lag: Type.Object({
+    entries: Type.Integer({ minimum: 0, description: 'entries behind the leader of its region' }),
+    ms: Type.Number({ minimum: 0, description: 'age of the oldest entry not yet applied' }),
+  }),
+})
+
+/** One shipping link in `GET /v1/status`. */
+export const ShipperStatusSchema = Type.Object({
+  partition: Type.Integer(),
+  from: RegionId,
+  to: RegionId,
+  shipped: Type.Integer({ description: 'highest origin idx acknowledged by the destination' }),
+  backlog: Type.Integer({ description: 'entries written locally but not yet acknowledged' }),
+})
+
+/** `GET /v1/status`. */
+export const StatusSchema = Type.Object({
+  cluster: Type.String(),
+  region: RegionId,
+  replicas: Type.Array(ReplicaStatusSchema),
+  shippers: Type.Array(ShipperStatusSchema),
+})
+export type Status = Static<typeof StatusSchema>
+export type ReplicaStatus = Static<typeof ReplicaStatusSchema>
+export type ShipperStatus = Static<typeof ShipperStatusSchema>
+
+/** Every error reply. */
+export const ErrorReplySchema = Type.Object({
+  statusCode: Type.Integer(),
+  code: Type.Union(Object.keys(ERROR_CODES).map((c) => Type.Literal(c))),
+  message: Type.String(),
+  details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+})
