@@ -35,6 +35,8 @@ export const ERROR_CODES = {
   VECTOR_UNREACHABLE: 400,
   /** The session was made against an older epoch of this partition: writes may have been lost. */
   EPOCH_MISMATCH: 409,
+  /** A causal context (`causeway-context`) is malformed, oversized or of another format. */
+  INVALID_CONTEXT: 400,
   /** A serialised session is malformed. */
   INVALID_SESSION: 400,
   /** A serialised session belongs to another cluster (or another shape of this one). */

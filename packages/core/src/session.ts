@@ -213,6 +213,11 @@ export class Session {
     this.#rows.delete(p)
   }
 
+  /** @internal Used by {@link Session.fromJSON} after validation. */
+  restoreRow(p: number, epoch: number, hrm: readonly number[], hwm: readonly number[]): void {
+    this.#rows.set(p, { epoch, r: [...hrm], w: [...hwm] })
+  }
+
   #rowFor(p: number, epoch: number): Row {
     let row = this.#rows.get(p)
     // A newer epoch means the old indexes belong to a log that no longer exists.
@@ -255,10 +260,7 @@ function parseSessionJSON(data: unknown): Session {
     if (typeof row !== 'object' || row === null) throw bad(`partition ${key} is not an object`)
     const r = row as Record<string, unknown>
     if (!isCount(r.e, 1, Number.MAX_SAFE_INTEGER)) throw bad(`partition ${key} has no valid epoch`)
-    s.observeWrite(Number(key), { dc: 0, idx: 0, ts: HLC_ZERO, epoch: r.e }) // creates the row
-    const target = s.row(Number(key))!
-    maxInto(target.hrm as number[], vector(r.r, `p.${key}.r`))
-    maxInto(target.hwm as number[], vector(r.w, `p.${key}.w`))
+    s.restoreRow(Number(key), r.e, vector(r.r, `p.${key}.r`), vector(r.w, `p.${key}.w`))
   }
   return s
 }
