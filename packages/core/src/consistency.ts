@@ -6,7 +6,12 @@
 /** Read levels, weakest first. `session` (the default) is monotonic reads plus read-your-writes. */
 export const READ_LEVELS = ['eventual', 'monotonic-reads', 'read-your-writes', 'session'] as const
 /** Write levels, weakest first. `session` (the default) is monotonic writes plus writes-follow-reads. */
-export const WRITE_LEVELS = ['eventual', 'monotonic-writes', 'writes-follow-reads', 'session'] as const
+export const WRITE_LEVELS = [
+  'eventual',
+  'monotonic-writes',
+  'writes-follow-reads',
+  'session',
+] as const
 
 /** A read consistency level. */
 export type ReadLevel = (typeof READ_LEVELS)[number]

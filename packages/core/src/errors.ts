@@ -88,7 +88,12 @@ export class CausewayError extends Error {
   readonly details: Record<string, unknown> | undefined
   readonly [kCausewayError] = true
 
-  constructor(code: ErrorCode, message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    details?: Record<string, unknown>,
+    options?: ErrorOptions,
+  ) {
     super(message, options)
     this.name = 'CausewayError'
     this.code = code
@@ -97,7 +102,11 @@ export class CausewayError extends Error {
   }
 
   static override [Symbol.hasInstance](value: unknown): boolean {
-    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[kCausewayError] === true
+    return (
+      typeof value === 'object' &&
+      value !== null &&
+      (value as Record<symbol, unknown>)[kCausewayError] === true
+    )
   }
 
   /** The reply body the gateway sends for this error. */
@@ -111,7 +120,8 @@ export class CausewayError extends Error {
   static fromBody(body: unknown, status?: number): CausewayError {
     const b = (typeof body === 'object' && body !== null ? body : {}) as Partial<ErrorBody>
     const code: ErrorCode = isErrorCode(b.code) ? b.code : 'INTERNAL'
-    const message = typeof b.message === 'string' ? b.message : `gateway answered ${status ?? 'an error'}`
+    const message =
+      typeof b.message === 'string' ? b.message : `gateway answered ${status ?? 'an error'}`
     const details = typeof b.details === 'object' && b.details !== null ? b.details : undefined
     return code === 'SESSION_NOT_AVAILABLE'
       ? new SessionNotAvailableError(message, details)

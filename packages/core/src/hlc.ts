@@ -23,8 +23,10 @@ export function isHlc(value: unknown): value is Hlc {
 
 /** Builds a wire timestamp from its parts. */
 export function hlcFrom(l: number, c: number): Hlc {
-  if (!Number.isInteger(l) || l < 0 || l > MAX_MILLIS) throw new RangeError(`HLC millis out of range: ${l}`)
-  if (!Number.isInteger(c) || c < 0 || c > HLC_MAX_COUNTER) throw new RangeError(`HLC counter out of range: ${c}`)
+  if (!Number.isInteger(l) || l < 0 || l > MAX_MILLIS)
+    throw new RangeError(`HLC millis out of range: ${l}`)
+  if (!Number.isInteger(c) || c < 0 || c > HLC_MAX_COUNTER)
+    throw new RangeError(`HLC counter out of range: ${c}`)
   return l.toString(16).padStart(12, '0') + c.toString(16).padStart(4, '0')
 }
 

@@ -32,16 +32,24 @@ export function utf8Length(text: string): number {
 }
 
 /** Throws `INVALID_KEY` or `KEY_TOO_LARGE` unless `key` is a usable key. */
-export function checkKey(key: unknown, maxKeyBytes: number = DEFAULT_LIMITS.maxKeyBytes): asserts key is string {
+export function checkKey(
+  key: unknown,
+  maxKeyBytes: number = DEFAULT_LIMITS.maxKeyBytes,
+): asserts key is string {
   if (typeof key !== 'string') throw new CausewayError('INVALID_KEY', 'key must be a string')
   if (key.length === 0) throw new CausewayError('INVALID_KEY', 'key must not be empty')
   // Lone surrogates have no UTF-8 encoding: such a key could not round-trip.
-  if (!key.isWellFormed()) throw new CausewayError('INVALID_KEY', 'key is not valid Unicode (lone surrogate)')
+  if (!key.isWellFormed())
+    throw new CausewayError('INVALID_KEY', 'key is not valid Unicode (lone surrogate)')
   const bytes = utf8Length(key)
   if (bytes > maxKeyBytes) {
-    throw new CausewayError('KEY_TOO_LARGE', `key is ${bytes} bytes of UTF-8; the limit is ${maxKeyBytes}`, {
-      bytes,
-      limit: maxKeyBytes,
-    })
+    throw new CausewayError(
+      'KEY_TOO_LARGE',
+      `key is ${bytes} bytes of UTF-8; the limit is ${maxKeyBytes}`,
+      {
+        bytes,
+        limit: maxKeyBytes,
+      },
+    )
   }
 }

@@ -106,7 +106,12 @@ export class Session {
       }
     }
     const s = parseSessionJSON(data)
-    if (expect && (s.cluster !== expect.cluster || s.regions !== expect.regions || s.partitions !== expect.partitions)) {
+    if (
+      expect &&
+      (s.cluster !== expect.cluster ||
+        s.regions !== expect.regions ||
+        s.partitions !== expect.partitions)
+    ) {
       throw new CausewayError(
         'FOREIGN_SESSION',
         `session belongs to cluster ${JSON.stringify(s.cluster)} (${s.regions} regions × ${s.partitions} partitions), not ${JSON.stringify(expect.cluster)} (${expect.regions} × ${expect.partitions})`,
@@ -154,7 +159,11 @@ export class Session {
    */
   merge(other: Session | SessionJSON): this {
     const o = other instanceof Session ? other : Session.fromJSON(other)
-    if (o.cluster !== this.cluster || o.regions !== this.regions || o.partitions !== this.partitions) {
+    if (
+      o.cluster !== this.cluster ||
+      o.regions !== this.regions ||
+      o.partitions !== this.partitions
+    ) {
       throw new CausewayError('FOREIGN_SESSION', 'cannot merge sessions of different clusters')
     }
     this.dtR = hlcMax(this.dtR, o.dtR)
@@ -222,7 +231,11 @@ export class Session {
     let row = this.#rows.get(p)
     // A newer epoch means the old indexes belong to a log that no longer exists.
     if (!row || epoch > row.epoch) {
-      row = { epoch, r: new Array<number>(this.regions).fill(0), w: new Array<number>(this.regions).fill(0) }
+      row = {
+        epoch,
+        r: new Array<number>(this.regions).fill(0),
+        w: new Array<number>(this.regions).fill(0),
+      }
       this.#rows.set(p, row)
     }
     return row
@@ -241,22 +254,29 @@ function parseSessionJSON(data: unknown): Session {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw bad('not an object')
   const j = data as Record<string, unknown>
   if (j.v !== SESSION_FORMAT_VERSION) throw bad(`unsupported format version ${JSON.stringify(j.v)}`)
-  if (typeof j.cluster !== 'string' || j.cluster.length === 0 || j.cluster.length > 128) throw bad('cluster must be a non-empty string')
-  if (!isCount(j.regions, 1, MAX_REGIONS)) throw bad(`regions must be an integer in 1..${MAX_REGIONS}`)
-  if (!isCount(j.partitions, 1, MAX_PARTITIONS)) throw bad(`partitions must be an integer in 1..${MAX_PARTITIONS}`)
+  if (typeof j.cluster !== 'string' || j.cluster.length === 0 || j.cluster.length > 128)
+    throw bad('cluster must be a non-empty string')
+  if (!isCount(j.regions, 1, MAX_REGIONS))
+    throw bad(`regions must be an integer in 1..${MAX_REGIONS}`)
+  if (!isCount(j.partitions, 1, MAX_PARTITIONS))
+    throw bad(`partitions must be an integer in 1..${MAX_PARTITIONS}`)
   if (!isHlc(j.dtR) || !isHlc(j.dtW)) throw bad('dtR and dtW must be 16 lowercase hex digits')
-  if (typeof j.p !== 'object' || j.p === null || Array.isArray(j.p)) throw bad('p must be an object')
+  if (typeof j.p !== 'object' || j.p === null || Array.isArray(j.p))
+    throw bad('p must be an object')
   const regions = j.regions
   const s = new Session({ cluster: j.cluster, regions, partitions: j.partitions })
   s.dtR = j.dtR
   s.dtW = j.dtW
   const vector = (v: unknown, what: string): number[] => {
-    if (!Array.isArray(v) || v.length !== regions) throw bad(`${what} must be an array of ${regions} indexes`)
-    for (const x of v) if (!isCount(x, 0, Number.MAX_SAFE_INTEGER)) throw bad(`${what} holds a non-index`)
+    if (!Array.isArray(v) || v.length !== regions)
+      throw bad(`${what} must be an array of ${regions} indexes`)
+    for (const x of v)
+      if (!isCount(x, 0, Number.MAX_SAFE_INTEGER)) throw bad(`${what} holds a non-index`)
     return v as number[]
   }
   for (const [key, row] of Object.entries(j.p as Record<string, unknown>)) {
-    if (!/^(0|[1-9][0-9]*)$/.test(key) || Number(key) >= j.partitions) throw bad(`partition ${JSON.stringify(key)} does not exist`)
+    if (!/^(0|[1-9][0-9]*)$/.test(key) || Number(key) >= j.partitions)
+      throw bad(`partition ${JSON.stringify(key)} does not exist`)
     if (typeof row !== 'object' || row === null) throw bad(`partition ${key} is not an object`)
     const r = row as Record<string, unknown>
     if (!isCount(r.e, 1, Number.MAX_SAFE_INTEGER)) throw bad(`partition ${key} has no valid epoch`)

@@ -53,7 +53,10 @@ export function formatReadNeed(need: ReadNeed): string | undefined {
 }
 
 function invalid(header: string, why: string): CausewayError {
-  return new CausewayError('INVALID_VECTOR', `invalid causeway-after ${JSON.stringify(header.slice(0, 64))}: ${why}`)
+  return new CausewayError(
+    'INVALID_VECTOR',
+    `invalid causeway-after ${JSON.stringify(header.slice(0, 64))}: ${why}`,
+  )
 }
 
 const DIGITS = /^(0|[1-9][0-9]{0,15})$/

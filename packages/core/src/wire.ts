@@ -16,7 +16,10 @@ export const HEADER_CONTEXT = 'causeway-context'
 /** Wire protocol version, sent in the topology. */
 export const PROTOCOL_VERSION = 1
 
-const Hlc = Type.String({ pattern: '^[0-9a-f]{16}$', description: 'HLC timestamp: 16 lowercase hex digits' })
+const Hlc = Type.String({
+  pattern: '^[0-9a-f]{16}$',
+  description: 'HLC timestamp: 16 lowercase hex digits',
+})
 const Index = Type.Integer({ minimum: 0 })
 const RegionId = Type.Integer({ minimum: 0, maximum: 254 })
 const Vector = Type.Array(Index, { description: 'one entry per region' })

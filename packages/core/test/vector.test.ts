@@ -1,0 +1,69 @@
+import { describe, expect, it } from 'vitest'
+import fc from 'fast-check'
+import { CausewayError } from '../src/errors.js'
+import { covers, formatReadNeed, maxInto, parseReadNeed, vectorToObject } from '../src/vector.js'
+
+describe('read vectors on the wire', () => {
+  it('formats only non-zero entries, with the epoch', () => {
+    expect(formatReadNeed({ epoch: 1, need: [12, 0, 7] })).toBe('1@0:12,2:7')
+    expect(formatReadNeed({ need: [0, 3] })).toBe('1:3')
+    expect(formatReadNeed({ epoch: 1, need: [0, 0] })).toBeUndefined()
+  })
+
+  it('round-trips (property)', () => {
+    fc.assert(
+      fc.property(
+        fc
+          .integer({ min: 1, max: 8 })
+          .chain((d) =>
+            fc.tuple(
+              fc.constant(d),
+              fc.array(fc.nat({ max: 2 ** 40 }), { minLength: d, maxLength: d }),
+              fc.integer({ min: 1, max: 1000 }),
+            ),
+          ),
+        ([d, need, epoch]) => {
+          const header = formatReadNeed({ epoch, need })
+          if (header === undefined) return expect(need.every((x) => x === 0)).toBe(true)
+          expect(parseReadNeed(header, d)).toEqual({ epoch, need })
+        },
+      ),
+    )
+  })
+
+  it.each([
+    ['', 'no entries'],
+    ['1@', 'no entries'],
+    ['0@0:1', 'epoch'],
+    ['x@0:1', 'epoch'],
+    ['0:1,0:2', 'twice'],
+    ['5:1', 'does not exist'],
+    ['0:-1', 'idx'],
+    ['0:1.5', 'idx'],
+    ['0:01', 'idx'],
+    ['0:99999999999999999', 'idx'],
+    ['0=1', 'region:idx'],
+    ['0:1,', 'region:idx'],
+    ['0:1;1:2', 'idx'],
+    ['0:1'.padEnd(3000, '0'), 'too long'],
+  ])('rejects %j with INVALID_VECTOR', (header, why) => {
+    try {
+      parseReadNeed(header, 2)
+      expect.unreachable()
+    } catch (e) {
+      expect(e).toBeInstanceOf(CausewayError)
+      expect((e as CausewayError).code).toBe('INVALID_VECTOR')
+      expect((e as CausewayError).status).toBe(400)
+      expect((e as Error).message).toContain(why)
+    }
+  })
+
+  it('covers() is the elementwise comparison of Algorithm 2 line 2', () => {
+    expect(covers([3, 5], [3, 5])).toBe(true)
+    expect(covers([3, 5], [0, 0])).toBe(true)
+    expect(covers([3, 5], [4, 0])).toBe(false)
+    expect(covers([3, 5], [0, 6])).toBe(false)
+    expect(maxInto([1, 9], [4, 2])).toEqual([4, 9])
+    expect(vectorToObject([4, 2])).toEqual({ 0: 4, 1: 2 })
+  })
+})
