@@ -1,0 +1,128 @@
+/**
+ * Builds one region's gateway: a Fastify instance (not listening) whose plugin tree is the kv
+ * routes, topology, status, health, metrics and the OpenAPI document, over a {@link ClusterService}
+ * that knows nothing of HTTP. Listening is the caller's job (`startDevCluster`, the CLI, tests
+ * use `app.inject()`).
+ */
+import { CausewayError } from '@causeway/core'
+import swagger from '@fastify/swagger'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyServerOptions,
+  type RawReplyDefaultExpression,
+  type RawRequestDefaultExpression,
+  type RawServerDefault,
+} from 'fastify'
+import type { ClusterService } from '../cluster/cluster-service.js'
+import { handleError, handleFrameworkError, handleNotFound, validationError } from './errors.js'
+import { healthRoute } from './health-route.js'
+import { kvRoutes } from './kv-routes.js'
+import { GatewayMetrics } from './metrics.js'
+import { metricsRoute, requestTimer } from './metrics-route.js'
+import { openApiOptions, openApiRoute } from './openapi.js'
+import { statusRoute } from './status-route.js'
+import { topologyRoute } from './topology-route.js'
+
+/** Options of {@link buildGateway}. */
+export interface GatewayOptions {
+  /** The region this gateway serves. */
+  service: ClusterService
+  /**
+   * The public base URL of every region's gateway, by region id, published in the topology. A
+   * function when the URLs are known only once every gateway listens (ports chosen by the OS).
+   */
+  regionUrls: readonly string[] | (() => readonly string[])
+  /**
+   * Fastify's logger: `false`, `true` (pino at `info`) or pino options.
+   * @default false
+   */
+  logger?: FastifyServerOptions['logger']
+  /**
+   * Export Node's process metrics (CPU, memory, event loop, GC) at `/metrics`. Several gateways in
+   * one process would each report the same process.
+   * @default true
+   */
+  processMetrics?: boolean
+}
+
+/** A gateway: a Fastify instance typed by the TypeBox schemas of `@causeway/core`. */
+export type Gateway = FastifyInstance<
+  RawServerDefault,
+  RawRequestDefaultExpression,
+  RawReplyDefaultExpression,
+  FastifyBaseLogger,
+  TypeBoxTypeProvider
+>
+
+/**
+ * Room a PUT body may take beyond the value limit, for the `{"value":...}` envelope and
+ * formatting. The value's own limit is checked exactly on its JSON text after parsing.
+ */
+function bodyLimitFor(maxValueBytes: number): number {
+  return 2 * maxValueBytes + 1024
+}
+
+/** Builds a gateway for one region; it is not listening yet. */
+export function buildGateway(options: GatewayOptions): Gateway {
+  const { service } = options
+  const shape = service.shape()
+  const regionUrls =
+    typeof options.regionUrls === 'function'
+      ? options.regionUrls
+      : () => options.regionUrls as readonly string[]
+  const urls = regionUrls()
+  if (typeof options.regionUrls !== 'function' && urls.length !== shape.regionNames.length) {
+    throw new TypeError(
+      `regionUrls has ${urls.length} entries; the cluster has ${shape.regionNames.length} regions`,
+    )
+  }
+
+  const app = Fastify({
+    logger: options.logger ?? false,
+    bodyLimit: bodyLimitFor(shape.limits.maxValueBytes),
+    // A key of maxKeyBytes, every byte percent-encoded, still matches `/v1/kv/:key`; a longer
+    // one is reported as KEY_TOO_LARGE by the framework error handler.
+    routerOptions: { maxParamLength: 3 * shape.limits.maxKeyBytes },
+    // Values are opaque JSON stored as text and never merged into objects, so a `__proto__` key
+    // is data like any other; unknown body fields are still refused by the schema.
+    onProtoPoisoning: 'ignore',
+    onConstructorPoisoning: 'ignore',
+    // Requests arriving while draining get our SHUTTING_DOWN error instead of Fastify's own body.
+    return503OnClosing: false,
+    ajv: { customOptions: { removeAdditional: false, allErrors: false } },
+    schemaErrorFormatter: validationError,
+    frameworkErrors: handleFrameworkError,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  // Only JSON bodies: any other content type is UNSUPPORTED_MEDIA_TYPE.
+  app.removeContentTypeParser('text/plain')
+
+  let closing = false
+  app.addHook('preClose', async () => {
+    closing = true
+  })
+  app.addHook('onRequest', async () => {
+    if (closing)
+      throw new CausewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another')
+  })
+
+  const metrics = new GatewayMetrics({
+    region: service.region,
+    processMetrics: options.processMetrics ?? true,
+  })
+  app.addHook('onResponse', requestTimer(metrics))
+  app.setErrorHandler(handleError)
+  app.setNotFoundHandler(handleNotFound)
+
+  // Registered first, at the root: its onRoute hook must see every route below.
+  app.register(swagger, openApiOptions)
+  app.register(openApiRoute)
+  app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
+  app.register(kvRoutes, { service, metrics })
+  app.register(statusRoute, { service })
+  app.register(healthRoute, { region: service.region })
+  app.register(metricsRoute, { service, metrics })
+  return app
+}

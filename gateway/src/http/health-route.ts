@@ -1,0 +1,34 @@
+/** `GET /healthz`: liveness. While the gateway drains for shutdown it answers 503 SHUTTING_DOWN. */
+import { ErrorReplySchema } from '@causeway/core'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+
+/** Options of the health route. */
+export interface HealthRouteOptions {
+  region: number
+}
+
+const HealthSchema = Type.Object({
+  status: Type.Literal('ok'),
+  region: Type.Integer({ minimum: 0 }),
+})
+
+/** The health route. */
+export const healthRoute: FastifyPluginAsyncTypebox<HealthRouteOptions> = async (
+  app,
+  { region },
+) => {
+  app.get(
+    '/healthz',
+    {
+      config: { operation: 'health' },
+      schema: {
+        summary: 'Liveness',
+        operationId: 'getHealth',
+        tags: ['operations'],
+        response: { 200: HealthSchema, '5xx': ErrorReplySchema },
+      },
+    },
+    async () => ({ status: 'ok' as const, region }),
+  )
+}

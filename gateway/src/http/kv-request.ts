@@ -1,0 +1,153 @@
+/**
+ * Turns the parts of a `/v1/kv/:key` request that the route schemas cannot check (the key's
+ * UTF-8 length, the `causeway-after` and `causeway-dt` headers, limits from the cluster's shape)
+ * into a validated `ReadRequest` or `WriteRequest`. Everything is checked before the cluster
+ * service is called, so a bad request never writes anything.
+ */
+import {
+  CausewayError,
+  HEADER_AFTER,
+  HEADER_DT,
+  HLC_ZERO,
+  checkKey,
+  isHlc,
+  parseReadNeed,
+  partitionOf,
+  type Durability,
+  type Hlc,
+  type ReadLevel,
+  type ReadNeed,
+  type ReplicaChoice,
+  type WriteLevel,
+} from '@causeway/core'
+import type { IncomingHttpHeaders } from 'node:http'
+import type { ClusterShape, ReadRequest, WriteRequest } from '../cluster/cluster-service.js'
+
+/** The query of a read, as the route schema has validated it. */
+export interface ReadOptions {
+  level?: ReadLevel
+  replica?: ReplicaChoice
+  timeoutMs?: number
+}
+
+/** The query of a write, as the route schema has validated it. */
+export interface WriteOptions {
+  level?: WriteLevel
+  durability?: Durability
+}
+
+/** A read request and the size of the `causeway-after` header it came with (0 when absent). */
+export interface ParsedRead {
+  request: ReadRequest
+  afterBytes: number
+}
+
+function singleHeader(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name]
+  // Node joins repeated unknown headers with ", "; an array would only come from a raw client.
+  if (Array.isArray(value)) return value.join(', ')
+  return value
+}
+
+function parseNeed(header: string | undefined, shape: ClusterShape): ReadNeed | undefined {
+  return header === undefined ? undefined : parseReadNeed(header, shape.regionNames.length)
+}
+
+function parseDt(header: string | undefined): Hlc {
+  if (header === undefined) return HLC_ZERO
+  const dt: string = header
+  if (isHlc(dt)) return dt
+  throw new CausewayError(
+    'INVALID_HLC',
+    `invalid ${HEADER_DT} ${JSON.stringify(header.slice(0, 32))}: an HLC is 16 lowercase hex digits`,
+  )
+}
+
+function checkTimeout(timeoutMs: number | undefined, shape: ClusterShape): number {
+  if (timeoutMs === undefined) return shape.limits.defaultTimeoutMs
+  if (timeoutMs > shape.limits.maxTimeoutMs) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `timeoutMs ${timeoutMs} is above the limit of ${shape.limits.maxTimeoutMs}`,
+      { option: 'timeoutMs', limit: shape.limits.maxTimeoutMs },
+    )
+  }
+  return timeoutMs
+}
+
+/**
+ * A read of `key`. The header is validated whatever the level; an `eventual` read sends no need
+ * to the service, as the SDK sends none.
+ */
+export function parseRead(
+  key: string,
+  query: ReadOptions,
+  headers: IncomingHttpHeaders,
+  shape: ClusterShape,
+): ParsedRead {
+  checkKey(key, shape.limits.maxKeyBytes)
+  const level = query.level ?? 'session'
+  const header = singleHeader(headers, HEADER_AFTER)
+  const need = parseNeed(header, shape)
+  const request: ReadRequest = {
+    key,
+    partition: partitionOf(key, shape.partitions),
+    replica: query.replica ?? 'any',
+    timeoutMs: checkTimeout(query.timeoutMs, shape),
+    level,
+  }
+  if (need !== undefined && level !== 'eventual') request.need = need
+  return { request, afterBytes: header === undefined ? 0 : Buffer.byteLength(header) }
+}
+
+/**
+ * A put (`value` given) or a delete (`value` undefined) of `key`. `value` is encoded to the JSON
+ * text the service stores; an `eventual` write has no dependency (dt = 0).
+ */
+export function parseWrite(
+  key: string,
+  value: { json: string } | undefined,
+  query: WriteOptions,
+  headers: IncomingHttpHeaders,
+  shape: ClusterShape,
+): WriteRequest {
+  checkKey(key, shape.limits.maxKeyBytes)
+  const level = query.level ?? 'session'
+  const dt = parseDt(singleHeader(headers, HEADER_DT))
+  if (value !== undefined) {
+    const bytes = Buffer.byteLength(value.json)
+    if (bytes > shape.limits.maxValueBytes) {
+      throw new CausewayError(
+        'VALUE_TOO_LARGE',
+        `value is ${bytes} bytes of JSON; the limit is ${shape.limits.maxValueBytes}`,
+        { bytes, limit: shape.limits.maxValueBytes },
+      )
+    }
+  }
+  return {
+    key,
+    partition: partitionOf(key, shape.partitions),
+    value: value?.json,
+    dt: level === 'eventual' ? HLC_ZERO : dt,
+    durability: query.durability ?? 'leader',
+    level,
+  }
+}
+
+/**
+ * The JSON text of a PUT body's value. `JSON.stringify` can only fail here on values JSON.parse
+ * never produces, but a custom body parser could; say so instead of storing `undefined`.
+ */
+export function encodeValue(value: unknown): { json: string } {
+  let json: string | undefined
+  try {
+    json = JSON.stringify(value)
+  } catch (cause) {
+    throw new CausewayError('INVALID_VALUE', 'the value cannot be encoded as JSON', undefined, {
+      cause,
+    })
+  }
+  if (json === undefined)
+    throw new CausewayError('INVALID_VALUE', 'the value cannot be encoded as JSON')
+  return { json }
+}

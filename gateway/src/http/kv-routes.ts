@@ -1,0 +1,142 @@
+/**
+ * `GET`, `PUT` and `DELETE /v1/kv/:key`: NuKV's get and put (Algorithm 1) over HTTP. The routes
+ * validate, route the key to its partition and call the cluster service; the service does the
+ * waiting, the HLC stamping and the replication.
+ */
+import {
+  ErrorReplySchema,
+  HEADER_AFTER,
+  HEADER_DT,
+  KeyParamsSchema,
+  PutBodySchema,
+  ReadQuerySchema,
+  ReadReplySchema,
+  WriteQuerySchema,
+  WriteReplySchema,
+  type ReadReply,
+  type WriteReply,
+} from '@causeway/core'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from 'typebox'
+import type { ClusterService, WriteResult } from '../cluster/cluster-service.js'
+import type { GatewayMetrics } from './metrics.js'
+import { encodeValue, parseRead, parseWrite } from './kv-request.js'
+import { readReplyJson } from './read-reply.js'
+
+/** Options of the kv routes plugin. */
+export interface KvRoutesOptions {
+  service: ClusterService
+  metrics: GatewayMetrics
+}
+
+const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
+
+const ReadHeadersSchema = Type.Object({
+  [HEADER_AFTER]: Type.Optional(
+    Type.String({
+      description:
+        'the read vector the serving replica must cover: `epoch@d:idx,d:idx` (only non-zero entries)',
+      examples: ['1@0:12,1:7'],
+    }),
+  ),
+})
+
+const WriteHeadersSchema = Type.Object({
+  [HEADER_DT]: Type.Optional(
+    Type.String({
+      pattern: '^[0-9a-f]{16}$',
+      description: "the write's HLC dependency: 16 lowercase hex digits",
+      examples: ['00018f2a3b4c0001'],
+    }),
+  ),
+})
+
+function writeReply(result: WriteResult, region: number): WriteReply {
+  return { ts: result.ts, dc: result.dc, idx: result.idx, epoch: result.epoch, region }
+}
+
+/** The kv routes. */
+export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
+  app,
+  { service, metrics },
+) => {
+  app.get(
+    '/v1/kv/:key',
+    {
+      config: { operation: 'get' },
+      schema: {
+        summary: 'Read a key',
+        description:
+          'Served by a replica whose stable vector covers `causeway-after` (waiting up to `timeoutMs`).',
+        operationId: 'getKey',
+        tags: ['kv'],
+        params: KeyParamsSchema,
+        querystring: ReadQuerySchema,
+        headers: ReadHeadersSchema,
+        response: { 200: ReadReplySchema, ...errors },
+      },
+    },
+    async (request, reply) => {
+      const shape = service.shape()
+      const { request: read, afterBytes } = parseRead(
+        request.params.key,
+        request.query,
+        request.headers,
+        shape,
+      )
+      metrics.observeAfterHeader(read.level, afterBytes)
+      const result = await service.read(read)
+      metrics.observeReadWait(read.level, result.waitedMs)
+      // Already JSON: Fastify sends a string with a JSON content type as it is.
+      const body = readReplyJson(result, service.region) as unknown as ReadReply
+      return reply.type('application/json; charset=utf-8').send(body)
+    },
+  )
+
+  app.put(
+    '/v1/kv/:key',
+    {
+      config: { operation: 'put' },
+      schema: {
+        summary: 'Write a key',
+        description:
+          'Written at the partition leader of this region, stamped with an HLC past `causeway-dt`.',
+        operationId: 'putKey',
+        tags: ['kv'],
+        params: KeyParamsSchema,
+        querystring: WriteQuerySchema,
+        headers: WriteHeadersSchema,
+        body: PutBodySchema,
+        response: { 200: WriteReplySchema, ...errors },
+      },
+    },
+    async (request) => {
+      const shape = service.shape()
+      const value = encodeValue(request.body.value)
+      const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
+      return writeReply(await service.write(write), service.region)
+    },
+  )
+
+  app.delete(
+    '/v1/kv/:key',
+    {
+      config: { operation: 'delete' },
+      schema: {
+        summary: 'Delete a key',
+        description: 'Writes a tombstone version, ordered and replicated like any write.',
+        operationId: 'deleteKey',
+        tags: ['kv'],
+        params: KeyParamsSchema,
+        querystring: WriteQuerySchema,
+        headers: WriteHeadersSchema,
+        response: { 200: WriteReplySchema, ...errors },
+      },
+    },
+    async (request) => {
+      const shape = service.shape()
+      const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
+      return writeReply(await service.write(write), service.region)
+    },
+  )
+}

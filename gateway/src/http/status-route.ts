@@ -1,0 +1,31 @@
+/** `GET /v1/status`: every replica of this region (role, `sv`, lag) and its shipping links. */
+import { ErrorReplySchema, StatusSchema } from '@causeway/core'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ClusterService } from '../cluster/cluster-service.js'
+
+/** Options of the status route. */
+export interface StatusRouteOptions {
+  service: ClusterService
+}
+
+/** The status route. */
+export const statusRoute: FastifyPluginAsyncTypebox<StatusRouteOptions> = async (
+  app,
+  { service },
+) => {
+  app.get(
+    '/v1/status',
+    {
+      config: { operation: 'status' },
+      schema: {
+        summary: 'Replica and shipping status',
+        description:
+          'Per replica: partition, role, stable vector and lag; per shipping link: backlog.',
+        operationId: 'getStatus',
+        tags: ['cluster'],
+        response: { 200: StatusSchema, '5xx': ErrorReplySchema },
+      },
+    },
+    async () => service.status(),
+  )
+}
