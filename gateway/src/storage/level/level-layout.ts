@@ -1,0 +1,89 @@
+/**
+ * How a replica lays itself out in one LevelDB keyspace. Prefixed keys rather than sublevels, so
+ * one `getMany` reads a key's version and the replica's `meta` from the same implicit snapshot:
+ * that is what makes a read's version and `sv` agree.
+ *
+ * - `m`: {@link ReplicaMeta} (JSON). `sv`, epoch and the last HLC; rewritten by every batch.
+ * - `l/<origin:3>/<idx:16>`: a log entry, zero-padded decimals so key order is numeric order.
+ * - `d/<key>`: the winning version of `key`.
+ *
+ * Values are compact strings rather than JSON objects so a value (already JSON text) is never
+ * escaped a second time.
+ */
+import type { Hlc } from '@causeway/core'
+import type { LogEntry, Version } from '../partition-replica.js'
+
+/** Version of this layout, stored in `meta.format`. */
+export const LAYOUT_FORMAT = 1
+
+/** Key of the replica's {@link ReplicaMeta}. */
+export const META_KEY = 'm'
+
+/** What a replica persists besides data and log. The local counter is `sv[region]`. */
+export interface ReplicaMeta {
+  format: number
+  region: number
+  partition: number
+  regions: number
+  sv: number[]
+  epoch: number
+  /** Highest HLC issued or observed, so the clock never goes back across restarts. */
+  hlc: Hlc
+}
+
+const IDX_DIGITS = 16
+const ORIGIN_DIGITS = 3
+
+/** Key of the log entry `idx` of `origin`. */
+export function logKey(origin: number, idx: number): string {
+  return `l/${String(origin).padStart(ORIGIN_DIGITS, '0')}/${String(idx).padStart(IDX_DIGITS, '0')}`
+}
+
+/** Key of the winning version of `key`. */
+export function dataKey(key: string): string {
+  return `d/${key}`
+}
+
+const VALUE = '='
+const TOMBSTONE = '-'
+
+/** `<ts:16 hex><dc:2 hex><'=' value | '-'>`. */
+export function encodeVersion(version: Version): string {
+  const head = version.ts + version.dc.toString(16).padStart(2, '0')
+  return version.value === undefined ? head + TOMBSTONE : head + VALUE + version.value
+}
+
+/** Inverse of {@link encodeVersion}. */
+export function decodeVersion(text: string): Version {
+  const ts = text.slice(0, 16)
+  const dc = parseInt(text.slice(16, 18), 16)
+  return text[18] === TOMBSTONE ? { ts, dc } : { ts, dc, value: text.slice(19) }
+}
+
+/**
+ * `[key, ts, at, hasValue]` as JSON, a newline, then the value. JSON never holds a raw newline,
+ * so the first one ends the header. Origin and idx live in the LevelDB key.
+ */
+export function encodeEntry(entry: LogEntry): string {
+  const hasValue = entry.value !== undefined
+  return (
+    JSON.stringify([entry.key, entry.ts, entry.at, hasValue ? 1 : 0]) + '\n' + (entry.value ?? '')
+  )
+}
+
+/** Inverse of {@link encodeEntry}. */
+export function decodeEntry(origin: number, idx: number, text: string): LogEntry {
+  const newline = text.indexOf('\n')
+  const [key, ts, at, hasValue] = JSON.parse(text.slice(0, newline)) as [string, Hlc, number, 0 | 1]
+  const entry: LogEntry = { origin, idx, key, ts, at }
+  if (hasValue === 1) entry.value = text.slice(newline + 1)
+  return entry
+}
+
+/** Origin and idx back from a log key. */
+export function parseLogKey(key: string): { origin: number; idx: number } {
+  return {
+    origin: Number(key.slice(2, 2 + ORIGIN_DIGITS)),
+    idx: Number(key.slice(3 + ORIGIN_DIGITS)),
+  }
+}

@@ -1,0 +1,463 @@
+/**
+ * {@link PartitionReplica} over abstract-level: `classic-level` on disk (a directory per replica)
+ * or `memory-level`. See `level-layout.ts` for the keys.
+ *
+ * Every mutation (leader write, shipped entries, follower apply) goes through one queue. A write
+ * is stamped (HLC, idx) synchronously when called; the queue then commits everything that
+ * accumulated while the previous batch was being written as one atomic `batch(..., { sync })`
+ * (group commit), and only then advances `sv` in memory and resolves. A failed batch fails the
+ * replica: memory is never ahead of disk and no idx is ever skipped.
+ */
+import { CausewayError, HybridClock, type Hlc, isHlc, HLC_ZERO } from '@causeway/core'
+import type { AbstractBatchOptions, AbstractLevel } from 'abstract-level'
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
+import { CoverageWaiters } from '../coverage-waiters.js'
+import type {
+  AdvanceListener,
+  LogEntry,
+  PartitionReplica,
+  ReplicaRead,
+  Version,
+} from '../partition-replica.js'
+import { supersedes } from '../version-order.js'
+import {
+  LAYOUT_FORMAT,
+  META_KEY,
+  type ReplicaMeta,
+  dataKey,
+  decodeEntry,
+  decodeVersion,
+  encodeEntry,
+  encodeVersion,
+  logKey,
+  parseLogKey,
+} from './level-layout.js'
+
+/** A LevelDB-like store with string keys and values. */
+export type StringLevel = AbstractLevel<string | Buffer | Uint8Array, string, string>
+
+/** Options of a {@link LevelPartitionReplica}. */
+export interface LevelReplicaOptions {
+  region: number
+  partition: number
+  /** Index of the replica in its region; replica 0 starts as leader. */
+  replica: number
+  /** Number of regions (the length of `sv`). */
+  regions: number
+  /**
+   * Directory of a `classic-level` store. Omit it for a `memory-level` store.
+   * @default undefined (memory)
+   */
+  location?: string
+  /**
+   * An existing store to use instead of `location` (tests reopen a `memory-level` store this way).
+   * The replica opens and closes it.
+   */
+  db?: StringLevel
+  /**
+   * The wall clock of the replica's HLC, in ms. Injected so tests can skew or step it back.
+   * @default Date.now
+   */
+  now?: () => number
+  /**
+   * `fsync` every batch before acknowledging it. Turning it off trades durability for speed.
+   * @default true
+   */
+  sync?: boolean
+  /**
+   * Called once when a batch fails to commit and the replica stops accepting anything.
+   * @default logs the error with `console.error`
+   */
+  onFailure?: (error: CausewayError) => void
+}
+
+type Mutation =
+  | { kind: 'write'; entry: LogEntry; settle: Settle<LogEntry> }
+  | { kind: 'receive'; origin: number; entries: readonly LogEntry[]; settle: Settle<number> }
+  | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
+
+interface Settle<T> {
+  resolve: (value: T) => void
+  reject: (error: unknown) => void
+}
+
+type State = 'new' | 'opening' | 'open' | 'closing' | 'closed' | 'failed'
+
+// Bounds one group commit, so a burst of writes is acknowledged in several batches rather than
+// one unbounded one.
+const MAX_MUTATIONS_PER_BATCH = 1024
+
+/** A partition replica stored in LevelDB (`classic-level`) or in memory (`memory-level`). */
+export class LevelPartitionReplica implements PartitionReplica {
+  readonly region: number
+  readonly partition: number
+  readonly replica: number
+  readonly backend: string
+  readonly #regions: number
+  readonly #db: StringLevel
+  readonly #now: () => number
+  // classic-level reads `sync`; abstract-level's option types do not declare it.
+  readonly #durable: AbstractBatchOptions<string, string> & { sync: boolean }
+  readonly #onFailure: (error: CausewayError) => void
+
+  #state: State = 'new'
+  #failure: CausewayError | undefined
+  #sv: number[]
+  #epoch = 1
+  #clock: HybridClock
+  /** Last idx handed to a local write; ahead of `sv[region]` while writes are being committed. */
+  #counter = 0
+  #queue: Mutation[] = []
+  #draining: Promise<void> | undefined
+  readonly #waiters = new CoverageWaiters()
+  readonly #listeners = new Set<AdvanceListener>()
+
+  constructor(options: LevelReplicaOptions) {
+    this.region = options.region
+    this.partition = options.partition
+    this.replica = options.replica
+    this.#regions = options.regions
+    this.#now = options.now ?? Date.now
+    this.#durable = { sync: options.sync ?? true }
+    this.#onFailure = options.onFailure ?? ((error) => console.error(error))
+    if (options.db) {
+      this.#db = options.db
+      this.backend = `level:${options.db.constructor.name}`
+    } else if (options.location !== undefined) {
+      this.#db = new ClassicLevel<string, string>(options.location)
+      this.backend = `level:${options.location}`
+    } else {
+      this.#db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+      this.backend = 'level:memory'
+    }
+    this.#sv = new Array<number>(this.#regions).fill(0)
+    this.#clock = new HybridClock({ now: this.#now })
+  }
+
+  async open(): Promise<void> {
+    if (this.#state === 'open') return
+    if (this.#state !== 'new' && this.#state !== 'closed') {
+      throw new Error(`${this.#name()} cannot open while ${this.#state}`)
+    }
+    this.#state = 'opening'
+    try {
+      if (this.#db.status !== 'open') await this.#db.open()
+      const meta = await this.#loadMeta()
+      this.#sv = [...meta.sv]
+      this.#epoch = meta.epoch
+      this.#counter = meta.sv[this.region]!
+      this.#clock = new HybridClock({ now: this.#now, last: meta.hlc })
+      this.#failure = undefined
+      this.#state = 'open'
+    } catch (error) {
+      this.#state = 'closed'
+      if (this.#db.status === 'open') await this.#db.close()
+      throw error
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.#state === 'closed' || this.#state === 'new' || this.#state === 'closing') return
+    this.#state = 'closing'
+    // Graceful: what was already accepted is committed (and acknowledged) before the store closes.
+    await this.#draining
+    this.#waiters.closeAll()
+    this.#listeners.clear()
+    await this.#db.close()
+    this.#state = 'closed'
+  }
+
+  sv(): number[] {
+    return [...this.#sv]
+  }
+
+  epoch(): number {
+    return this.#epoch
+  }
+
+  write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    if (typeof key !== 'string' || key.length === 0)
+      return Promise.reject(invalid('key must be a non-empty string'))
+    if (!isHlc(dt))
+      return Promise.reject(
+        new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`),
+      )
+    const entry: LogEntry = {
+      origin: this.region,
+      idx: ++this.#counter,
+      key,
+      ts: this.#clock.update(dt),
+      at: this.#now(),
+    }
+    if (value !== undefined) entry.value = value
+    return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
+  }
+
+  receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    if (
+      !Number.isInteger(origin) ||
+      origin < 0 ||
+      origin >= this.#regions ||
+      origin === this.region
+    ) {
+      return Promise.reject(
+        invalid(`cannot receive entries of origin ${origin} in region ${this.region}`),
+      )
+    }
+    const bad = entries.find((e) => e.origin !== origin || !isValidEntry(e, this.#regions))
+    if (bad)
+      return Promise.reject(
+        invalid(`malformed entry ${bad.origin}:${bad.idx} shipped as origin ${origin}`),
+      )
+    return this.#enqueue<number>((settle) => ({ kind: 'receive', origin, entries, settle }))
+  }
+
+  apply(entries: readonly LogEntry[]): Promise<void> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    const bad = entries.find((e) => !isValidEntry(e, this.#regions))
+    if (bad) return Promise.reject(invalid(`malformed entry ${bad.origin}:${bad.idx}`))
+    return this.#enqueue<void>((settle) => ({ kind: 'apply', entries, settle }))
+  }
+
+  async read(key: string): Promise<ReplicaRead> {
+    const refused = this.#refusal()
+    if (refused) throw refused
+    // One getMany reads both from one snapshot, so the version and `sv` agree.
+    const [meta, stored] = await this.#db.getMany([META_KEY, dataKey(key)])
+    if (meta === undefined) throw new Error(`${this.#name()} lost its meta record`)
+    const { sv } = JSON.parse(meta) as ReplicaMeta
+    return { version: stored === undefined ? undefined : decodeVersion(stored), sv }
+  }
+
+  async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
+    const refused = this.#refusal()
+    if (refused) throw refused
+    if (limit <= 0) return []
+    const rows = await this.#db
+      .iterator({
+        gt: logKey(origin, afterIdx),
+        lte: logKey(origin, Number.MAX_SAFE_INTEGER),
+        limit,
+      })
+      .all()
+    return rows.map(([key, value]) => {
+      const { idx } = parseLogKey(key)
+      return decodeEntry(origin, idx, value)
+    })
+  }
+
+  waitFor(need: readonly number[], deadline: number): Promise<boolean> {
+    if (this.#state !== 'open') return Promise.resolve(false)
+    return this.#waiters.wait(this.#sv, need, deadline)
+  }
+
+  onAdvance(listener: AdvanceListener): () => void {
+    this.#listeners.add(listener)
+    return () => this.#listeners.delete(listener)
+  }
+
+  // Why an operation is refused now, if it is.
+  #refusal(): CausewayError | undefined {
+    if (this.#state === 'open') return undefined
+    if (this.#state === 'failed') return this.#failure
+    if (this.#state === 'closing')
+      return new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`)
+    return new CausewayError('BACKEND_UNAVAILABLE', `${this.#name()} is not open`)
+  }
+
+  #enqueue<T>(make: (settle: Settle<T>) => Mutation): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      this.#queue.push(make({ resolve, reject }))
+      this.#draining ??= this.#drain()
+    })
+  }
+
+  async #drain(): Promise<void> {
+    // Let the writes of the current tick join the first batch.
+    await Promise.resolve()
+    while (this.#queue.length > 0 && this.#state !== 'failed') {
+      const batch = this.#queue.splice(0, MAX_MUTATIONS_PER_BATCH)
+      try {
+        await this.#commit(batch)
+      } catch (error) {
+        this.#fail(error, batch)
+      }
+    }
+    this.#draining = undefined
+  }
+
+  async #commit(mutations: Mutation[]): Promise<void> {
+    const sv = [...this.#sv]
+    const accepted: LogEntry[] = []
+    for (const m of mutations) {
+      if (m.kind === 'write') {
+        // Stamped in call order and committed in queue order, so this always holds.
+        if (m.entry.idx !== sv[this.region]! + 1) {
+          throw new Error(
+            `local write idx ${m.entry.idx} does not follow sv[${this.region}] = ${sv[this.region]}`,
+          )
+        }
+        sv[this.region] = m.entry.idx
+        accepted.push(m.entry)
+      } else if (m.kind === 'receive') {
+        for (const entry of m.entries) {
+          if (entry.idx <= sv[m.origin]!) continue
+          if (entry.idx > sv[m.origin]! + 1) break // a gap: the shipper resends from the checkpoint
+          sv[m.origin] = entry.idx
+          accepted.push(entry)
+        }
+      } else {
+        const gapped = new Set<number>()
+        for (const entry of m.entries) {
+          if (gapped.has(entry.origin) || entry.idx <= sv[entry.origin]!) continue
+          if (entry.idx > sv[entry.origin]! + 1) {
+            gapped.add(entry.origin)
+            continue
+          }
+          sv[entry.origin] = entry.idx
+          accepted.push(entry)
+        }
+      }
+    }
+
+    if (accepted.length > 0) {
+      for (const entry of accepted) this.#clock.observe(entry.ts)
+      await this.#db.batch(await this.#operations(accepted, sv), this.#durable)
+    }
+
+    const advanced = sv.some((idx, d) => idx !== this.#sv[d])
+    this.#sv = sv
+    // A follower that applied its own region's entries must not reuse their idx if promoted.
+    if (sv[this.region]! > this.#counter) this.#counter = sv[this.region]!
+    if (advanced) this.#notify()
+    for (const m of mutations) {
+      if (m.kind === 'write') m.settle.resolve(m.entry)
+      else if (m.kind === 'receive')
+        m.settle.resolve(sv[m.origin]!) // the shipper's checkpoint
+      else m.settle.resolve()
+    }
+  }
+
+  // The batch that stores `accepted` entries: log rows, changed winners and the new meta.
+  async #operations(accepted: readonly LogEntry[], sv: number[]) {
+    type Put = { type: 'put'; key: string; value: string }
+    const ops: Put[] = []
+    const keys = [...new Set(accepted.map((e) => e.key))]
+    const stored = keys.length > 0 ? await this.#db.getMany(keys.map(dataKey)) : []
+    const winners = new Map<string, Version | undefined>()
+    keys.forEach((key, i) => {
+      const text = stored[i]
+      winners.set(key, text === undefined ? undefined : decodeVersion(text))
+    })
+    const changed = new Set<string>()
+    for (const entry of accepted) {
+      ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
+      const candidate: Version = { ts: entry.ts, dc: entry.origin }
+      if (entry.value !== undefined) candidate.value = entry.value
+      if (supersedes(candidate, winners.get(entry.key))) {
+        winners.set(entry.key, candidate)
+        changed.add(entry.key)
+      }
+    }
+    for (const key of changed)
+      ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winners.get(key)!) })
+    ops.push({ type: 'put', key: META_KEY, value: JSON.stringify(this.#meta(sv)) })
+    return ops
+  }
+
+  #meta(sv: number[]): ReplicaMeta {
+    return {
+      format: LAYOUT_FORMAT,
+      region: this.region,
+      partition: this.partition,
+      regions: this.#regions,
+      sv,
+      epoch: this.#epoch,
+      hlc: this.#clock.peek(),
+    }
+  }
+
+  async #loadMeta(): Promise<ReplicaMeta> {
+    const text = await this.#db.get(META_KEY)
+    if (text === undefined) {
+      const meta = this.#meta(new Array<number>(this.#regions).fill(0))
+      meta.hlc = HLC_ZERO
+      await this.#db.batch(
+        [{ type: 'put', key: META_KEY, value: JSON.stringify(meta) }],
+        this.#durable,
+      )
+      return meta
+    }
+    const meta = JSON.parse(text) as ReplicaMeta
+    if (meta.format !== LAYOUT_FORMAT) {
+      throw new Error(
+        `${this.#name()}: unsupported store format ${meta.format} (expected ${LAYOUT_FORMAT})`,
+      )
+    }
+    if (
+      meta.region !== this.region ||
+      meta.partition !== this.partition ||
+      meta.regions !== this.#regions
+    ) {
+      throw new Error(
+        `${this.#name()}: the store belongs to region ${meta.region}, partition ${meta.partition} ` +
+          `of a ${meta.regions}-region cluster`,
+      )
+    }
+    return meta
+  }
+
+  #notify(): void {
+    this.#waiters.advance(this.#sv)
+    for (const listener of this.#listeners) {
+      try {
+        listener(this.sv())
+      } catch (error) {
+        // A listener's bug must not undo a committed batch; surface it instead of swallowing it.
+        queueMicrotask(() => {
+          throw error
+        })
+      }
+    }
+  }
+
+  #fail(cause: unknown, batch: Mutation[]): void {
+    this.#state = 'failed'
+    this.#failure = new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `${this.#name()} failed to commit a batch and accepts nothing more until reopened`,
+      { region: this.region, partition: this.partition, replica: this.replica },
+      { cause },
+    )
+    for (const m of [...batch, ...this.#queue.splice(0)]) m.settle.reject(this.#failure)
+    this.#waiters.closeAll()
+    this.#onFailure(this.#failure)
+  }
+
+  #name(): string {
+    return `replica ${this.replica} of partition ${this.partition} in region ${this.region}`
+  }
+}
+
+function invalid(message: string): CausewayError {
+  return new CausewayError('INVALID_REQUEST', message)
+}
+
+function isValidEntry(e: LogEntry, regions: number): boolean {
+  return (
+    Number.isInteger(e.origin) &&
+    e.origin >= 0 &&
+    e.origin < regions &&
+    Number.isSafeInteger(e.idx) &&
+    e.idx >= 1 &&
+    typeof e.key === 'string' &&
+    isHlc(e.ts) &&
+    (e.value === undefined || typeof e.value === 'string')
+  )
+}

@@ -1,0 +1,123 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { CausewayError, HLC_ZERO } from '@causeway/core'
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
+import { afterEach, describe, expect, it } from 'vitest'
+import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
+import { replicaCompliance } from './replica-compliance.js'
+
+replicaCompliance('level: memory-level', async (shape) => {
+  const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+  return {
+    replica: (options) => new LevelPartitionReplica({ ...shape, ...options, db }),
+    destroy: async () => {},
+  }
+})
+
+replicaCompliance('level: classic-level', async (shape) => {
+  const location = await mkdtemp(join(tmpdir(), 'causeway-replica-'))
+  return {
+    replica: (options) => new LevelPartitionReplica({ ...shape, ...options, location }),
+    destroy: () => rm(location, { recursive: true, force: true }),
+  }
+})
+
+describe('LevelPartitionReplica', () => {
+  const shape = { region: 0, partition: 0, replica: 0, regions: 2 }
+  const cleanup: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn()
+  })
+
+  function memory(): { db: StringLevel; replica: () => LevelPartitionReplica } {
+    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+    return {
+      db,
+      replica: () => {
+        const r = new LevelPartitionReplica({ ...shape, db, onFailure: () => {} })
+        cleanup.push(() => r.close())
+        return r
+      },
+    }
+  }
+
+  it('commits concurrent writes in few durable batches', async () => {
+    const location = await mkdtemp(join(tmpdir(), 'causeway-replica-'))
+    cleanup.push(() => rm(location, { recursive: true, force: true }))
+    const db = new ClassicLevel<string, string>(location)
+    const r = new LevelPartitionReplica({ ...shape, db })
+    cleanup.push(() => r.close())
+    await r.open()
+    let batches = 0
+    db.on('write', () => batches++)
+    const writes = await Promise.all(
+      Array.from({ length: 300 }, (_, i) => r.write(`k${i}`, '1', HLC_ZERO)),
+    )
+    expect(writes.at(-1)!.idx).toBe(300)
+    expect(batches).toBeLessThanOrEqual(3)
+    expect(r.sv()).toEqual([300, 0])
+  })
+
+  it('fails loudly and stays consistent when a durable batch fails', async () => {
+    const { db, replica } = memory()
+    const failures: CausewayError[] = []
+    const r = new LevelPartitionReplica({ ...shape, db, onFailure: (e) => failures.push(e) })
+    cleanup.push(() => r.close())
+    await r.open()
+    const first = await r.write('k', '"kept"', HLC_ZERO)
+
+    const batch = db.batch.bind(db)
+    ;(db as { batch: unknown }).batch = () => Promise.reject(new Error('disk full'))
+    const lost = r.write('k', '"lost"', HLC_ZERO)
+    const alsoLost = r.write('j', '"lost"', HLC_ZERO)
+    await expect(lost).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+    await expect(alsoLost).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+    expect(failures).toHaveLength(1)
+    expect(failures[0]!.cause).toMatchObject({ message: 'disk full' })
+    // Memory is not ahead of disk, and nothing more is accepted.
+    expect(r.sv()).toEqual([1, 0])
+    await expect(r.write('k', '"later"', HLC_ZERO)).rejects.toMatchObject({
+      code: 'BACKEND_UNAVAILABLE',
+    })
+    await expect(r.read('k')).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+    expect(await r.waitFor([2, 0], Date.now() + 1000)).toBe(false)
+
+    ;(db as { batch: unknown }).batch = batch
+    await r.close()
+    const back = replica()
+    await back.open()
+    expect(back.sv()).toEqual([1, 0])
+    expect((await back.read('k')).version?.value).toBe('"kept"')
+    // No gap: the idx of the failed writes is handed out again.
+    const next = await back.write('k', '"next"', HLC_ZERO)
+    expect(next.idx).toBe(2)
+    expect(next.ts > first.ts).toBe(true)
+  })
+
+  it('rejects malformed input before it reaches the queue', async () => {
+    const { replica } = memory()
+    const r = replica()
+    await r.open()
+    await expect(r.write('k', '1', 'not-an-hlc')).rejects.toMatchObject({ code: 'INVALID_HLC' })
+    await expect(r.write('', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    await expect(r.receive(0, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    await expect(r.receive(5, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    const bad = { origin: 1, idx: 0, key: 'k', ts: HLC_ZERO, at: 0 }
+    await expect(r.receive(1, [bad])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    await expect(r.apply([{ ...bad, idx: 1, ts: 'x' }])).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    })
+    expect(r.sv()).toEqual([0, 0])
+  })
+
+  it('refuses a store made for another replica', async () => {
+    const { db } = memory()
+    const r = new LevelPartitionReplica({ ...shape, db })
+    await r.open()
+    await r.close()
+    const other = new LevelPartitionReplica({ ...shape, partition: 1, db })
+    await expect(other.open()).rejects.toThrow(/belongs to region 0, partition 0/)
+  })
+})

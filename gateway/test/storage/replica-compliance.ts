@@ -1,0 +1,428 @@
+/**
+ * The compliance suite of {@link PartitionReplica}, written once and run by every storage backend
+ * (in the spirit of abstract-level's suite): `replicaCompliance('level: memory', factory)`.
+ *
+ * Every test runs twice: on a fresh replica, and on a reopened one, where the replica is closed
+ * and reopened before the test and again before each check that `restart()` guards, so what is
+ * checked is also what survives a restart.
+ */
+import { HLC_ZERO, type Hlc, hlcFrom, hlcMillis } from '@causeway/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+
+/** Which replica a store holds. */
+export interface ReplicaShape {
+  region: number
+  partition: number
+  replica: number
+  regions: number
+}
+
+/** One backend store of one replica, which can be opened again and again. */
+export interface ReplicaStore {
+  /** A new, unopened replica object over this store's data (the same data on every call). */
+  replica(options?: { now?: () => number }): PartitionReplica
+  /** Removes what the store left behind, once its replicas are closed. */
+  destroy(): Promise<void>
+}
+
+/** Makes an empty store for a replica of the given shape. */
+export type ReplicaStoreFactory = (shape: ReplicaShape) => Promise<ReplicaStore>
+
+const REGIONS = 3
+const HOUR = 3_600_000
+
+/** A shipped or replicated log entry, for tests. */
+function entry(
+  origin: number,
+  idx: number,
+  key: string,
+  value: string | undefined,
+  ts: Hlc,
+): LogEntry {
+  const e: LogEntry = { origin, idx, key, ts, at: Date.now() }
+  if (value !== undefined) e.value = value
+  return e
+}
+
+/** An HLC `ms` milliseconds from now (negative: in the past). */
+function tsIn(ms: number, c = 0): Hlc {
+  return hlcFrom(Date.now() + ms, c)
+}
+
+export function replicaCompliance(name: string, factory: ReplicaStoreFactory): void {
+  describe.each(['fresh', 'reopened'] as const)(`${name} (%s replica)`, (mode) => {
+    const stores: ReplicaStore[] = []
+    const opened: PartitionReplica[] = []
+
+    afterEach(async () => {
+      for (const r of opened.splice(0)) await r.close()
+      for (const s of stores.splice(0)) await s.destroy()
+    })
+
+    async function openOn(store: ReplicaStore, now?: () => number): Promise<PartitionReplica> {
+      const r = store.replica(now ? { now } : {})
+      opened.push(r)
+      await r.open()
+      return r
+    }
+
+    /** A replica of region `region` on an empty store (reopened once in `reopened` mode). */
+    async function fresh(region = 0): Promise<{ r: PartitionReplica; store: ReplicaStore }> {
+      const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
+      stores.push(store)
+      let r = await openOn(store)
+      if (mode === 'reopened') r = await reopen(r, store)
+      return { r, store }
+    }
+
+    async function reopen(r: PartitionReplica, store: ReplicaStore, now?: () => number) {
+      await r.close()
+      return openOn(store, now)
+    }
+
+    /** In `reopened` mode, closes and reopens the replica, so checks run on what was persisted. */
+    async function restart(r: PartitionReplica, store: ReplicaStore): Promise<PartitionReplica> {
+      return mode === 'reopened' ? reopen(r, store) : r
+    }
+
+    it('starts empty at epoch 1', async () => {
+      const { r } = await fresh()
+      expect(r.sv()).toEqual([0, 0, 0])
+      expect(r.epoch()).toBe(1)
+      expect(r.backend).not.toBe('')
+      expect(await r.read('missing')).toEqual({ version: undefined, sv: [0, 0, 0] })
+      expect(await r.readLog(0, 0, 10)).toEqual([])
+    })
+
+    it('writes and reads', async () => {
+      let { r, store } = await fresh()
+      const a = await r.write('a', '"one"', HLC_ZERO)
+      expect(a).toMatchObject({ origin: 0, idx: 1, key: 'a', value: '"one"' })
+      expect(a.ts > HLC_ZERO).toBe(true)
+      const b = await r.write('b', '{"n":2}', HLC_ZERO)
+      expect(b.idx).toBe(2)
+      expect(b.ts > a.ts).toBe(true)
+      r = await restart(r, store)
+      expect(await r.read('a')).toEqual({
+        version: { value: '"one"', ts: a.ts, dc: 0 },
+        sv: [2, 0, 0],
+      })
+      expect(await r.read('b')).toEqual({
+        version: { value: '{"n":2}', ts: b.ts, dc: 0 },
+        sv: [2, 0, 0],
+      })
+      expect(r.sv()).toEqual([2, 0, 0])
+    })
+
+    it('keeps keys with any characters apart', async () => {
+      let { r, store } = await fresh()
+      const keys = ['k', 'k/', 'k\n', 'k\u0000x', 'ключ', '{tag}k', 'd/k', 'm']
+      for (const [i, key] of keys.entries()) await r.write(key, String(i), HLC_ZERO)
+      r = await restart(r, store)
+      for (const [i, key] of keys.entries())
+        expect((await r.read(key)).version?.value).toBe(String(i))
+      expect((await r.readLog(0, 0, 100)).map((e) => e.key)).toEqual(keys)
+    })
+
+    it('stamps a write after its dependency time', async () => {
+      const { r } = await fresh()
+      const dt = tsIn(HOUR, 7)
+      const e = await r.write('k', '1', dt)
+      expect(e.ts > dt).toBe(true)
+      const next = await r.write('k', '2', HLC_ZERO)
+      expect(next.ts > e.ts).toBe(true)
+    })
+
+    it('stores deletes as tombstones', async () => {
+      let { r, store } = await fresh()
+      await r.write('k', '1', HLC_ZERO)
+      const del = await r.write('k', undefined, HLC_ZERO)
+      expect(del.value).toBeUndefined()
+      expect('value' in del).toBe(false)
+      r = await restart(r, store)
+      const { version } = await r.read('k')
+      expect(version).toEqual({ ts: del.ts, dc: 0 })
+      const [, logged] = await r.readLog(0, 0, 10)
+      expect(logged).toMatchObject({ idx: 2, key: 'k', ts: del.ts })
+      expect(logged && 'value' in logged).toBe(false)
+    })
+
+    it('keeps the version with the highest (ts, dc)', async () => {
+      let { r, store } = await fresh()
+      const local = await r.write('k', '"local"', HLC_ZERO)
+      const t = hlcMillis(local.ts)
+      // Older than the local version: stored in the log, loses.
+      expect(await r.receive(1, [entry(1, 1, 'k', '"old"', hlcFrom(t - 1000, 0))])).toBe(1)
+      expect((await r.read('k')).version).toEqual({ value: '"local"', ts: local.ts, dc: 0 })
+      // Same ts, higher dc: wins the tie.
+      expect(await r.receive(2, [entry(2, 1, 'k', '"tie"', local.ts)])).toBe(1)
+      expect((await r.read('k')).version).toEqual({ value: '"tie"', ts: local.ts, dc: 2 })
+      // Same ts, lower dc than the winner: loses the tie.
+      await r.receive(1, [entry(1, 2, 'k', '"tie-low"', local.ts)])
+      r = await restart(r, store)
+      expect((await r.read('k')).version?.value).toBe('"tie"')
+      expect(r.sv()).toEqual([1, 2, 1])
+      // Newer: wins, also as a tombstone.
+      const newer = hlcFrom(t + 1000, 0)
+      await r.receive(1, [entry(1, 3, 'k', undefined, newer)])
+      expect((await r.read('k')).version).toEqual({ ts: newer, dc: 1 })
+    })
+
+    it('converges on the same winner whatever the interleaving of origins', async () => {
+      const t = Date.now()
+      const fromOne = [
+        entry(1, 1, 'k', '"1a"', hlcFrom(t + 5, 0)),
+        entry(1, 2, 'k', '"1b"', hlcFrom(t + 1, 0)),
+      ]
+      const fromTwo = [
+        entry(2, 1, 'k', '"2a"', hlcFrom(t + 3, 0)),
+        entry(2, 2, 'j', '"2b"', hlcFrom(t + 9, 0)),
+      ]
+      const a = await fresh(0)
+      const b = await fresh(0)
+      await a.r.apply([...fromOne, ...fromTwo])
+      await b.r.apply([fromTwo[0]!, fromOne[0]!, fromTwo[1]!])
+      await b.r.apply([fromOne[1]!])
+      const ra = await restart(a.r, a.store)
+      const rb = await restart(b.r, b.store)
+      for (const key of ['k', 'j'])
+        expect((await ra.read(key)).version).toEqual((await rb.read(key)).version)
+      expect((await ra.read('k')).version?.value).toBe('"1a"')
+      expect(ra.sv()).toEqual([0, 2, 2])
+      expect(rb.sv()).toEqual([0, 2, 2])
+    })
+
+    it('appends to the log and tails it in idx order', async () => {
+      let { r, store } = await fresh()
+      const written: LogEntry[] = []
+      // More than 10 so a lexicographic (not numeric) log order would show.
+      for (let i = 1; i <= 12; i++) written.push(await r.write(`k${i % 3}`, String(i), HLC_ZERO))
+      await r.receive(1, [entry(1, 1, 'x', '"x"', tsIn(0))])
+      r = await restart(r, store)
+      expect(await r.readLog(0, 0, 100)).toEqual(written)
+      expect((await r.readLog(0, 8, 100)).map((e) => e.idx)).toEqual([9, 10, 11, 12])
+      expect((await r.readLog(0, 2, 3)).map((e) => e.idx)).toEqual([3, 4, 5])
+      expect(await r.readLog(0, 12, 10)).toEqual([])
+      expect(await r.readLog(0, 0, 0)).toEqual([])
+      expect((await r.readLog(1, 0, 10)).map((e) => [e.origin, e.idx, e.key])).toEqual([
+        [1, 1, 'x'],
+      ])
+      expect(await r.readLog(2, 0, 10)).toEqual([])
+    })
+
+    it('receives shipped entries idempotently', async () => {
+      let { r, store } = await fresh()
+      const shipped = [1, 2, 3].map((i) => entry(1, i, `k${i}`, String(i), tsIn(-100, i)))
+      expect(await r.receive(1, shipped.slice(0, 2))).toBe(2)
+      // A resend that overlaps what was applied: only the new entry counts.
+      expect(await r.receive(1, shipped)).toBe(3)
+      expect(await r.receive(1, shipped)).toBe(3)
+      expect(await r.receive(1, [])).toBe(3)
+      r = await restart(r, store)
+      expect(r.sv()).toEqual([0, 3, 0])
+      expect(await r.readLog(1, 0, 100)).toEqual(shipped)
+      expect((await r.read('k2')).version).toEqual({ value: '2', ts: shipped[1]!.ts, dc: 1 })
+    })
+
+    it('stops a received batch at a gap', async () => {
+      let { r, store } = await fresh()
+      const shipped = [1, 2, 3, 4].map((i) => entry(2, i, `k${i}`, String(i), tsIn(-100, i)))
+      expect(await r.receive(2, [shipped[2]!, shipped[3]!])).toBe(0)
+      expect((await r.read('k3')).version).toBeUndefined()
+      expect(await r.receive(2, [shipped[0]!, shipped[1]!, shipped[3]!])).toBe(2)
+      r = await restart(r, store)
+      expect((await r.read('k4')).version).toBeUndefined()
+      expect((await r.readLog(2, 0, 10)).map((e) => e.idx)).toEqual([1, 2])
+      expect(await r.receive(2, shipped)).toBe(4)
+      expect(r.sv()).toEqual([0, 0, 4])
+    })
+
+    it('applies leader entries per origin, skipping duplicates and stopping an origin at a gap', async () => {
+      let { r, store } = await fresh(1)
+      const t = Date.now()
+      const e = (o: number, i: number) =>
+        entry(o, i, `o${o}i${i}`, `${o}${i}`, hlcFrom(t, o * 10 + i))
+      await r.apply([e(0, 1), e(2, 2), e(0, 2), e(1, 1), e(2, 3)])
+      expect(r.sv()).toEqual([2, 1, 0])
+      await r.apply([e(0, 1), e(2, 1), e(0, 2), e(2, 2), e(2, 3)])
+      r = await restart(r, store)
+      expect(r.sv()).toEqual([2, 1, 3])
+      expect((await r.readLog(2, 0, 10)).map((x) => x.idx)).toEqual([1, 2, 3])
+      expect((await r.read('o2i3')).version).toEqual({ value: '23', ts: e(2, 3).ts, dc: 2 })
+    })
+
+    it('continues its own counter after applying its region’s entries', async () => {
+      let { r, store } = await fresh(0)
+      await r.apply([entry(0, 1, 'a', '1', tsIn(0, 1)), entry(0, 2, 'b', '2', tsIn(0, 2))])
+      r = await restart(r, store)
+      expect((await r.write('c', '3', HLC_ZERO)).idx).toBe(3)
+    })
+
+    it('maintains sv and reports each advance', async () => {
+      const { r } = await fresh()
+      const seen: number[][] = []
+      const unsubscribe = r.onAdvance((sv) => seen.push([...sv]))
+      await r.write('a', '1', HLC_ZERO)
+      await r.receive(2, [entry(2, 1, 'b', '1', tsIn(0))])
+      await r.receive(2, [entry(2, 1, 'b', '1', tsIn(0))]) // a duplicate does not advance
+      await r.receive(1, [entry(1, 2, 'c', '1', tsIn(0))]) // nor does a gap
+      unsubscribe()
+      await r.write('a', '2', HLC_ZERO)
+      expect(seen).toEqual([
+        [1, 0, 0],
+        [1, 0, 1],
+      ])
+      const sv = r.sv()
+      sv[0] = 99
+      expect(r.sv()).toEqual([2, 0, 1])
+    })
+
+    it('advances its HLC past received timestamps', async () => {
+      let { r, store } = await fresh()
+      const future = tsIn(HOUR, 3)
+      await r.receive(1, [entry(1, 1, 'k', '"remote"', future)])
+      r = await restart(r, store)
+      const local = await r.write('j', '"local"', HLC_ZERO)
+      expect(local.ts > future).toBe(true)
+      // So a later local write of the same key beats the received one.
+      const again = await r.write('k', '"local"', HLC_ZERO)
+      expect((await r.read('k')).version).toEqual({ value: '"local"', ts: again.ts, dc: 0 })
+    })
+
+    it('reads a version and the sv that includes it atomically', async () => {
+      const { r } = await fresh()
+      const reads: Promise<{ ts?: Hlc; sv0: number }>[] = []
+      const read = () => reads.push(r.read('k').then((x) => ({ ts: x.version?.ts, sv0: x.sv[0]! })))
+      const writes: Promise<LogEntry>[] = []
+      // Reads keep arriving while batches commit, so they race every commit.
+      for (let wave = 0; wave < 40; wave++) {
+        for (let i = 0; i < 3; i++) {
+          writes.push(r.write('k', String(wave * 3 + i), HLC_ZERO))
+          read()
+        }
+        for (let i = 0; i < 5; i++) {
+          await new Promise((resolve) => setImmediate(resolve))
+          read()
+        }
+      }
+      const log = await Promise.all(writes)
+      for (const { ts, sv0 } of await Promise.all(reads)) {
+        // Every write is to `k`, so the winner must be exactly the entry at sv[0].
+        expect(ts).toBe(sv0 === 0 ? undefined : log[sv0 - 1]!.ts)
+      }
+    })
+
+    it('gives concurrent writes consecutive idx and increasing ts', async () => {
+      let { r, store } = await fresh()
+      const written = await Promise.all(
+        Array.from({ length: 200 }, (_, i) => r.write(`k${i}`, String(i), HLC_ZERO)),
+      )
+      expect(written.map((e) => e.idx)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
+      for (let i = 1; i < written.length; i++)
+        expect(written[i]!.ts > written[i - 1]!.ts).toBe(true)
+      r = await restart(r, store)
+      expect(r.sv()).toEqual([200, 0, 0])
+      expect(await r.readLog(0, 0, 1000)).toEqual(written)
+    })
+
+    describe('waitFor', () => {
+      it('resolves at once when sv already covers the need', async () => {
+        const { r } = await fresh()
+        await r.write('a', '1', HLC_ZERO)
+        expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(true)
+        expect(await r.waitFor([0, 0, 0], Date.now() - 1)).toBe(true)
+      })
+
+      it('resolves when sv advances to cover the need', async () => {
+        const { r } = await fresh()
+        const started = Date.now()
+        const waiting = r.waitFor([0, 2, 0], started + 5000)
+        setTimeout(() => void r.receive(1, [entry(1, 1, 'a', '1', tsIn(0))]), 10)
+        setTimeout(() => void r.receive(1, [entry(1, 2, 'b', '1', tsIn(0))]), 30)
+        expect(await waiting).toBe(true)
+        expect(r.sv()[1]).toBe(2)
+        expect(Date.now() - started).toBeLessThan(1000)
+      })
+
+      it('resolves false at the deadline', async () => {
+        const { r } = await fresh()
+        const started = Date.now()
+        expect(await r.waitFor([1, 0, 0], started + 40)).toBe(false)
+        expect(Date.now() - started).toBeGreaterThanOrEqual(39)
+        expect(await r.waitFor([1, 0, 0], Date.now() - 1)).toBe(false)
+      })
+
+      it('resolves false when the replica closes', async () => {
+        const { r } = await fresh()
+        const started = Date.now()
+        const waiting = r.waitFor([0, 0, 5], started + 10_000)
+        await r.close()
+        expect(await waiting).toBe(false)
+        expect(Date.now() - started).toBeLessThan(5000)
+      })
+
+      it('serves many waiters with different needs', async () => {
+        const { r } = await fresh()
+        const deadline = Date.now() + 5000
+        const waits = [1, 2, 3, 4].map((n) => r.waitFor([n, 0, 0], deadline))
+        const late = r.waitFor([5, 0, 0], Date.now() + 50)
+        for (let i = 0; i < 4; i++) await r.write('k', String(i), HLC_ZERO)
+        expect(await Promise.all(waits)).toEqual([true, true, true, true])
+        expect(await late).toBe(false)
+      })
+    })
+
+    describe('restart', () => {
+      it('brings back data, log, sv, counter and HLC', async () => {
+        const { r, store } = await fresh()
+        const a = await r.write('a', '"a"', HLC_ZERO)
+        const b = await r.write('b', undefined, HLC_ZERO)
+        const shipped = entry(2, 1, 'c', '"c"', tsIn(1000))
+        await r.receive(2, [shipped])
+        const back = await reopen(r, store)
+        expect(back.sv()).toEqual([2, 0, 1])
+        expect(back.epoch()).toBe(1)
+        expect((await back.read('a')).version).toEqual({ value: '"a"', ts: a.ts, dc: 0 })
+        expect((await back.read('b')).version).toEqual({ ts: b.ts, dc: 0 })
+        expect((await back.read('c')).version).toEqual({ value: '"c"', ts: shipped.ts, dc: 2 })
+        expect(await back.readLog(0, 0, 10)).toEqual([a, b])
+        const c = await back.write('d', '"d"', HLC_ZERO)
+        expect(c.idx).toBe(3)
+        expect(c.ts > shipped.ts).toBe(true)
+      })
+
+      it('keeps the clock monotonic when the wall clock went back', async () => {
+        const { r, store } = await fresh()
+        const before = await r.write('k', '1', HLC_ZERO)
+        // The machine's clock is stepped back an hour while the replica is down.
+        const back = await reopen(r, store, () => Date.now() - HOUR)
+        const after = await back.write('k', '2', HLC_ZERO)
+        expect(after.ts > before.ts).toBe(true)
+        expect((await back.read('k')).version?.value).toBe('2')
+      })
+
+      it('refuses operations while closed and reopens cleanly', async () => {
+        const { r, store } = await fresh()
+        await r.write('k', '1', HLC_ZERO)
+        await r.close()
+        await expect(r.write('k', '2', HLC_ZERO)).rejects.toThrow()
+        await expect(r.read('k')).rejects.toThrow()
+        expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(false)
+        const back = await openOn(store)
+        expect((await back.read('k')).version?.value).toBe('1')
+      })
+
+      it('acknowledges writes accepted before close', async () => {
+        const { r, store } = await fresh()
+        const pending = Array.from({ length: 20 }, (_, i) => r.write(`k${i}`, String(i), HLC_ZERO))
+        const closing = r.close()
+        const written = await Promise.all(pending)
+        await closing
+        const back = await openOn(store)
+        expect(back.sv()[0]).toBe(20)
+        expect(await back.readLog(0, 0, 100)).toEqual(written)
+      })
+    })
+  })
+}
