@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { CausewayError, HLC_ZERO } from '@causeway/core'
+import { type CausewayError, HLC_ZERO } from '@causeway/core'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'

@@ -60,9 +60,12 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       for (const s of stores.splice(0)) await s.destroy()
     })
 
+    const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
+
     async function openOn(store: ReplicaStore, now?: () => number): Promise<PartitionReplica> {
       const r = store.replica(now ? { now } : {})
       opened.push(r)
+      storeOf.set(r, store)
       await r.open()
       return r
     }
@@ -72,18 +75,19 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
       stores.push(store)
       let r = await openOn(store)
-      if (mode === 'reopened') r = await reopen(r, store)
+      if (mode === 'reopened') r = await reopen(r)
       return { r, store }
     }
 
-    async function reopen(r: PartitionReplica, store: ReplicaStore, now?: () => number) {
+    /** Closes `r` and opens a new replica object over its store. */
+    async function reopen(r: PartitionReplica, now?: () => number) {
       await r.close()
-      return openOn(store, now)
+      return openOn(storeOf.get(r)!, now)
     }
 
     /** In `reopened` mode, closes and reopens the replica, so checks run on what was persisted. */
-    async function restart(r: PartitionReplica, store: ReplicaStore): Promise<PartitionReplica> {
-      return mode === 'reopened' ? reopen(r, store) : r
+    async function restart(r: PartitionReplica): Promise<PartitionReplica> {
+      return mode === 'reopened' ? reopen(r) : r
     }
 
     it('starts empty at epoch 1', async () => {
@@ -96,14 +100,14 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('writes and reads', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const a = await r.write('a', '"one"', HLC_ZERO)
       expect(a).toMatchObject({ origin: 0, idx: 1, key: 'a', value: '"one"' })
       expect(a.ts > HLC_ZERO).toBe(true)
       const b = await r.write('b', '{"n":2}', HLC_ZERO)
       expect(b.idx).toBe(2)
       expect(b.ts > a.ts).toBe(true)
-      r = await restart(r, store)
+      r = await restart(r)
       expect(await r.read('a')).toEqual({
         version: { value: '"one"', ts: a.ts, dc: 0 },
         sv: [2, 0, 0],
@@ -116,10 +120,10 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('keeps keys with any characters apart', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const keys = ['k', 'k/', 'k\n', 'k\u0000x', 'ключ', '{tag}k', 'd/k', 'm']
       for (const [i, key] of keys.entries()) await r.write(key, String(i), HLC_ZERO)
-      r = await restart(r, store)
+      r = await restart(r)
       for (const [i, key] of keys.entries())
         expect((await r.read(key)).version?.value).toBe(String(i))
       expect((await r.readLog(0, 0, 100)).map((e) => e.key)).toEqual(keys)
@@ -135,12 +139,12 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('stores deletes as tombstones', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       await r.write('k', '1', HLC_ZERO)
       const del = await r.write('k', undefined, HLC_ZERO)
       expect(del.value).toBeUndefined()
       expect('value' in del).toBe(false)
-      r = await restart(r, store)
+      r = await restart(r)
       const { version } = await r.read('k')
       expect(version).toEqual({ ts: del.ts, dc: 0 })
       const [, logged] = await r.readLog(0, 0, 10)
@@ -149,7 +153,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('keeps the version with the highest (ts, dc)', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const local = await r.write('k', '"local"', HLC_ZERO)
       const t = hlcMillis(local.ts)
       // Older than the local version: stored in the log, loses.
@@ -160,7 +164,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       expect((await r.read('k')).version).toEqual({ value: '"tie"', ts: local.ts, dc: 2 })
       // Same ts, lower dc than the winner: loses the tie.
       await r.receive(1, [entry(1, 2, 'k', '"tie-low"', local.ts)])
-      r = await restart(r, store)
+      r = await restart(r)
       expect((await r.read('k')).version?.value).toBe('"tie"')
       expect(r.sv()).toEqual([1, 2, 1])
       // Newer: wins, also as a tombstone.
@@ -184,8 +188,8 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       await a.r.apply([...fromOne, ...fromTwo])
       await b.r.apply([fromTwo[0]!, fromOne[0]!, fromTwo[1]!])
       await b.r.apply([fromOne[1]!])
-      const ra = await restart(a.r, a.store)
-      const rb = await restart(b.r, b.store)
+      const ra = await restart(a.r)
+      const rb = await restart(b.r)
       for (const key of ['k', 'j'])
         expect((await ra.read(key)).version).toEqual((await rb.read(key)).version)
       expect((await ra.read('k')).version?.value).toBe('"1a"')
@@ -194,12 +198,12 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('appends to the log and tails it in idx order', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const written: LogEntry[] = []
       // More than 10 so a lexicographic (not numeric) log order would show.
       for (let i = 1; i <= 12; i++) written.push(await r.write(`k${i % 3}`, String(i), HLC_ZERO))
       await r.receive(1, [entry(1, 1, 'x', '"x"', tsIn(0))])
-      r = await restart(r, store)
+      r = await restart(r)
       expect(await r.readLog(0, 0, 100)).toEqual(written)
       expect((await r.readLog(0, 8, 100)).map((e) => e.idx)).toEqual([9, 10, 11, 12])
       expect((await r.readLog(0, 2, 3)).map((e) => e.idx)).toEqual([3, 4, 5])
@@ -212,26 +216,26 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('receives shipped entries idempotently', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const shipped = [1, 2, 3].map((i) => entry(1, i, `k${i}`, String(i), tsIn(-100, i)))
       expect(await r.receive(1, shipped.slice(0, 2))).toBe(2)
       // A resend that overlaps what was applied: only the new entry counts.
       expect(await r.receive(1, shipped)).toBe(3)
       expect(await r.receive(1, shipped)).toBe(3)
       expect(await r.receive(1, [])).toBe(3)
-      r = await restart(r, store)
+      r = await restart(r)
       expect(r.sv()).toEqual([0, 3, 0])
       expect(await r.readLog(1, 0, 100)).toEqual(shipped)
       expect((await r.read('k2')).version).toEqual({ value: '2', ts: shipped[1]!.ts, dc: 1 })
     })
 
     it('stops a received batch at a gap', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const shipped = [1, 2, 3, 4].map((i) => entry(2, i, `k${i}`, String(i), tsIn(-100, i)))
       expect(await r.receive(2, [shipped[2]!, shipped[3]!])).toBe(0)
       expect((await r.read('k3')).version).toBeUndefined()
       expect(await r.receive(2, [shipped[0]!, shipped[1]!, shipped[3]!])).toBe(2)
-      r = await restart(r, store)
+      r = await restart(r)
       expect((await r.read('k4')).version).toBeUndefined()
       expect((await r.readLog(2, 0, 10)).map((e) => e.idx)).toEqual([1, 2])
       expect(await r.receive(2, shipped)).toBe(4)
@@ -239,23 +243,23 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('applies leader entries per origin, skipping duplicates and stopping an origin at a gap', async () => {
-      let { r, store } = await fresh(1)
+      let { r } = await fresh(1)
       const t = Date.now()
       const e = (o: number, i: number) =>
         entry(o, i, `o${o}i${i}`, `${o}${i}`, hlcFrom(t, o * 10 + i))
       await r.apply([e(0, 1), e(2, 2), e(0, 2), e(1, 1), e(2, 3)])
       expect(r.sv()).toEqual([2, 1, 0])
       await r.apply([e(0, 1), e(2, 1), e(0, 2), e(2, 2), e(2, 3)])
-      r = await restart(r, store)
+      r = await restart(r)
       expect(r.sv()).toEqual([2, 1, 3])
       expect((await r.readLog(2, 0, 10)).map((x) => x.idx)).toEqual([1, 2, 3])
       expect((await r.read('o2i3')).version).toEqual({ value: '23', ts: e(2, 3).ts, dc: 2 })
     })
 
     it('continues its own counter after applying its region’s entries', async () => {
-      let { r, store } = await fresh(0)
+      let { r } = await fresh(0)
       await r.apply([entry(0, 1, 'a', '1', tsIn(0, 1)), entry(0, 2, 'b', '2', tsIn(0, 2))])
-      r = await restart(r, store)
+      r = await restart(r)
       expect((await r.write('c', '3', HLC_ZERO)).idx).toBe(3)
     })
 
@@ -279,10 +283,10 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('advances its HLC past received timestamps', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const future = tsIn(HOUR, 3)
       await r.receive(1, [entry(1, 1, 'k', '"remote"', future)])
-      r = await restart(r, store)
+      r = await restart(r)
       const local = await r.write('j', '"local"', HLC_ZERO)
       expect(local.ts > future).toBe(true)
       // So a later local write of the same key beats the received one.
@@ -314,14 +318,14 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     })
 
     it('gives concurrent writes consecutive idx and increasing ts', async () => {
-      let { r, store } = await fresh()
+      let { r } = await fresh()
       const written = await Promise.all(
         Array.from({ length: 200 }, (_, i) => r.write(`k${i}`, String(i), HLC_ZERO)),
       )
       expect(written.map((e) => e.idx)).toEqual(Array.from({ length: 200 }, (_, i) => i + 1))
       for (let i = 1; i < written.length; i++)
         expect(written[i]!.ts > written[i - 1]!.ts).toBe(true)
-      r = await restart(r, store)
+      r = await restart(r)
       expect(r.sv()).toEqual([200, 0, 0])
       expect(await r.readLog(0, 0, 1000)).toEqual(written)
     })
@@ -375,12 +379,12 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
 
     describe('restart', () => {
       it('brings back data, log, sv, counter and HLC', async () => {
-        const { r, store } = await fresh()
+        const { r } = await fresh()
         const a = await r.write('a', '"a"', HLC_ZERO)
         const b = await r.write('b', undefined, HLC_ZERO)
         const shipped = entry(2, 1, 'c', '"c"', tsIn(1000))
         await r.receive(2, [shipped])
-        const back = await reopen(r, store)
+        const back = await reopen(r)
         expect(back.sv()).toEqual([2, 0, 1])
         expect(back.epoch()).toBe(1)
         expect((await back.read('a')).version).toEqual({ value: '"a"', ts: a.ts, dc: 0 })
@@ -393,10 +397,10 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       })
 
       it('keeps the clock monotonic when the wall clock went back', async () => {
-        const { r, store } = await fresh()
+        const { r } = await fresh()
         const before = await r.write('k', '1', HLC_ZERO)
         // The machine's clock is stepped back an hour while the replica is down.
-        const back = await reopen(r, store, () => Date.now() - HOUR)
+        const back = await reopen(r, () => Date.now() - HOUR)
         const after = await back.write('k', '2', HLC_ZERO)
         expect(after.ts > before.ts).toBe(true)
         expect((await back.read('k')).version?.value).toBe('2')
