@@ -1,1 +1,49 @@
-export {}
+/**
+ * `@causeway/client`: the Causeway SDK. Per-call session guarantees (NuKV) over a partitioned,
+ * replicated, multi-region key-value store. Runs in browsers and Node 20+ (fetch only, no Node
+ * built-ins); `@causeway/client/node` adds Node-only extras.
+ * @packageDocumentation
+ */
+export { connect } from './connect.js'
+export {
+  Causeway,
+  type CausewayInit,
+  type ReadResult,
+  type SessionListener,
+  type WriteResult,
+} from './client.js'
+export type { CallDefaults, ConnectOptions, ReadOptions, WriteOptions } from './options.js'
+export type { RegionRef, RegionRoute } from './topology.js'
+export {
+  type FetchTransportOptions,
+  type Transport,
+  type TransportRequest,
+  type TransportResponse,
+  fetchTransport,
+} from './transport.js'
+export {
+  type SessionChannel,
+  type SessionMessage,
+  type SessionSharing,
+  type SessionSource,
+  type ShareSessionOptions,
+  shareSession,
+} from './share-session.js'
+export {
+  CausewayError,
+  DURABILITIES,
+  ERROR_CODES,
+  READ_LEVELS,
+  REPLICA_CHOICES,
+  Session,
+  SessionNotAvailableError,
+  WRITE_LEVELS,
+  type Durability,
+  type ErrorCode,
+  type Hlc,
+  type ReadLevel,
+  type ReplicaChoice,
+  type SessionJSON,
+  type Topology,
+  type WriteLevel,
+} from '@causeway/core'

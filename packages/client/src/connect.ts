@@ -1,0 +1,150 @@
+/**
+ * `connect()`: learn the cluster from one gateway, restore or start the session, and return a
+ * client. Everything is checked here, once, so a bad URL, option or session fails the connect
+ * rather than some later call.
+ */
+import { CausewayError, DEFAULT_LIMITS, Session } from '@causeway/core'
+import { CallDeadline } from './call-deadline.js'
+import { Causeway } from './client.js'
+import { type ConnectOptions, checkTimeout, resolveDefaults } from './options.js'
+import { baseUrl, checkTopology, findRegion, regionRoutes, scopeOf } from './topology.js'
+import { type Transport, fetchTransport } from './transport.js'
+
+function checkUrl(url: unknown): string {
+  let parsed: URL | undefined
+  try {
+    parsed = typeof url === 'string' ? new URL(url) : undefined
+  } catch {
+    parsed = undefined
+  }
+  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `url must be an absolute http(s) URL of a gateway, not ${JSON.stringify(url)}`,
+    )
+  }
+  return baseUrl(url as string)
+}
+
+function baseHeaders(options: ConnectOptions): Record<string, string> {
+  const headers: Record<string, string> = { accept: 'application/json' }
+  for (const [name, value] of Object.entries(options.headers ?? {})) {
+    if (typeof value !== 'string') {
+      throw new CausewayError('INVALID_OPTION', `header ${JSON.stringify(name)} must be a string`)
+    }
+    headers[name.toLowerCase()] = value
+  }
+  if (options.apiKey !== undefined) {
+    if (typeof options.apiKey !== 'string' || options.apiKey === '') {
+      throw new CausewayError('INVALID_OPTION', 'apiKey must be a non-empty string')
+    }
+    headers.authorization = `Bearer ${options.apiKey}`
+  }
+  return headers
+}
+
+/**
+ * Connects to a Causeway cluster through the gateway at `options.url`: fetches its topology,
+ * restores `options.session` (validated: a malformed session rejects with `INVALID_SESSION`, one
+ * of another cluster with `FOREIGN_SESSION`) or starts a fresh one.
+ *
+ * @example
+ * const db = await connect({ url: 'http://localhost:7070' })
+ * await db.put('user:1', { name: 'Ada' })
+ * const r = await db.get('user:1', { read: 'read-your-writes', region: 'eu' })
+ */
+export function connect(options: ConnectOptions): Promise<Causeway> {
+  return openClient(options, fetchTransport)
+}
+
+/**
+ * `connect` with the transport to make when the options bring none; the client closes a
+ * transport it made. Each entry point passes its own default.
+ */
+export async function openClient(
+  options: ConnectOptions,
+  defaultTransport: () => Transport,
+): Promise<Causeway> {
+  if (typeof options !== 'object' || options === null) {
+    throw new CausewayError('INVALID_OPTION', 'connect() needs an options object with a url')
+  }
+  const url = checkUrl(options.url)
+  const headers = baseHeaders(options)
+  const ownsTransport = options.transport === undefined
+  const transport: Transport = options.transport ?? defaultTransport()
+  try {
+    const topologyTimeout =
+      options.defaults?.timeoutMs === undefined
+        ? DEFAULT_LIMITS.defaultTimeoutMs
+        : checkTimeout(options.defaults.timeoutMs, DEFAULT_LIMITS.maxTimeoutMs)
+    const deadline = new CallDeadline(topologyTimeout, options.signal, new AbortController().signal)
+    let res
+    try {
+      res = await transport.request({
+        method: 'GET',
+        url: url + '/v1/topology',
+        headers: { ...headers },
+        signal: deadline.signal,
+      })
+    } catch (cause) {
+      deadline.throwIfStopped(`connect to ${url}`)
+      throw new CausewayError(
+        'NETWORK_ERROR',
+        `cannot reach the gateway at ${url}: ${String(cause)}`,
+        { url },
+        { cause },
+      )
+    } finally {
+      deadline.dispose()
+    }
+    if (res.status !== 200) throw CausewayError.fromBody(res.body, res.status)
+    const topology = checkTopology(res.body)
+    const scope = scopeOf(topology)
+    const session = restoreSession(options.session, scope)
+    const defaults = resolveDefaults(options.defaults, topology.limits)
+    const regions = regionRoutes(topology, url)
+    const home =
+      options.region === undefined ? regions[topology.region]! : findRegion(regions, options.region)
+    return new Causeway({
+      topology,
+      session,
+      regions,
+      home,
+      defaults,
+      transport,
+      headers,
+      ownsTransport,
+    })
+  } catch (error) {
+    if (ownsTransport) await transport.close?.()
+    throw error
+  }
+}
+
+/**
+ * The session a client starts with. A `Session` object is used as is (two clients given the same
+ * object share it); JSON is validated and copied. Either way it must belong to this cluster.
+ */
+function restoreSession(
+  session: ConnectOptions['session'],
+  scope: { cluster: string; regions: number; partitions: number },
+): Session {
+  if (session === undefined) return new Session(scope)
+  if (session instanceof Session) {
+    if (
+      session.cluster !== scope.cluster ||
+      session.regions !== scope.regions ||
+      session.partitions !== scope.partitions
+    ) {
+      throw new CausewayError(
+        'FOREIGN_SESSION',
+        `session belongs to cluster ${JSON.stringify(session.cluster)} (${session.regions} regions × ${session.partitions} partitions), not ${JSON.stringify(scope.cluster)} (${scope.regions} × ${scope.partitions})`,
+      )
+    }
+    return session
+  }
+  // A Session from another bundled copy of the SDK is not `instanceof` ours: go through its JSON.
+  const toJSON = (session as { toJSON?: unknown } | null)?.toJSON
+  const json = typeof toJSON === 'function' ? (toJSON.call(session) as unknown) : session
+  return Session.fromJSON(json, scope)
+}

@@ -1,0 +1,124 @@
+/// <reference types="node" />
+/**
+ * `@causeway/client/node`: everything of `@causeway/client`, plus what only Node can do: a
+ * keep-alive `node:http` transport (the default of this entry's `connect`) and a file-backed
+ * session store, so a CLI or a worker can carry its guarantees across restarts.
+ * @packageDocumentation
+ */
+import { randomUUID } from 'node:crypto'
+import { readFile, rename, writeFile } from 'node:fs/promises'
+import http from 'node:http'
+import https from 'node:https'
+import type { Session, SessionJSON } from '@causeway/core'
+import type { Causeway } from './client.js'
+import { openClient } from './connect.js'
+import type { ConnectOptions } from './options.js'
+import { type Transport, parseJsonBody } from './transport.js'
+
+export * from './index.js'
+
+/** Options of {@link httpTransport}. */
+export interface HttpTransportOptions {
+  /** Most sockets open to one gateway. @default 64 */
+  maxSockets?: number
+  /** Most idle sockets kept open per gateway. @default 16 */
+  maxFreeSockets?: number
+  /** Initial delay of TCP keep-alive probes on idle sockets, in ms. @default 1000 */
+  keepAliveMsecs?: number
+}
+
+/**
+ * A transport on `node:http`/`node:https` with a keep-alive agent: connections to each gateway
+ * are reused across calls, which saves a TCP handshake per call and costs less per request than
+ * `fetch` in Node 20.
+ */
+export function httpTransport(options: HttpTransportOptions = {}): Transport {
+  const agentOptions = {
+    keepAlive: true,
+    keepAliveMsecs: options.keepAliveMsecs ?? 1000,
+    maxSockets: options.maxSockets ?? 64,
+    maxFreeSockets: options.maxFreeSockets ?? 16,
+  }
+  const httpAgent = new http.Agent(agentOptions)
+  const httpsAgent = new https.Agent(agentOptions)
+  return {
+    request(req) {
+      const secure = req.url.startsWith('https:')
+      const headers: Record<string, string | number> = { ...req.headers }
+      if (req.body !== undefined) headers['content-length'] = Buffer.byteLength(req.body)
+      return new Promise((resolve, reject) => {
+        const request = (secure ? https : http).request(
+          req.url,
+          {
+            method: req.method,
+            headers,
+            agent: secure ? httpsAgent : httpAgent,
+            signal: req.signal,
+          },
+          (res) => {
+            let text = ''
+            res.setEncoding('utf8')
+            res.on('data', (chunk: string) => {
+              text += chunk
+            })
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseJsonBody(text) }))
+            res.on('error', reject)
+            res.on('close', () => {
+              if (!res.complete)
+                reject(new Error('the connection closed before the reply was complete'))
+            })
+          },
+        )
+        request.on('error', reject)
+        request.end(req.body)
+      })
+    },
+    close() {
+      httpAgent.destroy()
+      httpsAgent.destroy()
+    },
+  }
+}
+
+/**
+ * Connects like `@causeway/client`'s `connect`, with {@link httpTransport} as the default
+ * transport.
+ */
+export function connect(options: ConnectOptions): Promise<Causeway> {
+  return openClient(options, httpTransport)
+}
+
+/** A session saved in a file; see {@link fileSessionStore}. */
+export interface SessionStore {
+  /** The saved session's JSON text, or undefined when nothing was saved yet. Pass it to `connect`. */
+  load(): Promise<string | undefined>
+  /** Saves a session atomically: a crash leaves the old file or the new one, never half of one. */
+  save(session: Session | SessionJSON): Promise<void>
+}
+
+/**
+ * Stores a session in a file.
+ *
+ * @example
+ * const store = fileSessionStore('.session.json')
+ * const db = await connect({ url, session: await store.load() })
+ * ...
+ * await store.save(db.session)
+ */
+export function fileSessionStore(path: string): SessionStore {
+  return {
+    async load() {
+      try {
+        return await readFile(path, 'utf8')
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined
+        throw error
+      }
+    },
+    async save(session) {
+      const tmp = `${path}.${randomUUID()}.tmp`
+      await writeFile(tmp, JSON.stringify(session))
+      await rename(tmp, path)
+    },
+  }
+}

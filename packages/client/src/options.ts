@@ -1,0 +1,192 @@
+/**
+ * The options of `connect()` and of each call, with their defaults, and the checks that turn a
+ * bad option into a typed error before anything is sent.
+ */
+import {
+  CausewayError,
+  type Durability,
+  type ReadLevel,
+  type ReplicaChoice,
+  type SessionJSON,
+  type Session,
+  type WriteLevel,
+  DURABILITIES,
+  READ_LEVELS,
+  REPLICA_CHOICES,
+  WRITE_LEVELS,
+  isReadLevel,
+  isWriteLevel,
+} from '@causeway/core'
+import type { RegionRef } from './topology.js'
+import type { Transport } from './transport.js'
+
+/** Client-wide defaults; each call may override them. */
+export interface CallDefaults {
+  /** Read level. @default 'session' */
+  read?: ReadLevel
+  /** Write level. @default 'session' */
+  write?: WriteLevel
+  /**
+   * Deadline of a whole call in ms, retries included. A read spends it waiting for a replica that
+   * covers the session (see the retry policy in the README).
+   * @default the cluster's `limits.defaultTimeoutMs` (5000)
+   */
+  timeoutMs?: number
+  /** Which replica serves a read. @default 'any' (the gateway picks one that needs no wait) */
+  replica?: ReplicaChoice
+  /** When a write is acknowledged. @default 'leader' */
+  durability?: Durability
+  /**
+   * Whether a read that gets `SESSION_NOT_AVAILABLE` is retried on the region's leader and then in
+   * the home region before the error is thrown.
+   * @default true
+   */
+  retry?: boolean
+}
+
+/** Options of `connect()`. */
+export interface ConnectOptions {
+  /** URL of a gateway, e.g. `http://localhost:7070`. Its region is the home region. */
+  url: string
+  /**
+   * A session to continue: a `Session`, its JSON object or its JSON string (as saved with
+   * `JSON.stringify(db.session)`). It is validated against the cluster; a malformed session or one
+   * of another cluster makes `connect` reject.
+   * @default a fresh session
+   */
+  session?: Session | SessionJSON | string
+  /** Defaults of every call. */
+  defaults?: CallDefaults
+  /**
+   * The home region (name or id): where calls go unless they name a region, and where a read falls
+   * back to when another region cannot serve it in time.
+   * @default the region of the gateway at `url`
+   */
+  region?: RegionRef
+  /** How requests are sent. @default fetchTransport() */
+  transport?: Transport
+  /** Extra headers sent with every request. @default {} */
+  headers?: Record<string, string>
+  /** Sent as `authorization: Bearer <apiKey>`. @default none */
+  apiKey?: string
+  /** Aborts `connect` itself (the topology fetch). */
+  signal?: AbortSignal
+}
+
+/** Options of `get`. */
+export interface ReadOptions {
+  /** Read level. @default defaults.read ?? 'session' */
+  read?: ReadLevel
+  /** Region (name or id) whose gateway serves this read. @default the home region */
+  region?: RegionRef
+  /** Which replica serves it. @default defaults.replica ?? 'any' */
+  replica?: ReplicaChoice
+  /** Deadline of the whole call in ms. @default defaults.timeoutMs ?? limits.defaultTimeoutMs */
+  timeoutMs?: number
+  /** Retry on `SESSION_NOT_AVAILABLE`. @default defaults.retry ?? true */
+  retry?: boolean
+  /** Aborts the call; it then rejects with the signal's reason. */
+  signal?: AbortSignal
+}
+
+/** Options of `put` and `delete`. */
+export interface WriteOptions {
+  /** Write level. @default defaults.write ?? 'session' */
+  write?: WriteLevel
+  /** Region (name or id) whose leader takes this write. @default the home region */
+  region?: RegionRef
+  /** When the write is acknowledged. @default defaults.durability ?? 'leader' */
+  durability?: Durability
+  /** Deadline of the call in ms. @default defaults.timeoutMs ?? limits.defaultTimeoutMs */
+  timeoutMs?: number
+  /** Aborts the call; it then rejects with the signal's reason (the write may have been applied). */
+  signal?: AbortSignal
+}
+
+/** Defaults with every field filled in. */
+export type ResolvedDefaults = Required<CallDefaults>
+
+function list(values: readonly string[]): string {
+  return values.map((v) => `'${v}'`).join(', ')
+}
+
+export function checkRead(level: unknown): ReadLevel {
+  if (!isReadLevel(level)) {
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      `unknown read level ${JSON.stringify(level)}; use one of ${list(READ_LEVELS)}`,
+    )
+  }
+  return level
+}
+
+export function checkWrite(level: unknown): WriteLevel {
+  if (!isWriteLevel(level)) {
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      `unknown write level ${JSON.stringify(level)}; use one of ${list(WRITE_LEVELS)}`,
+    )
+  }
+  return level
+}
+
+export function checkReplica(replica: unknown): ReplicaChoice {
+  if (!(REPLICA_CHOICES as readonly unknown[]).includes(replica)) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `unknown replica ${JSON.stringify(replica)}; use one of ${list(REPLICA_CHOICES)}`,
+    )
+  }
+  return replica as ReplicaChoice
+}
+
+export function checkDurability(durability: unknown): Durability {
+  if (!(DURABILITIES as readonly unknown[]).includes(durability)) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `unknown durability ${JSON.stringify(durability)}; use one of ${list(DURABILITIES)}`,
+    )
+  }
+  return durability as Durability
+}
+
+export function checkTimeout(timeoutMs: unknown, maxTimeoutMs: number): number {
+  if (
+    typeof timeoutMs !== 'number' ||
+    !Number.isInteger(timeoutMs) ||
+    timeoutMs <= 0 ||
+    timeoutMs > maxTimeoutMs
+  ) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `timeoutMs must be an integer in 1..${maxTimeoutMs}, not ${JSON.stringify(timeoutMs)}`,
+    )
+  }
+  return timeoutMs
+}
+
+export function checkRetry(retry: unknown): boolean {
+  if (typeof retry !== 'boolean') {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `retry must be true or false, not ${JSON.stringify(retry)}`,
+    )
+  }
+  return retry
+}
+
+/** Fills in and checks the client-wide defaults once, at connect. */
+export function resolveDefaults(
+  defaults: CallDefaults | undefined,
+  limits: { defaultTimeoutMs: number; maxTimeoutMs: number },
+): ResolvedDefaults {
+  const d = defaults ?? {}
+  return {
+    read: checkRead(d.read ?? 'session'),
+    write: checkWrite(d.write ?? 'session'),
+    timeoutMs: checkTimeout(d.timeoutMs ?? limits.defaultTimeoutMs, limits.maxTimeoutMs),
+    replica: checkReplica(d.replica ?? 'any'),
+    durability: checkDurability(d.durability ?? 'leader'),
+    retry: checkRetry(d.retry ?? true),
+  }
+}

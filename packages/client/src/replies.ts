@@ -1,0 +1,54 @@
+/**
+ * Checks of the gateway's success replies. A reply updates the session, so a malformed one must
+ * be refused before it can corrupt the vectors; hand-written checks keep this to a few compares
+ * per call and keep schema code out of the browser bundle.
+ */
+import { CausewayError, type ReadReply, type WriteReply, isHlc } from '@causeway/core'
+
+function isIndex(v: unknown, min: number): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= min
+}
+
+function isRegion(v: unknown, regions: number): v is number {
+  return isIndex(v, 0) && v < regions
+}
+
+function malformed(what: string, body: unknown): CausewayError {
+  return new CausewayError('INTERNAL', `the gateway sent a malformed ${what} reply`, { body })
+}
+
+/** A `GET /v1/kv/:key` reply, or `INTERNAL` when it is malformed. */
+export function checkReadReply(body: unknown, regions: number): ReadReply {
+  const r = body as Partial<ReadReply> | null
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    typeof r.found !== 'boolean' ||
+    !isIndex(r.epoch, 1) ||
+    !isRegion(r.region, regions) ||
+    (r.ts !== undefined && !isHlc(r.ts)) ||
+    (r.dc !== undefined && !isRegion(r.dc, regions)) ||
+    (r.idx !== undefined && !isIndex(r.idx, 0)) ||
+    (r.found && (r.ts === undefined || r.dc === undefined || r.idx === undefined))
+  ) {
+    throw malformed('read', body)
+  }
+  return r as ReadReply
+}
+
+/** A `PUT`/`DELETE /v1/kv/:key` reply, or `INTERNAL` when it is malformed. */
+export function checkWriteReply(body: unknown, regions: number): WriteReply {
+  const r = body as Partial<WriteReply> | null
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    !isHlc(r.ts) ||
+    !isRegion(r.dc, regions) ||
+    !isIndex(r.idx, 1) ||
+    !isIndex(r.epoch, 1) ||
+    !isRegion(r.region, regions)
+  ) {
+    throw malformed('write', body)
+  }
+  return r as WriteReply
+}
