@@ -1,5 +1,12 @@
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { type Actor, type DvvEntry, DvvSet, compareActors } from '../src/dvvset.js'
+import {
+  type Actor,
+  type CausalContext,
+  type DvvEntry,
+  DvvSet,
+  compareActors,
+} from '../src/dvvset.js'
 import { CausewayError } from '../src/errors.js'
 
 // `{Entries, Anonymous}` of the reference, written as close to the Erlang as TypeScript allows:
@@ -586,5 +593,300 @@ describe('DvvSet: behaviour beyond the vectors', () => {
     expect(DvvSet.ids(merged)).toEqual([0, 1, 2])
     // Each client superseded what it had read, so at most one live value per concurrent writer.
     expect(DvvSet.size(merged)).toBeLessThanOrEqual(100)
+  })
+})
+
+// ---- property tests against a model of the causal history ----
+//
+// Regions 0..D-1 each have a coordinator replica that writes with its own region as the actor
+// (the leader applies `update`); one more replica only ever syncs (a follower or a remote copy).
+// Every write gets a unique value and the model records what it has seen: a write with a context
+// has seen everything the replica it was read from knew when it was read; a blind write has seen
+// nothing. A replica's live values must then be exactly the writes it knows of that no other write
+// it knows of has seen: the concurrent values, no more, no fewer.
+
+type Op =
+  | { kind: 'blind'; region: number }
+  | { kind: 'write'; region: number; read: number }
+  | { kind: 'read'; from: number[] }
+  | { kind: 'sync'; from: number; to: number }
+
+interface Scenario {
+  regions: number
+  ops: Op[]
+}
+
+interface Replica {
+  set: DvvSet<string>
+  known: ReadonlySet<string>
+}
+
+interface Observation {
+  context: CausalContext
+  seen: ReadonlySet<string>
+}
+
+function deepFreeze<T>(value: T): T {
+  if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
+    Object.freeze(value)
+    for (const inner of Object.values(value)) deepFreeze(inner)
+  }
+  return value
+}
+
+class Model {
+  readonly replicas: Replica[]
+  readonly observations: Observation[] = []
+  /** Every state a replica went through, for the algebraic laws. */
+  readonly states: DvvSet<string>[] = []
+  /** What each write had seen when it was made. */
+  readonly #seenBy = new Map<string, ReadonlySet<string>>()
+  #next = 0
+
+  constructor(readonly regions: number) {
+    this.replicas = Array.from({ length: regions + 1 }, () => ({
+      set: DvvSet.sync<string, number>([]),
+      known: new Set(),
+    }))
+  }
+
+  /** The writes in `known` that no other write in `known` has seen. */
+  concurrent(known: ReadonlySet<string>): string[] {
+    const superseded = new Set<string>()
+    for (const w of known) for (const seen of this.#seenBy.get(w)!) superseded.add(seen)
+    return [...known].filter((w) => !superseded.has(w)).sort()
+  }
+
+  #write(
+    region: number,
+    observation: Observation | undefined,
+    check: (local: DvvSet<string>, ctx: CausalContext, result: DvvSet<string>) => void,
+  ): void {
+    const id = `w${this.#next++}`
+    const replica = this.replicas[region]!
+    const seen = observation?.seen ?? new Set<string>()
+    this.#seenBy.set(id, seen)
+    const client = observation ? DvvSet.new(observation.context, id) : DvvSet.new(id)
+    const set = deepFreeze(DvvSet.update(client, replica.set, region))
+    check(replica.set, observation?.context ?? [], set)
+    this.#store(region, { set, known: new Set([...replica.known, ...seen, id]) })
+  }
+
+  #store(index: number, replica: Replica): void {
+    this.replicas[index] = replica
+    this.states.push(replica.set)
+  }
+
+  apply(
+    op: Op,
+    check: (local: DvvSet<string>, ctx: CausalContext, result: DvvSet<string>) => void = () => {},
+  ): void {
+    switch (op.kind) {
+      case 'blind':
+        return this.#write(op.region, undefined, check)
+      case 'write':
+        return this.#write(
+          op.region,
+          this.observations[op.read % Math.max(1, this.observations.length)],
+          check,
+        )
+      case 'read': {
+        const read = op.from.map((r) => this.replicas[r]!)
+        const set = DvvSet.sync(read.map((r) => r.set))
+        const known = new Set(read.flatMap((r) => [...r.known]))
+        expect([...DvvSet.values(set)].sort()).toEqual(this.concurrent(known))
+        this.observations.push({ context: DvvSet.join(set), seen: known })
+        return
+      }
+      case 'sync': {
+        const from = this.replicas[op.from]!
+        const to = this.replicas[op.to]!
+        this.#store(op.to, {
+          set: deepFreeze(DvvSet.sync([from.set, to.set])),
+          known: new Set([...from.known, ...to.known]),
+        })
+        return
+      }
+    }
+  }
+}
+
+function opArb(regions: number): fc.Arbitrary<Op> {
+  const region = fc.nat(regions - 1)
+  const replica = fc.nat(regions)
+  return fc.oneof(
+    fc.record({ kind: fc.constant('blind' as const), region }),
+    fc.record({ kind: fc.constant('write' as const), region, read: fc.nat() }),
+    fc.record({ kind: fc.constant('write' as const), region, read: fc.nat() }),
+    fc.record({
+      kind: fc.constant('read' as const),
+      from: fc.uniqueArray(replica, { minLength: 1, maxLength: regions + 1 }),
+    }),
+    fc.record({ kind: fc.constant('sync' as const), from: replica, to: replica }),
+  )
+}
+
+const scenarioArb: fc.Arbitrary<Scenario> = fc
+  .integer({ min: 1, max: 4 })
+  .chain((regions) =>
+    fc.record({ regions: fc.constant(regions), ops: fc.array(opArb(regions), { maxLength: 50 }) }),
+  )
+
+function run(scenario: Scenario): Model {
+  const model = new Model(scenario.regions)
+  for (const op of scenario.ops) model.apply(op)
+  return model
+}
+
+/** Scenario states plus three picks among them. */
+const statesArb = fc.tuple(scenarioArb, fc.nat(), fc.nat(), fc.nat()).map(([scenario, i, j, k]) => {
+  const { states } = run(scenario)
+  const pick = (n: number) => states[n % states.length] ?? DvvSet.sync<string, number>([])
+  return [pick(i), pick(j), pick(k)] as const
+})
+
+const RUNS = { numRuns: 150 }
+
+function wellFormed(set: DvvSet<string>, regions: number): void {
+  expect(set.entries.length).toBeLessThanOrEqual(regions)
+  for (let i = 1; i < set.entries.length; i++) {
+    expect(compareActors(set.entries[i - 1]![0], set.entries[i]![0])).toBeLessThan(0)
+  }
+  for (const [, counter, vs] of set.entries) expect(vs.length).toBeLessThanOrEqual(counter)
+}
+
+describe('DvvSet: properties', () => {
+  it('holds exactly the concurrent values after any writes, reads and syncs; one entry per region at most', () => {
+    fc.assert(
+      fc.property(scenarioArb, (scenario) => {
+        const model = new Model(scenario.regions)
+        for (const op of scenario.ops) {
+          model.apply(op)
+          for (const { set, known } of model.replicas) {
+            const vs = DvvSet.values(set)
+            expect(new Set(vs).size).toBe(vs.length)
+            expect([...vs].sort()).toEqual(model.concurrent(known))
+            expect(set.anonymous).toEqual([])
+            wellFormed(set, scenario.regions)
+          }
+        }
+      }),
+      RUNS,
+    )
+  })
+
+  it('update(new(context, v), local, actor) strictly dominates the context and is newer than local', () => {
+    fc.assert(
+      fc.property(scenarioArb, (scenario) => {
+        const model = new Model(scenario.regions)
+        for (const op of scenario.ops) {
+          model.apply(op, (local, context, result) => {
+            expect(DvvSet.less(DvvSet.new(context, 'x'), result)).toBe(true)
+            expect(DvvSet.less(local, result)).toBe(true)
+            expect(DvvSet.less(result, local)).toBe(false)
+            const counters = new Map(DvvSet.join(result))
+            for (const [actor, n] of [...context, ...DvvSet.join(local)]) {
+              expect(counters.get(actor)).toBeGreaterThanOrEqual(n)
+            }
+            const written = DvvSet.values(result).filter((v) => !DvvSet.values(local).includes(v))
+            expect(written).toHaveLength(1)
+          })
+        }
+      }),
+      RUNS,
+    )
+  })
+
+  it('sync is commutative, associative and idempotent', () => {
+    fc.assert(
+      fc.property(statesArb, ([a, b, c]) => {
+        expect(DvvSet.sync([a, b])).toEqual(DvvSet.sync([b, a]))
+        expect(DvvSet.sync([DvvSet.sync([a, b]), c])).toEqual(DvvSet.sync([a, DvvSet.sync([b, c])]))
+        expect(DvvSet.sync([a, b, c])).toEqual(DvvSet.sync([c, b, a]))
+        expect(DvvSet.sync([a, a])).toEqual(a)
+        expect(DvvSet.sync([a, DvvSet.sync([a, b])])).toEqual(DvvSet.sync([a, b]))
+      }),
+      RUNS,
+    )
+  })
+
+  it('less is a strict order consistent with sync', () => {
+    fc.assert(
+      fc.property(statesArb, ([a, b, c]) => {
+        expect(DvvSet.less(a, a)).toBe(false)
+        if (DvvSet.less(a, b)) {
+          expect(DvvSet.less(b, a)).toBe(false)
+          expect(DvvSet.sync([a, b])).toEqual(b)
+          if (DvvSet.less(b, c)) expect(DvvSet.less(a, c)).toBe(true)
+        }
+        const merged = DvvSet.sync([a, b])
+        expect(
+          DvvSet.less(a, merged) ||
+            DvvSet.equal(DvvSet.new(DvvSet.join(a), 'x'), DvvSet.new(DvvSet.join(merged), 'x')),
+        ).toBe(true)
+      }),
+      RUNS,
+    )
+  })
+
+  it('reconcile and lww keep the history, leave one value and absorb the set they came from', () => {
+    const lessOrEqual = (x: string, y: string) => x <= y
+    fc.assert(
+      fc.property(statesArb, ([a]) => {
+        fc.pre(DvvSet.size(a) > 0)
+        const merged = DvvSet.reconcile((vs) => vs.slice().sort().join('+'), a)
+        expect(DvvSet.join(merged)).toEqual(DvvSet.join(a))
+        expect(DvvSet.values(merged)).toEqual([DvvSet.values(a).slice().sort().join('+')])
+        expect(DvvSet.sync([a, merged])).toEqual(merged)
+        const winner = DvvSet.lww(lessOrEqual, a)
+        expect(DvvSet.join(winner)).toEqual(DvvSet.join(a))
+        expect(DvvSet.values(winner)).toEqual([DvvSet.last(lessOrEqual, a)])
+        expect(DvvSet.sync([a, winner])).toEqual(winner)
+      }),
+      RUNS,
+    )
+  })
+
+  it('with anonymous values, sync is still commutative (as a set of values) and idempotent', () => {
+    const sorted = (s: DvvSet<string>) => ({
+      entries: s.entries,
+      anonymous: [...s.anonymous].sort(),
+    })
+    const reconciled = (s: DvvSet<string>) =>
+      DvvSet.size(s) > 0 ? DvvSet.reconcile((vs) => vs.join('+'), s) : s
+    fc.assert(
+      fc.property(statesArb, fc.boolean(), ([a, b], both) => {
+        const x = reconciled(a)
+        const y = both ? reconciled(b) : b
+        expect(sorted(DvvSet.sync([x, y]))).toEqual(sorted(DvvSet.sync([y, x])))
+        expect(DvvSet.sync([x, x])).toEqual(x)
+      }),
+      RUNS,
+    )
+  })
+
+  it('a write with the context of a reconciled set keeps its anonymous value, as in the reference', () => {
+    // update/3 syncs the client's history (equal to the local one here, not newer) with the local
+    // set, and anonymous values survive a sync between equal histories. So a value stored by
+    // reconcile (or an anonymous lww winner) outlives writes that had seen it: the gateway must
+    // resolve siblings with update and a context, never by storing reconcile's result.
+    const A = DvvSet.reconcile(() => 'm', DvvSet.update(DvvSet.new('a1'), 0))
+    expect(A).toEqual(clock([[0, 1, []]], ['m']))
+    const C = DvvSet.update(DvvSet.new(DvvSet.join(A), 'c1'), A, 0)
+    expect(C).toEqual(clock([[0, 2, ['c1']]], ['m']))
+  })
+
+  it('with anonymous values on concurrent sets, sync depends on grouping, as in the reference', () => {
+    // A is a reconciled A0 (anonymous 'm'); C was written over A0 with A0's context, so A < C and
+    // C has no anonymous value; B is concurrent with both. (A·B)·C keeps 'm', because A·B is
+    // concurrent with C; A·(B·C) drops it, because A < B·C. Sets made only by update and sync
+    // (all the gateway stores) have no anonymous values, so there sync is associative (above).
+    const A0 = DvvSet.update(DvvSet.new('a1'), 0)
+    const A = DvvSet.reconcile(() => 'm', A0)
+    const C = DvvSet.update(DvvSet.new(DvvSet.join(A0), 'c1'), A0, 0)
+    const B = DvvSet.update(DvvSet.new('b1'), 1)
+    expect(DvvSet.less(A, C)).toBe(true)
+    expect(DvvSet.values(DvvSet.sync([DvvSet.sync([A, B]), C])).sort()).toEqual(['b1', 'c1', 'm'])
+    expect(DvvSet.values(DvvSet.sync([A, DvvSet.sync([B, C])])).sort()).toEqual(['b1', 'c1'])
   })
 })
