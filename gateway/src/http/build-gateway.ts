@@ -91,7 +91,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     onConstructorPoisoning: 'ignore',
     // Requests arriving while draining get our SHUTTING_DOWN error instead of Fastify's own body.
     return503OnClosing: false,
-    ajv: { customOptions: { removeAdditional: false, allErrors: false } },
+    // Unknown fields are errors, not silently dropped; `verbose` lets errors name the values a
+    // field accepts.
+    ajv: { customOptions: { removeAdditional: false, allErrors: false, verbose: true } },
     schemaErrorFormatter: validationError,
     frameworkErrors: handleFrameworkError,
   }).withTypeProvider<TypeBoxTypeProvider>()

@@ -44,26 +44,17 @@ export function validationError(
   const field = fieldOf(first)
   const what = first.message ?? 'is invalid'
   switch (part) {
-    case 'querystring':
+    case 'querystring': {
       if (first.keyword === 'additionalProperties') {
-        return new CausewayError(
-          'INVALID_OPTION',
-          `unknown query option ${JSON.stringify(field)}`,
-          {
-            option: field,
-          },
-        )
+        const message = `unknown query option ${JSON.stringify(field)}`
+        return new CausewayError('INVALID_OPTION', message, { option: field })
       }
-      if (LEVEL_FIELDS.has(field)) {
-        return new CausewayError('INVALID_LEVEL', `level ${what}`, {
-          option: field,
-          ...allowed(first),
-        })
-      }
-      return new CausewayError('INVALID_OPTION', `${field} ${what}`, {
+      const code = LEVEL_FIELDS.has(field) ? 'INVALID_LEVEL' : 'INVALID_OPTION'
+      return new CausewayError(code, describeBadValue(field, errors, what), {
         option: field,
-        ...allowed(first),
+        ...allowed(errors),
       })
+    }
     case 'body':
       if (first.keyword === 'additionalProperties') {
         return new CausewayError('INVALID_REQUEST', `unknown body field ${JSON.stringify(field)}`, {
@@ -92,10 +83,39 @@ export function validationError(
   }
 }
 
-// `level must be equal to one of the allowed values` is vague; name the values when Ajv gives them.
-function allowed(error: FastifySchemaValidationError): { allowed?: unknown } {
-  const value = error.params['allowedValue'] ?? error.params['allowedValues']
-  return value === undefined ? {} : { allowed: value }
+interface VerboseError extends FastifySchemaValidationError {
+  // Present because the gateway's Ajv runs with `verbose: true`.
+  parentSchema?: { anyOf?: { const?: unknown }[] }
+  data?: unknown
+}
+
+// Ajv reports a bad enum-like value (`anyOf` of constants) as its first branch's failure
+// ("must be equal to constant"); list the values that would have been accepted instead.
+function allowed(errors: FastifySchemaValidationError[]): { allowed?: unknown[]; got?: unknown } {
+  for (const error of errors as VerboseError[]) {
+    const branches = error.keyword === 'anyOf' ? error.parentSchema?.anyOf : undefined
+    if (branches !== undefined && branches.every((b) => b.const !== undefined)) {
+      return { allowed: branches.map((b) => b.const), got: error.data }
+    }
+  }
+  return {}
+}
+
+function shown(value: unknown): string {
+  const text = JSON.stringify(value) ?? String(value)
+  return text.length > 64 ? `${text.slice(0, 61)}...` : text
+}
+
+function describeBadValue(
+  field: string,
+  errors: FastifySchemaValidationError[],
+  what: string,
+): string {
+  const { allowed: values, got } = allowed(errors)
+  if (values !== undefined)
+    return `${field} must be one of ${values.join(', ')} (got ${shown(got)})`
+  const data = (errors[0] as VerboseError | undefined)?.data
+  return data === undefined ? `${field} ${what}` : `${field} ${what} (got ${shown(data)})`
 }
 
 function isFastifyError(error: unknown): error is FastifyError {

@@ -57,6 +57,13 @@ export class FakeClusterService implements ClusterService {
     this.#sv = Array.from({ length: partitions }, () => new Array<number>(regions).fill(0))
   }
 
+  /** Forgets every call and every version. */
+  reset(): void {
+    this.reads.length = 0
+    this.writes.length = 0
+    this.#versions.clear()
+  }
+
   /** Every key that holds a version (tombstones included). */
   keys(): string[] {
     return [...this.#versions.keys()]

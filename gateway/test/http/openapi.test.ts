@@ -1,0 +1,71 @@
+import { afterAll, describe, expect, it } from 'vitest'
+import { buildGateway } from '../../src/http/build-gateway.js'
+import { FakeClusterService } from './fake-cluster-service.js'
+
+const app = buildGateway({
+  service: new FakeClusterService(),
+  regionUrls: ['a', 'b'],
+  processMetrics: false,
+})
+afterAll(() => app.close())
+
+describe('OpenAPI document', () => {
+  it('is served at /v1/openapi.json and names every route', async () => {
+    const res = await app.inject({ method: 'GET', url: '/v1/openapi.json' })
+    expect(res.statusCode).toBe(200)
+    const doc = res.json()
+    expect(doc.openapi).toBe('3.1.0')
+    expect(Object.keys(doc.paths).sort()).toEqual(
+      [
+        '/healthz',
+        '/metrics',
+        '/v1/kv/{key}',
+        '/v1/openapi.json',
+        '/v1/status',
+        '/v1/topology',
+      ].sort(),
+    )
+    expect(Object.keys(doc.paths['/v1/kv/{key}']).sort()).toEqual(['delete', 'get', 'put'])
+  })
+
+  it('describes the kv parameters, headers and replies from the core schemas', async () => {
+    const doc = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).json()
+    const get = doc.paths['/v1/kv/{key}'].get
+    const params = Object.fromEntries(
+      get.parameters.map((p: { name: string; in: string }) => [p.name, p.in]),
+    )
+    expect(params).toEqual({
+      key: 'path',
+      level: 'query',
+      replica: 'query',
+      timeoutMs: 'query',
+      'causeway-after': 'header',
+    })
+    const reply = get.responses['200'].content['application/json'].schema
+    expect(Object.keys(reply.properties)).toEqual(
+      expect.arrayContaining([
+        'found',
+        'value',
+        'ts',
+        'dc',
+        'idx',
+        'epoch',
+        'region',
+        'replica',
+        'waitedMs',
+      ]),
+    )
+    expect(get.responses['4XX'] ?? get.responses['4xx']).toBeDefined()
+
+    const put = doc.paths['/v1/kv/{key}'].put
+    const putParams = put.parameters.map((p: { name: string }) => p.name)
+    expect(putParams).toEqual(expect.arrayContaining(['level', 'durability', 'causeway-dt']))
+    expect(put.requestBody.content['application/json'].schema.required).toEqual(['value'])
+    const level = put.parameters.find((p: { name: string }) => p.name === 'level').schema
+    // @fastify/swagger writes each `const` as a one-value `enum`.
+    const values = level.anyOf.map(
+      (s: { const?: string; enum?: string[] }) => s.const ?? s.enum?.[0],
+    )
+    expect(values).toEqual(['eventual', 'monotonic-writes', 'writes-follow-reads', 'session'])
+  })
+})
