@@ -2,7 +2,16 @@
  * What the HTTP layer calls: one region's view of the cluster. It knows nothing of HTTP; the
  * embedded cluster (LevelDB) and, later, the Redis deployment implement it.
  */
-import type { Durability, Hlc, Limits, ReadLevel, ReadNeed, ReplicaChoice, Status, WriteLevel } from '@causeway/core'
+import type {
+  Durability,
+  Hlc,
+  Limits,
+  ReadLevel,
+  ReadNeed,
+  ReplicaChoice,
+  Status,
+  WriteLevel,
+} from '@causeway/core'
 import type { Version } from '../storage/partition-replica.js'
 
 /** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */

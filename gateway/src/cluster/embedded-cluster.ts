@@ -1,0 +1,305 @@
+/**
+ * A whole cluster in one process: regions × partitions × replicas, each replica its own LevelDB
+ * (`classic-level` under `dataDir`, or `memory-level`), a follower feed per follower (with the
+ * injected replica lag) and a FIFO shipper per partition and ordered region pair (with the
+ * injected one-way WAN delay). Replica 0 of each (region, partition) leads.
+ */
+import { join } from 'node:path'
+import { DEFAULT_LIMITS, type Limits } from '@causeway/core'
+import { FollowerFeed } from '../replication/follower-feed.js'
+import { InProcessLink } from '../replication/in-process-link.js'
+import { Shipper } from '../replication/shipper.js'
+import { LevelPartitionReplica } from '../storage/level/level-replica.js'
+import type { PartitionReplica } from '../storage/partition-replica.js'
+import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
+import { RegionService } from './region-service.js'
+
+/** Options of {@link EmbeddedCluster.start}. */
+export interface EmbeddedClusterOptions {
+  /** Number of regions (at most 255). */
+  regions: number
+  /** Number of partitions, the same in every region. */
+  partitions: number
+  /** Replicas per partition in each region (the first leads). */
+  replicas: number
+  /**
+   * Directory holding the cluster (`cluster.json` and one LevelDB per replica), created if
+   * missing. Undefined keeps everything in memory, with a fresh cluster id on every start.
+   * @default undefined
+   */
+  dataDir?: string
+  /**
+   * How long after its leader a follower applies an entry, in ms.
+   * @default 0
+   */
+  replicaLagMs?: number
+  /**
+   * One-way delay between regions, in ms (an acknowledgement takes as long again).
+   * @default 0
+   */
+  wanDelayMs?: number
+  /**
+   * Names of the regions, by id.
+   * @default ['r0', 'r1', ...]
+   */
+  regionNames?: string[]
+  /**
+   * Limits that differ from the defaults.
+   * @default DEFAULT_LIMITS
+   */
+  limits?: Partial<Limits>
+  /**
+   * Skew of each region's wall clock, in ms (for tests: a region whose clock runs ahead or behind).
+   * @default 0 for every region
+   */
+  clockOffsetsMs?: number[]
+  /**
+   * Most entries per shipped batch.
+   * @default 256
+   */
+  shipBatchSize?: number
+  /**
+   * `fsync` every committed batch before acknowledging it.
+   * @default true
+   */
+  sync?: boolean
+  /**
+   * Told about background failures: a replica that failed, a shipping or replication step that
+   * will be retried.
+   * @default logs them with `console.error`
+   */
+  onError?: (error: unknown, source: string) => void
+}
+
+const MAX_REGIONS = 255
+
+/** A multi-region cluster hosted in this process. */
+export class EmbeddedCluster {
+  /** The cluster id; sessions are bound to it. Kept in `dataDir/cluster.json`. */
+  readonly id: string
+  readonly regions: number
+  readonly partitions: number
+  readonly replicas: number
+  readonly regionNames: readonly string[]
+  readonly limits: Readonly<Limits>
+  /** Where the cluster lives, or undefined in memory. */
+  readonly dataDir: string | undefined
+
+  /** `#members[d][p][i]`. */
+  readonly #members: PartitionReplica[][][]
+  /** `#feeds[d][p][i]`: the feed of each follower (none for the leader, i = 0). */
+  readonly #feeds: (FollowerFeed | undefined)[][][]
+  readonly #shippers: Shipper[]
+  readonly #services: RegionService[]
+  #closing: Promise<void> | undefined
+
+  private constructor(
+    options: Required<Pick<EmbeddedClusterOptions, 'regions' | 'partitions' | 'replicas'>> & {
+      id: string
+      dataDir: string | undefined
+      regionNames: string[]
+      limits: Limits
+      clocks: (() => number)[]
+      members: PartitionReplica[][][]
+      feeds: (FollowerFeed | undefined)[][][]
+      shippers: Shipper[]
+    },
+  ) {
+    this.id = options.id
+    this.regions = options.regions
+    this.partitions = options.partitions
+    this.replicas = options.replicas
+    this.regionNames = options.regionNames
+    this.limits = Object.freeze({ ...options.limits })
+    this.dataDir = options.dataDir
+    this.#members = options.members
+    this.#feeds = options.feeds
+    this.#shippers = options.shippers
+    this.#services = this.regionNames.map(
+      (_, d) =>
+        new RegionService({
+          cluster: this.id,
+          region: d,
+          regionNames: this.regionNames,
+          limits: this.limits,
+          replicas: this.#members[d]!,
+          written: (origin, p) => this.#leader(origin, p).sv()[origin],
+          lag: (p, i) => this.#feeds[d]![p]![i]?.lag() ?? { entries: 0, ms: 0 },
+          shippers: () => this.#shippers.filter((s) => s.from === d).map((s) => s.status()),
+          now: options.clocks[d]!,
+        }),
+    )
+  }
+
+  /** Opens (or creates) every replica, then starts the follower feeds and the shippers. */
+  static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
+    const layout = checkLayout(options)
+    const { regions, partitions, replicas } = layout
+    const regionNames = options.regionNames ?? Array.from({ length: regions }, (_, d) => `r${d}`)
+    checkRegionNames(regionNames, regions)
+    const offsets = options.clockOffsetsMs ?? []
+    if (offsets.length > regions || offsets.some((o) => !Number.isFinite(o))) {
+      throw new RangeError(`clockOffsetsMs needs at most one finite offset per region (${regions})`)
+    }
+    const clocks = regionNames.map((_, d) => {
+      const offset = offsets[d] ?? 0
+      return offset === 0 ? Date.now : () => Date.now() + offset
+    })
+    const onError =
+      options.onError ?? ((error, source) => console.error(`causeway: ${source}:`, error))
+    const dataDir = options.dataDir
+    const manifest =
+      dataDir === undefined ? newManifest(layout) : await openManifest(dataDir, layout)
+
+    const members = grid(regions, partitions, (d, p) =>
+      Array.from(
+        { length: replicas },
+        (_, i) =>
+          new LevelPartitionReplica({
+            region: d,
+            partition: p,
+            replica: i,
+            regions,
+            location: dataDir && join(dataDir, `region-${d}`, `partition-${p}`, `replica-${i}`),
+            now: clocks[d]!,
+            sync: options.sync ?? true,
+            onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),
+          }),
+      ),
+    )
+    const all = members.flat(2)
+    const opened = await Promise.allSettled(all.map((r) => r.open()))
+    const failed = opened.find((o) => o.status === 'rejected')
+    if (failed) {
+      await Promise.all(all.map((r) => r.close()))
+      throw failed.reason
+    }
+
+    const feeds = grid(regions, partitions, (d, p) => {
+      const [leader, ...followers] = members[d]![p]!
+      return [undefined, ...followers].map((follower) =>
+        follower === undefined
+          ? undefined
+          : new FollowerFeed({
+              leader: leader!,
+              follower,
+              lagMs: options.replicaLagMs ?? 0,
+              onError: (error) =>
+                onError(
+                  error,
+                  `replication to replica ${follower.replica} of partition ${p} in region ${d}`,
+                ),
+            }),
+      )
+    })
+    const shippers: Shipper[] = []
+    for (let p = 0; p < partitions; p++) {
+      for (let from = 0; from < regions; from++) {
+        for (let to = 0; to < regions; to++) {
+          if (from === to) continue
+          shippers.push(
+            new Shipper({
+              source: members[from]![p]![0]!,
+              to,
+              link: new InProcessLink({
+                origin: from,
+                destination: members[to]![p]![0]!,
+                delayMs: options.wanDelayMs ?? 0,
+              }),
+              batchSize: options.shipBatchSize ?? 256,
+              onError: (error) =>
+                onError(error, `shipping partition ${p} from region ${from} to ${to}`),
+            }),
+          )
+        }
+      }
+    }
+    for (const feed of feeds.flat(2)) feed?.start()
+    for (const shipper of shippers) shipper.start()
+
+    return new EmbeddedCluster({
+      ...layout,
+      id: manifest.id,
+      dataDir,
+      regionNames,
+      limits: { ...DEFAULT_LIMITS, ...options.limits },
+      clocks,
+      members,
+      feeds,
+      shippers,
+    })
+  }
+
+  /** The {@link ClusterService} of region `region`. */
+  service(region: number): RegionService {
+    const service = this.#services[region]
+    if (!service)
+      throw new RangeError(`region ${region} does not exist (the cluster has ${this.regions})`)
+    return service
+  }
+
+  /** Replica `index` of `partition` in `region` (0 is the leader); for tests and tools. */
+  replica(region: number, partition: number, index: number): PartitionReplica {
+    const replica = this.#members[region]?.[partition]?.[index]
+    if (!replica)
+      throw new RangeError(`no replica ${index} of partition ${partition} in region ${region}`)
+    return replica
+  }
+
+  /** The shippers of every partition and region pair; for tests and tools. */
+  shippers(): readonly Shipper[] {
+    return this.#shippers
+  }
+
+  /**
+   * Stops shipping and replication, then closes every replica once what it accepted is durable.
+   * Entries still travelling between regions are shipped again on the next start.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      await Promise.all(this.#shippers.map((s) => s.stop()))
+      await Promise.all(this.#feeds.flat(2).map((f) => f?.stop()))
+      await Promise.all(this.#members.flat(2).map((r) => r.close()))
+    })()
+    return this.#closing
+  }
+
+  #leader(region: number, partition: number): PartitionReplica {
+    return this.#members[region]![partition]![0]!
+  }
+}
+
+function checkLayout(options: EmbeddedClusterOptions): ClusterLayout {
+  const { regions, partitions, replicas } = options
+  const count = (v: number, max: number) => Number.isInteger(v) && v >= 1 && v <= max
+  if (!count(regions, MAX_REGIONS))
+    throw new RangeError(`regions must be an integer in 1..${MAX_REGIONS}`)
+  if (!count(partitions, 65_536)) throw new RangeError('partitions must be an integer in 1..65536')
+  if (!count(replicas, 99)) throw new RangeError('replicas must be an integer in 1..99')
+  for (const [name, value] of [
+    ['replicaLagMs', options.replicaLagMs],
+    ['wanDelayMs', options.wanDelayMs],
+  ] as const) {
+    if (value !== undefined && !(value >= 0 && Number.isFinite(value))) {
+      throw new RangeError(`${name} must be a non-negative number of ms`)
+    }
+  }
+  return { regions, partitions, replicas }
+}
+
+function checkRegionNames(names: readonly string[], regions: number): void {
+  if (names.length !== regions)
+    throw new RangeError(`regionNames needs one name per region (${regions})`)
+  if (names.some((n) => typeof n !== 'string' || n === ''))
+    throw new RangeError('region names must be non-empty')
+  if (new Set(names).size !== names.length) throw new RangeError('region names must be unique')
+  // A name that reads as a region id would make `region: '1'` ambiguous.
+  if (names.some((n) => /^[0-9]+$/.test(n)))
+    throw new RangeError('region names must not be numbers')
+}
+
+function grid<T>(regions: number, partitions: number, make: (d: number, p: number) => T): T[][] {
+  return Array.from({ length: regions }, (_, d) =>
+    Array.from({ length: partitions }, (_, p) => make(d, p)),
+  )
+}

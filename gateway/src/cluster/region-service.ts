@@ -1,0 +1,272 @@
+/**
+ * The {@link ClusterService} of one region: NuKV Algorithm 2 on top of partition replicas.
+ * Reads pick a replica and wait (without polling) until its `sv` covers what the session needs;
+ * writes go to the partition leader, stamped with an HLC past the session's dependency time.
+ */
+import {
+  CausewayError,
+  type Limits,
+  type ReplicaChoice,
+  type ReplicaStatus,
+  SessionNotAvailableError,
+  type ShipperStatus,
+  type Status,
+  covers,
+  hlcMillis,
+  isHlc,
+  vectorToObject,
+} from '@causeway/core'
+import type { FollowerLag } from '../replication/follower-feed.js'
+import type { PartitionReplica } from '../storage/partition-replica.js'
+import type {
+  ClusterService,
+  ClusterShape,
+  ReadRequest,
+  ReadResult,
+  WriteRequest,
+  WriteResult,
+} from './cluster-service.js'
+
+/** Options of a {@link RegionService}. */
+export interface RegionServiceOptions {
+  /** Id of the cluster (sessions are bound to it). */
+  cluster: string
+  /** This region's id. */
+  region: number
+  /** Name of every region, by id. */
+  regionNames: readonly string[]
+  limits: Limits
+  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
+  replicas: readonly (readonly PartitionReplica[])[]
+  /**
+   * The highest idx region `d`'s leader of partition `p` has written, when this region can know
+   * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
+   * @default unknown (such reads wait out their deadline)
+   */
+  written?: (d: number, p: number) => number | undefined
+  /**
+   * How far follower `i` of partition `p` is behind its leader.
+   * @default the gap between their `sv`s, with an unknown (0) age
+   */
+  lag?: (p: number, i: number) => FollowerLag
+  /**
+   * The status of this region's shippers.
+   * @default none
+   */
+  shippers?: () => ShipperStatus[]
+  /**
+   * The region's wall clock in ms, the one its leaders' HLCs read; writes whose dependency is too
+   * far ahead of it are refused.
+   * @default Date.now
+   */
+  now?: () => number
+  /**
+   * Chooses among equally good replicas.
+   * @default Math.random
+   */
+  random?: () => number
+}
+
+/** One region of a cluster, served from its partition replicas. */
+export class RegionService implements ClusterService {
+  readonly region: number
+  readonly #options: RegionServiceOptions
+  readonly #now: () => number
+  readonly #random: () => number
+
+  constructor(options: RegionServiceOptions) {
+    if (options.replicas.length === 0 || options.replicas.some((r) => r.length === 0)) {
+      throw new RangeError('every partition needs at least one replica')
+    }
+    this.region = options.region
+    this.#options = options
+    this.#now = options.now ?? Date.now
+    this.#random = options.random ?? Math.random
+  }
+
+  shape(): ClusterShape {
+    const { cluster, regionNames, limits, replicas } = this.#options
+    return {
+      cluster,
+      region: this.region,
+      regionNames: [...regionNames],
+      partitions: replicas.length,
+      replicas: replicas[0]!.length,
+      epochs: replicas.map((_, p) => this.#leader(p).epoch()),
+      limits: { ...limits },
+      shipping: 'fifo',
+    }
+  }
+
+  async read(request: ReadRequest): Promise<ReadResult> {
+    const { partition } = request
+    const replicas = this.#partition(partition)
+    const epoch = this.#leader(partition).epoch()
+    const need = request.need?.need
+    if (request.need?.epoch !== undefined && request.need.epoch !== epoch) {
+      throw new CausewayError(
+        'EPOCH_MISMATCH',
+        `the session's vector is from epoch ${request.need.epoch} of partition ${partition}, which is now at epoch ${epoch}`,
+        { partition, epoch: request.need.epoch, current: epoch },
+      )
+    }
+    if (need) this.#checkReachable(partition, need)
+
+    const replica = this.#choose(replicas, request.replica, need)
+    const started = performance.now()
+    if (need && !(await replica.waitFor(need, Date.now() + request.timeoutMs))) {
+      throw new SessionNotAvailableError(
+        `replica ${replica.replica} of partition ${partition} in region ${this.region} did not reach the ` +
+          `session's vector within ${request.timeoutMs} ms`,
+        {
+          need: vectorToObject(need),
+          sv: vectorToObject(replica.sv()),
+          region: this.region,
+          partition,
+          replica: replica.replica,
+          timeoutMs: request.timeoutMs,
+        },
+      )
+    }
+    const waitedMs = performance.now() - started
+    const { version, sv } = await replica.read(request.key)
+    const result: ReadResult = {
+      version,
+      epoch: replica.epoch(),
+      replica: replica.replica,
+      waitedMs,
+    }
+    if (version) result.idx = sv[version.dc]!
+    return result
+  }
+
+  async write(request: WriteRequest): Promise<WriteResult> {
+    const { partition, dt } = request
+    const replicas = this.#partition(partition)
+    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
+    const aheadMs = hlcMillis(dt) - this.#now()
+    const { maxSkewMs } = this.#options.limits
+    if (aheadMs > maxSkewMs) {
+      throw new CausewayError(
+        'CLOCK_SKEW_EXCEEDED',
+        `the write depends on a time ${Math.round(aheadMs)} ms ahead of region ${this.region}'s clock; at most ${maxSkewMs} ms is allowed`,
+        { dt, aheadMs, maxSkewMs },
+      )
+    }
+    const leader = this.#leader(partition)
+    const entry = await leader.write(request.key, request.value, dt)
+    if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
+    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+  }
+
+  async status(): Promise<Status> {
+    const replicas: ReplicaStatus[] = []
+    this.#options.replicas.forEach((partition, p) => {
+      const leader = this.#leader(p)
+      partition.forEach((replica, i) => {
+        const isLeader = replica === leader
+        replicas.push({
+          region: this.region,
+          partition: p,
+          replica: replica.replica,
+          role: isLeader ? 'leader' : 'follower',
+          backend: replica.backend,
+          epoch: replica.epoch(),
+          sv: replica.sv(),
+          lag: isLeader ? { entries: 0, ms: 0 } : this.#lag(p, i, leader, replica),
+        })
+      })
+    })
+    return {
+      cluster: this.#options.cluster,
+      region: this.region,
+      replicas,
+      shippers: this.#options.shippers?.() ?? [],
+    }
+  }
+
+  // Where failover will plug in: today replica 0 of each partition leads.
+  #leader(p: number): PartitionReplica {
+    return this.#partition(p)[0]!
+  }
+
+  #partition(p: number): readonly PartitionReplica[] {
+    const replicas = this.#options.replicas[p]
+    if (!replicas) throw new CausewayError('INVALID_REQUEST', `partition ${p} does not exist`)
+    return replicas
+  }
+
+  #checkReachable(partition: number, need: readonly number[]): void {
+    const regions = this.#options.regionNames.length
+    if (need.length !== regions) {
+      throw new CausewayError(
+        'INVALID_VECTOR',
+        `a read vector has one entry per region (${regions}), not ${need.length}`,
+      )
+    }
+    need.forEach((idx, d) => {
+      const written = this.#options.written?.(d, partition)
+      if (written !== undefined && idx > written) {
+        throw new CausewayError(
+          'VECTOR_UNREACHABLE',
+          `the read needs entry ${idx} of region ${d} in partition ${partition}, but that region has written only ${written}`,
+          { partition, region: d, need: idx, written },
+        )
+      }
+    })
+  }
+
+  #choose(
+    replicas: readonly PartitionReplica[],
+    choice: ReplicaChoice,
+    need: readonly number[] | undefined,
+  ): PartitionReplica {
+    const leader = replicas[0]!
+    if (choice === 'leader') return leader
+    if (choice === 'follower') return this.#pick(replicas.slice(1)) ?? leader
+    const ready = need ? replicas.filter((r) => covers(r.sv(), need)) : replicas
+    return this.#pick(ready) ?? leader
+  }
+
+  #pick(replicas: readonly PartitionReplica[]): PartitionReplica | undefined {
+    return replicas[Math.floor(this.#random() * replicas.length)]
+  }
+
+  // Resolves once a majority of the partition's replicas (the leader among them) applied `idx`.
+  async #majority(replicas: readonly PartitionReplica[], idx: number): Promise<void> {
+    const needed = Math.floor(replicas.length / 2) // followers, besides the leader
+    if (needed === 0) return
+    const need = new Array<number>(this.#options.regionNames.length).fill(0)
+    need[this.region] = idx
+    const deadline = Date.now() + this.#options.limits.maxTimeoutMs
+    const followers = replicas.slice(1)
+    const confirmed = await new Promise<number>((resolve) => {
+      let yes = 0
+      let answered = 0
+      for (const follower of followers) {
+        void follower.waitFor(need, deadline).then((applied) => {
+          answered++
+          if (applied) yes++
+          if (yes >= needed || answered === followers.length) resolve(yes)
+        })
+      }
+    })
+    if (confirmed < needed) {
+      throw new CausewayError(
+        'BACKEND_UNAVAILABLE',
+        `write ${this.region}:${idx} is durable at the leader but only ${confirmed + 1} of ${replicas.length} replicas confirmed it`,
+        { region: this.region, idx, confirmed: confirmed + 1, replicas: replicas.length },
+      )
+    }
+  }
+
+  #lag(p: number, i: number, leader: PartitionReplica, replica: PartitionReplica): FollowerLag {
+    if (this.#options.lag) return this.#options.lag(p, i)
+    const ahead = leader.sv()
+    const sv = replica.sv()
+    return {
+      entries: ahead.reduce((sum, idx, d) => sum + Math.max(0, idx - (sv[d] ?? 0)), 0),
+      ms: 0,
+    }
+  }
+}
