@@ -10,7 +10,7 @@ import {
   type ReadLevel,
   type WriteLevel,
 } from '@causeway/core'
-import type { Version } from './version.js'
+import { maxVersion, type Version } from './version.js'
 
 /** Names one logical client (one session). */
 export type ClientId = string | number
@@ -144,6 +144,16 @@ export function precedes(a: OperationRef, b: OperationRef): boolean {
   const ta = a.operation.completedAt
   const tb = b.operation.invokedAt
   return ta < tb || (ta === tb && a.index < b.index)
+}
+
+/** The newest acknowledged version of each key written in `operations`. */
+export function newestAcknowledged(operations: readonly Operation[]): Map<string, Version> {
+  const newest = new Map<string, Version>()
+  for (const op of operations) {
+    const version = isWrite(op) ? versionOf(op) : undefined
+    if (version !== undefined) newest.set(op.key, maxVersion(newest.get(op.key), version)!)
+  }
+  return newest
 }
 
 /** The winners of `key` in the final state, `null`s read as `undefined`. */

@@ -1,0 +1,48 @@
+/**
+ * The slice of the SDK the recorder and the workload use. `@causeway/client`'s `Causeway` fits
+ * it; tests may pass anything else that does (a fake, another backend's client).
+ */
+import type { ReadLevel, WriteLevel } from '@causeway/core'
+
+/** Options of a recorded read: the level and the region are always explicit. */
+export interface KvReadOptions {
+  read: ReadLevel
+  /** Region id the read is sent to. */
+  region: number
+  /** Deadline of the call in ms. @default the client's */
+  timeoutMs?: number
+}
+
+/** Options of a recorded write. */
+export interface KvWriteOptions {
+  write: WriteLevel
+  /** Region id whose leader takes the write. */
+  region: number
+  /** Deadline of the call in ms. @default the client's */
+  timeoutMs?: number
+}
+
+/** What a read resolves to. `region` is the region that served it (after any fallback). */
+export interface KvReadResult {
+  found: boolean
+  value?: unknown
+  ts?: string
+  dc?: number
+  region?: number
+}
+
+/** What a write resolves to. */
+export interface KvWriteResult {
+  ts: string
+  dc: number
+  idx: number
+  region?: number
+}
+
+/** A key-value client with per-call levels and regions, as `connect()` returns. */
+export interface KvClient {
+  get(key: string, options: KvReadOptions): Promise<KvReadResult>
+  put(key: string, value: unknown, options: KvWriteOptions): Promise<KvWriteResult>
+  delete(key: string, options: KvWriteOptions): Promise<KvWriteResult>
+  close?(): Promise<void> | void
+}
