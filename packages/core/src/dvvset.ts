@@ -11,25 +11,25 @@
  * A set holds, per actor, a counter `n` and the values that actor wrote and nobody has
  * superseded yet, newest first: the value at position `i` carries the dot `(actor, n - i)`, and
  * every dot of that actor up to `n` is in the set's causal history. Values with no dot (the
- * "anonymous" list) come from {@link createSet | new} and {@link reconcile}; they can only be
- * superseded by a set whose history strictly dominates.
+ * "anonymous" list) come from `DvvSet.new`, `reconcile` and `lww`; they can only be superseded by
+ * a set whose history strictly dominates.
  * @packageDocumentation
  */
 import { CausewayError } from './errors.js'
 
 /** An actor id. Causeway uses region ids (numbers); strings are accepted too (and used in tests). */
-export type Actor = number | string
+export type DvvActor = number | string
 
 /** One actor's entry: its counter and its surviving values, newest first. */
-export type DvvEntry<V, A extends Actor = number> = readonly [
+export type DvvEntry<V, A extends DvvActor = number> = readonly [
   actor: A,
   counter: number,
   values: readonly V[],
 ]
 
-/** A DVV set: entries sorted by actor ({@link compareActors}) and the anonymous values. */
-export interface DvvSet<V, A extends Actor = number> {
-  /** One entry per actor, strictly ascending by {@link compareActors}. */
+/** A DVV set: entries sorted by actor ({@link compareDvvActors}) and the anonymous values. */
+export interface DvvSet<V, A extends DvvActor = number> {
+  /** One entry per actor, strictly ascending by {@link compareDvvActors}. */
   readonly entries: readonly DvvEntry<V, A>[]
   /** Values without a dot, superseded only by a strictly dominating history. */
   readonly anonymous: readonly V[]
@@ -39,7 +39,7 @@ export interface DvvSet<V, A extends Actor = number> {
  * A version vector, `[actor, counter]` pairs sorted by actor: what {@link join} returns and what a
  * reader passes back with its write (the causal context; see `encodeCausalContext`).
  */
-export type CausalContext<A extends Actor = number> = readonly (readonly [
+export type CausalContext<A extends DvvActor = number> = readonly (readonly [
   actor: A,
   counter: number,
 ])[]
@@ -51,7 +51,7 @@ export type CausalContext<A extends Actor = number> = readonly (readonly [
  * `less` and `sync` give the same answers under any consistent total order; only the order in
  * which entries are listed depends on it.
  */
-export function compareActors(a: Actor, b: Actor): number {
+export function compareDvvActors(a: DvvActor, b: DvvActor): number {
   if (typeof a === 'number') {
     if (typeof b !== 'number') return -1
     return a < b ? -1 : a > b ? 1 : 0
@@ -64,9 +64,10 @@ function bug(message: string): CausewayError {
   return new CausewayError('INTERNAL', `DvvSet: ${message}`)
 }
 
-function contextEntries<A extends Actor>(context: CausalContext<A>): DvvEntry<never, A>[] {
-  // The reference re-sorts here, as a defence against serialisations that do not keep order.
-  const sorted = context.slice().sort((x, y) => compareActors(x[0], y[0]) || x[1] - y[1])
+function contextEntries<A extends DvvActor>(context: CausalContext<A>): DvvEntry<never, A>[] {
+  // The reference re-sorts here (Erlang's lists:sort, by actor then counter) as a defence
+  // against serialisations that do not keep order.
+  const sorted = context.slice().sort((x, y) => compareDvvActors(x[0], y[0]) || x[1] - y[1])
   return sorted.map(([actor, counter]) => [actor, counter, []] as const)
 }
 
@@ -76,19 +77,22 @@ function contextEntries<A extends Actor>(context: CausalContext<A>): DvvEntry<ne
  * {@link update}. The context is re-sorted by actor, as in the reference.
  */
 function createSet<V>(value: V): DvvSet<V, never>
-function createSet<V, A extends Actor>(context: CausalContext<A>, value: V): DvvSet<V, A>
-function createSet<V, A extends Actor>(...args: [V] | [CausalContext<A>, V]): DvvSet<V, A> {
+function createSet<V, A extends DvvActor>(context: CausalContext<A>, value: V): DvvSet<V, A>
+function createSet<V, A extends DvvActor>(...args: [V] | [CausalContext<A>, V]): DvvSet<V, A> {
   if (args.length === 1) return { entries: [], anonymous: [args[0]] }
   return { entries: contextEntries(args[0]), anonymous: [args[1]] }
 }
 
 /**
- * Like {@link createSet | new} with a list of anonymous values (`new_list`). The reference also
+ * Like `DvvSet.new` with a list of anonymous values (`new_list`). The reference also
  * wraps a non-list argument; here the type asks for an array, so that case does not arise.
  */
 function newList<V>(values: readonly V[]): DvvSet<V, never>
-function newList<V, A extends Actor>(context: CausalContext<A>, values: readonly V[]): DvvSet<V, A>
-function newList<V, A extends Actor>(
+function newList<V, A extends DvvActor>(
+  context: CausalContext<A>,
+  values: readonly V[],
+): DvvSet<V, A>
+function newList<V, A extends DvvActor>(
   ...args: [readonly V[]] | [CausalContext<A>, readonly V[]]
 ): DvvSet<V, A> {
   if (args.length === 1) return { entries: [], anonymous: args[0] }
@@ -96,7 +100,7 @@ function newList<V, A extends Actor>(
 }
 
 /** The causal history of a set as a version vector (`join/1`): its actors and counters. */
-function join<A extends Actor>(set: DvvSet<unknown, A>): CausalContext<A> {
+function join<A extends DvvActor>(set: DvvSet<unknown, A>): CausalContext<A> {
   return set.entries.map(([actor, counter]) => [actor, counter] as const)
 }
 
@@ -104,7 +108,7 @@ function join<A extends Actor>(set: DvvSet<unknown, A>): CausalContext<A> {
  * Adds `value` under a new dot of `actor`: the actor's counter goes up by one and the value goes
  * to the head of its list (or a new entry is made, in actor order).
  */
-function addEvent<V, A extends Actor>(
+function addEvent<V, A extends DvvActor>(
   entries: readonly DvvEntry<V, A>[],
   actor: A,
   value: V,
@@ -113,7 +117,7 @@ function addEvent<V, A extends Actor>(
   let placed = false
   for (const entry of entries) {
     if (!placed) {
-      const order = compareActors(entry[0], actor)
+      const order = compareDvvActors(entry[0], actor)
       if (order === 0) {
         out.push([actor, entry[1] + 1, [value, ...entry[2]]])
         placed = true
@@ -130,7 +134,7 @@ function addEvent<V, A extends Actor>(
   return out
 }
 
-function theOneValue<V>(set: DvvSet<V, Actor>): V {
+function theOneValue<V>(set: DvvSet<V, DvvActor>): V {
   if (set.anonymous.length !== 1) {
     throw bug(
       `update needs a set with exactly one anonymous value (from new), not ${set.anonymous.length}`,
@@ -141,7 +145,7 @@ function theOneValue<V>(set: DvvSet<V, Actor>): V {
 
 /**
  * A coordinator's write. `update(client, actor)` (`update/2`) turns the one anonymous value of
- * `client` (made by {@link createSet | new}) into a new dot of `actor` on the client's history.
+ * `client` (made by `DvvSet.new`) into a new dot of `actor` on the client's history.
  *
  * `update(client, local, actor)` (`update/3`) first syncs the client's history (without its
  * value) with the coordinator's `local` set, so local values the client had seen are discarded
@@ -154,13 +158,13 @@ function theOneValue<V>(set: DvvSet<V, Actor>): V {
  * @throws `CausewayError('INTERNAL')` when `client` does not hold exactly one anonymous value (the
  * reference crashes on a failed pattern match there).
  */
-function update<V, A extends Actor>(client: DvvSet<V, A>, actor: A): DvvSet<V, A>
-function update<V, A extends Actor>(
+function update<V, A extends DvvActor>(client: DvvSet<V, A>, actor: A): DvvSet<V, A>
+function update<V, A extends DvvActor>(
   client: DvvSet<V, A>,
   local: DvvSet<V, A>,
   actor: A,
 ): DvvSet<V, A>
-function update<V, A extends Actor>(
+function update<V, A extends DvvActor>(
   client: DvvSet<V, A>,
   localOrActor: DvvSet<V, A> | A,
   actor?: A,
@@ -179,8 +183,8 @@ function update<V, A extends Actor>(
  * set makes that set ahead even if its counter is 0 (real sets never hold a 0 counter).
  */
 function greater(
-  a: readonly DvvEntry<unknown, Actor>[],
-  b: readonly DvvEntry<unknown, Actor>[],
+  a: readonly DvvEntry<unknown, DvvActor>[],
+  b: readonly DvvEntry<unknown, DvvActor>[],
 ): boolean {
   let strict = false
   let i = 0
@@ -189,7 +193,7 @@ function greater(
     if (i === a.length) return false
     const x = a[i]!
     const y = b[j]!
-    const order = compareActors(x[0], y[0])
+    const order = compareDvvActors(x[0], y[0])
     if (order > 0) return false // `b` has an actor `a` lacks
     if (order < 0) {
       strict = true
@@ -208,7 +212,7 @@ function greater(
  * True when `a`'s causal history is strictly older than `b`'s (`less/2`), so every value of `a`
  * is outdated by `b`. Only the actors and counters are compared; values are ignored.
  */
-function less(a: DvvSet<unknown, Actor>, b: DvvSet<unknown, Actor>): boolean {
+function less(a: DvvSet<unknown, DvvActor>, b: DvvSet<unknown, DvvActor>): boolean {
   return greater(b.entries, a.entries)
 }
 
@@ -218,7 +222,7 @@ function less(a: DvvSet<unknown, Actor>, b: DvvSet<unknown, Actor>): boolean {
  * with dot `k` survives when `k` is beyond the other side's counter or the other side still
  * holds it (`k > otherCounter - otherValues.length`).
  */
-function mergeEntry<V, A extends Actor>(a: DvvEntry<V, A>, b: DvvEntry<V, A>): DvvEntry<V, A> {
+function mergeEntry<V, A extends DvvActor>(a: DvvEntry<V, A>, b: DvvEntry<V, A>): DvvEntry<V, A> {
   const aNewer = a[1] >= b[1]
   const newer = aNewer ? a : b
   const older = aNewer ? b : a
@@ -227,7 +231,7 @@ function mergeEntry<V, A extends Actor>(a: DvvEntry<V, A>, b: DvvEntry<V, A>): D
   return keep === newer[2].length ? newer : [newer[0], newer[1], newer[2].slice(0, keep)]
 }
 
-function syncEntries<V, A extends Actor>(
+function syncEntries<V, A extends DvvActor>(
   a: readonly DvvEntry<V, A>[],
   b: readonly DvvEntry<V, A>[],
 ): readonly DvvEntry<V, A>[] {
@@ -239,7 +243,7 @@ function syncEntries<V, A extends Actor>(
   while (i < a.length && j < b.length) {
     const x = a[i]!
     const y = b[j]!
-    const order = compareActors(x[0], y[0])
+    const order = compareDvvActors(x[0], y[0])
     if (order < 0) {
       out.push(x)
       i++
@@ -263,7 +267,7 @@ function unionOf<V>(a: readonly V[], b: readonly V[]): readonly V[] {
   return [...new Set([...a, ...b])]
 }
 
-function syncPair<V, A extends Actor>(a: DvvSet<V, A>, b: DvvSet<V, A>): DvvSet<V, A> {
+function syncPair<V, A extends DvvActor>(a: DvvSet<V, A>, b: DvvSet<V, A>): DvvSet<V, A> {
   let anonymous: readonly V[]
   if (less(a, b)) anonymous = b.anonymous
   else if (less(b, a)) anonymous = a.anonymous
@@ -279,7 +283,7 @@ function syncPair<V, A extends Actor>(a: DvvSet<V, A>, b: DvvSet<V, A>): DvvSet<
  * occurrences in argument order and compares with SameValueZero, which for JSON texts is exact
  * text equality. Syncing no sets gives the empty set (the reference returns a non-set `{}`).
  */
-function sync<V, A extends Actor>(sets: readonly DvvSet<V, A>[]): DvvSet<V, A> {
+function sync<V, A extends DvvActor>(sets: readonly DvvSet<V, A>[]): DvvSet<V, A> {
   if (sets.length === 0) return { entries: [], anonymous: [] }
   let acc = sets[0]!
   for (let k = 1; k < sets.length; k++) acc = syncPair(acc, sets[k]!)
@@ -292,7 +296,7 @@ function sync<V, A extends Actor>(sets: readonly DvvSet<V, A>[]): DvvSet<V, A> {
  * takes two version vectors here but then only matches `[actor, counter, values]` triples, so two
  * non-empty vectors never compare equal; this port accepts sets only.)
  */
-function equal(a: DvvSet<unknown, Actor>, b: DvvSet<unknown, Actor>): boolean {
+function equal(a: DvvSet<unknown, DvvActor>, b: DvvSet<unknown, DvvActor>): boolean {
   if (a.entries.length !== b.entries.length) return false
   for (let i = 0; i < a.entries.length; i++) {
     const x = a.entries[i]!
@@ -303,26 +307,26 @@ function equal(a: DvvSet<unknown, Actor>, b: DvvSet<unknown, Actor>): boolean {
 }
 
 /** Every value (`values/1`): the anonymous ones first, then each actor's, in actor order. */
-function values<V>(set: DvvSet<V, Actor>): V[] {
+function values<V>(set: DvvSet<V, DvvActor>): V[] {
   const out = set.anonymous.slice()
   for (const entry of set.entries) out.push(...entry[2])
   return out
 }
 
 /** How many values the set holds (`size/1`), anonymous ones included. */
-function size(set: DvvSet<unknown, Actor>): number {
+function size(set: DvvSet<unknown, DvvActor>): number {
   let n = set.anonymous.length
   for (const entry of set.entries) n += entry[2].length
   return n
 }
 
 /** The actors of the set's entries, in order (`ids/1`). */
-function ids<A extends Actor>(set: DvvSet<unknown, A>): A[] {
+function ids<A extends DvvActor>(set: DvvSet<unknown, A>): A[] {
   return set.entries.map((entry) => entry[0])
 }
 
 /** The same set with `fn` applied to every value (`map/2`); the history is unchanged. */
-function map<V, W, A extends Actor>(fn: (value: V) => W, set: DvvSet<V, A>): DvvSet<W, A> {
+function map<V, W, A extends DvvActor>(fn: (value: V) => W, set: DvvSet<V, A>): DvvSet<W, A> {
   return {
     entries: set.entries.map(([actor, counter, vs]) => [actor, counter, vs.map(fn)] as const),
     anonymous: set.anonymous.map(fn),
@@ -333,8 +337,15 @@ function map<V, W, A extends Actor>(fn: (value: V) => W, set: DvvSet<V, A>): Dvv
  * Resolves the siblings with `merge` (given all values, see {@link values}) into one value
  * (`reconcile/2`). The result keeps the history and holds the merged value as its only,
  * anonymous, value: `new(join(set), merge(values(set)))`.
+ *
+ * Do not store the result to resolve siblings: an update whose context equals this history keeps
+ * anonymous values (as in the reference), so the merged value would outlive writes that had seen
+ * it. Write the merged value with `update(new(join(set), merged), local, actor)` instead.
  */
-function reconcile<V, A extends Actor>(merge: (values: V[]) => V, set: DvvSet<V, A>): DvvSet<V, A> {
+function reconcile<V, A extends DvvActor>(
+  merge: (values: V[]) => V,
+  set: DvvSet<V, A>,
+): DvvSet<V, A> {
   return createSet(join(set), merge(values(set)))
 }
 
@@ -349,7 +360,7 @@ interface Winner<V, A> {
  * in order; a candidate replaces the current best when `lessOrEqual(best, candidate)`, so on a tie
  * the later candidate wins, exactly as in the reference.
  */
-function findLatest<V, A extends Actor>(
+function findLatest<V, A extends DvvActor>(
   lessOrEqual: (a: V, b: V) => boolean,
   set: DvvSet<V, A>,
 ): Winner<V, A> {
@@ -368,7 +379,7 @@ function findLatest<V, A extends Actor>(
  * the anonymous values (`last/2`); see {@link lww} for ties.
  * @throws `CausewayError('INTERNAL')` on a set with no values (the reference crashes).
  */
-function last<V>(lessOrEqual: (a: V, b: V) => boolean, set: DvvSet<V, Actor>): V {
+function last<V>(lessOrEqual: (a: V, b: V) => boolean, set: DvvSet<V, DvvActor>): V {
   return findLatest(lessOrEqual, set).value
 }
 
@@ -376,10 +387,11 @@ function last<V>(lessOrEqual: (a: V, b: V) => boolean, set: DvvSet<V, Actor>): V
  * Keeps only the latest value (`lww/2`), chosen as in {@link last}: candidates are the newest
  * value of each actor (in actor order) then the anonymous values, and on a tie the later
  * candidate wins. A winner from an actor's entry stays there alone (every other entry is emptied,
- * counters kept); an anonymous winner gives `new(join(set), winner)`.
+ * counters kept); an anonymous winner gives `new(join(set), winner)` (see {@link reconcile} on
+ * storing anonymous values).
  * @throws `CausewayError('INTERNAL')` on a set with no values (the reference crashes).
  */
-function lww<V, A extends Actor>(
+function lww<V, A extends DvvActor>(
   lessOrEqual: (a: V, b: V) => boolean,
   set: DvvSet<V, A>,
 ): DvvSet<V, A> {

@@ -1,17 +1,17 @@
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
-  type Actor,
+  type DvvActor,
   type CausalContext,
   type DvvEntry,
   DvvSet,
-  compareActors,
+  compareDvvActors,
 } from '../src/dvvset.js'
 import { CausewayError } from '../src/errors.js'
 
 // `{Entries, Anonymous}` of the reference, written as close to the Erlang as TypeScript allows:
 // atoms a, b, c are string actors and v1, v2 string values.
-function clock<V, A extends Actor>(
+function clock<V, A extends DvvActor>(
   entries: readonly DvvEntry<V, A>[],
   anonymous: readonly V[],
 ): DvvSet<V, A> {
@@ -506,10 +506,10 @@ describe('DvvSet: the reference test vectors (dvvset.erl @27fd1225)', () => {
 
 describe('DvvSet: behaviour beyond the vectors', () => {
   it('orders actors as numbers first (ascending), then strings', () => {
-    const sorted: Actor[] = [0, 2, 10, 'a', 'b', 'z', listA]
-    expect([...sorted].reverse().sort(compareActors)).toEqual(sorted)
+    const sorted: DvvActor[] = [0, 2, 10, 'a', 'b', 'z', listA]
+    expect([...sorted].reverse().sort(compareDvvActors)).toEqual(sorted)
     const s = DvvSet.update(
-      DvvSet.new(DvvSet.join(clock<string, Actor>([['a', 1, []]], [])), 'v'),
+      DvvSet.new(DvvSet.join(clock<string, DvvActor>([['a', 1, []]], [])), 'v'),
       10,
     )
     expect(DvvSet.ids(DvvSet.update(DvvSet.new(DvvSet.join(s), 'w'), 2))).toEqual([2, 10, 'a'])
@@ -750,7 +750,7 @@ const RUNS = { numRuns: 150 }
 function wellFormed(set: DvvSet<string>, regions: number): void {
   expect(set.entries.length).toBeLessThanOrEqual(regions)
   for (let i = 1; i < set.entries.length; i++) {
-    expect(compareActors(set.entries[i - 1]![0], set.entries[i]![0])).toBeLessThan(0)
+    expect(compareDvvActors(set.entries[i - 1]![0], set.entries[i]![0])).toBeLessThan(0)
   }
   for (const [, counter, vs] of set.entries) expect(vs.length).toBeLessThanOrEqual(counter)
 }
