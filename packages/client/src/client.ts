@@ -7,8 +7,6 @@
  */
 import {
   CausewayError,
-  HEADER_AFTER,
-  HEADER_DT,
   HLC_ZERO,
   type Hlc,
   type ReplicaChoice,
@@ -22,6 +20,7 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
+import { HEADER_AFTER, HEADER_DT } from './protocol.js'
 import {
   type ReadOptions,
   type ResolvedDefaults,

@@ -2,7 +2,8 @@
  * What the SDK learns from `GET /v1/topology`, checked before use, and how a call's `region`
  * option (a name or an id) becomes a gateway URL.
  */
-import { CausewayError, PROTOCOL_VERSION, type SessionScope, type Topology } from '@causeway/core'
+import { CausewayError, type SessionScope, type Topology } from '@causeway/core'
+import { PROTOCOL_VERSION } from './protocol.js'
 
 /** One region as the client routes to it. */
 export interface RegionRoute {
