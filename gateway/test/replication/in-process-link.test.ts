@@ -1,0 +1,65 @@
+import { HLC_ZERO } from '@causeway/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import { DelayLine } from '../../src/replication/delay-line.js'
+import { InProcessLink } from '../../src/replication/in-process-link.js'
+import { Replicas, writeMany } from './support.js'
+
+describe('DelayLine', () => {
+  it('delivers after the delay, in push order', async () => {
+    const line = new DelayLine(30)
+    const seen: [number, number][] = []
+    const started = Date.now()
+    await new Promise<void>((resolve) => {
+      for (let i = 0; i < 5; i++) line.push(() => seen.push([i, Date.now() - started]))
+      line.push(resolve)
+    })
+    expect(seen.map(([i]) => i)).toEqual([0, 1, 2, 3, 4])
+    for (const [, ms] of seen) expect(ms).toBeGreaterThanOrEqual(29)
+  })
+
+  it('drops what is in flight when closed', async () => {
+    const line = new DelayLine(10)
+    let delivered = false
+    line.push(() => (delivered = true))
+    line.close()
+    await new Promise((resolve) => setTimeout(resolve, 30))
+    expect(delivered).toBe(false)
+    expect(() => line.push(() => {})).toThrow(/closed/)
+  })
+})
+
+describe('InProcessLink', () => {
+  const replicas = new Replicas()
+  afterEach(() => replicas.closeAll())
+
+  it('delivers pipelined batches in order and answers after a round trip', async () => {
+    const source = await replicas.open(0, 2)
+    const destination = await replicas.open(1, 2)
+    const log = await writeMany(source, 9)
+    const link = new InProcessLink({ origin: 0, destination, delayMs: 25 })
+    const started = Date.now()
+    const answers = await Promise.all([
+      link.send(log.slice(0, 3)),
+      link.send(log.slice(3, 6)),
+      link.send(log.slice(6)),
+    ])
+    // Each answer is the checkpoint after its batch, or later (batches may commit together).
+    answers.forEach((checkpoint, i) => expect(checkpoint).toBeGreaterThanOrEqual(3 * (i + 1)))
+    expect(answers[2]).toBe(9)
+    expect(await destination.readLog(0, 0, 100)).toEqual(log)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(49)
+    expect(Date.now() - started).toBeLessThan(200)
+    expect(await link.checkpoint()).toBe(9)
+    await link.close()
+  })
+
+  it('rejects calls in flight and later calls once closed', async () => {
+    const destination = await replicas.open(1, 2)
+    const link = new InProcessLink({ origin: 0, destination, delayMs: 20 })
+    const pending = link.send([{ origin: 0, idx: 1, key: 'k', ts: HLC_ZERO, at: 0 }])
+    await link.close()
+    await expect(pending).rejects.toThrow(/closed/)
+    await expect(link.checkpoint()).rejects.toThrow(/closed/)
+    expect(destination.sv()).toEqual([0, 0])
+  })
+})
