@@ -402,7 +402,8 @@ function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayEr
 }
 
 function finalRefusal(error: CausewayError, attempts: number): CausewayError {
-  if (!(error instanceof SessionNotAvailableError)) return error
+  // By code, not instanceof: the brand check makes every CausewayError pass `instanceof` here.
+  if (error.code !== 'SESSION_NOT_AVAILABLE') return error
   return new SessionNotAvailableError(
     `${error.message} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
     { ...error.details, attempts },

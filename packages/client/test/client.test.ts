@@ -482,6 +482,7 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
       })
       const error = await rejection(db.get(KEY, { region: 'eu', timeoutMs: 4000 }))
       expect(error).toBeInstanceOf(SessionNotAvailableError)
+      expect(error.code).toBe('SESSION_NOT_AVAILABLE')
       expect(error.details).toMatchObject({ sv: { 0: 4 }, attempts: 1 })
       expect(gw.kv).toHaveLength(1)
     } finally {
@@ -494,6 +495,7 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
     gw.reply(notAvailable(), notAvailable())
     const error = await rejection(db.get(KEY))
     expect(error).toBeInstanceOf(SessionNotAvailableError)
+    expect(error.code).toBe('SESSION_NOT_AVAILABLE')
     expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
       ['http://us.test', 'any'],
       ['http://us.test', 'leader'],
@@ -550,6 +552,23 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
       ['http://eu.test', '1@0:9,1:3,2:4'],
       ['http://us.test', '1@0:9,1:3,2:4'],
     ])
+  })
+
+  it('a region whose gateway is shutting down falls back home; at home the error is thrown as is', async () => {
+    const { db, gw } = await open(undefined, { session: sessionJSON() })
+    const shuttingDown = {
+      status: 503,
+      body: { statusCode: 503, code: 'SHUTTING_DOWN', message: 'bye' },
+    }
+    gw.reply(shuttingDown, readOk(), shuttingDown)
+    expect((await db.get(KEY, { region: 'eu' })).attempts).toBe(2)
+    expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
+      ['http://eu.test', 'any'],
+      ['http://us.test', 'any'],
+    ])
+    const error = await rejection(db.get(KEY))
+    expect([error.code, error.message]).toEqual(['SHUTTING_DOWN', 'bye'])
+    expect(gw.kv).toHaveLength(3)
   })
 
   it('an unreachable home region is a NETWORK_ERROR', async () => {
