@@ -1,0 +1,68 @@
+/**
+ * Where one partition replica keeps its state in Redis. Every key starts with
+ * `cw:{<namespace>:r<region>:p<partition>}:`; the braces are a Redis Cluster hash tag, so all keys
+ * of a partition sit in one slot and one Lua script may touch them all.
+ *
+ * | key                          | type   | holds                                              |
+ * |------------------------------|--------|----------------------------------------------------|
+ * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`       |
+ * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`) |
+ * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone) |
+ * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
+ *
+ * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so
+ * no input can add a `{`/`}` that moves the hash tag, a glob character, a control character or a
+ * separator that makes two different keys collide; the encoding is injective.
+ */
+import { CausewayError } from '@causeway/core'
+
+const KEEP = /^[A-Za-z0-9._:-]$/
+const encoder = new TextEncoder()
+
+/** Percent-encodes `text` byte by byte (UTF-8), keeping only `[A-Za-z0-9._:-]`. Injective. */
+export function encodeKeyPart(text: string): string {
+  let out = ''
+  for (const char of text) {
+    if (KEEP.test(char)) {
+      out += char
+      continue
+    }
+    for (const byte of encoder.encode(char))
+      out += '%' + byte.toString(16).toUpperCase().padStart(2, '0')
+  }
+  return out
+}
+
+/** The Redis key names of one partition replica. */
+export class ReplicaKeys {
+  /** `cw:{<namespace>:r<region>:p<partition>}:` */
+  readonly prefix: string
+  readonly meta: string
+  readonly sv: string
+
+  constructor(namespace: string, region: number, partition: number) {
+    if (typeof namespace !== 'string' || namespace.length === 0 || !namespace.isWellFormed())
+      throw new TypeError('namespace must be a non-empty, well-formed string')
+    // The namespace is encoded too, so a `}` in it cannot end the hash tag early.
+    this.prefix = `cw:{${encodeKeyPart(namespace)}:r${region}:p${partition}}:`
+    this.meta = this.prefix + 'meta'
+    this.sv = this.prefix + 'sv'
+  }
+
+  /** The log stream of origin region `origin`. */
+  log(origin: number): string {
+    return `${this.prefix}log:${origin}`
+  }
+
+  /** The version hash of a client key. Throws `INVALID_KEY` for an empty or ill-formed key. */
+  version(key: string): string {
+    if (typeof key !== 'string' || key.length === 0 || !key.isWellFormed())
+      throw new CausewayError('INVALID_KEY', 'key must be a non-empty string of valid Unicode')
+    return this.prefix + 'v:' + encodeKeyPart(key)
+  }
+
+  /** The keyspace-notification channel that fires when `sv` changes in database `db`. */
+  svChannel(db: number): string {
+    return `__keyspace@${db}__:${this.sv}`
+  }
+}

@@ -1,0 +1,496 @@
+/**
+ * A partition replica stored in one `redis-server`: the leader, or a follower whose server is a
+ * Redis replica (`REPLICAOF`) of the leader's, so Redis's own replication keeps it up to date.
+ *
+ * Mutations are Lua scripts (see `replica-scripts.ts`), atomic at the leader and, as Redis 7
+ * replicates a script's effects in MULTI/EXEC, at every follower. `sv` is kept in memory from the
+ * scripts' replies and from keyspace notifications on the `sv` key, which Redis also fires on a
+ * replica for writes replicated from its leader; `waitFor` is woken by them, never by polling.
+ *
+ * Connections: one for writes (and `WAIT`, which blocks only that one), one for reads, one
+ * subscribed to the notifications. None queues commands while the server is away: calls fail at
+ * once with `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
+ */
+import { CausewayError, isHlc } from '@causeway/core'
+import type { Hlc } from '@causeway/core'
+import { Redis } from 'ioredis'
+import type {
+  AdvanceListener,
+  LogEntry,
+  PartitionReplica,
+  ReplicaRead,
+  Version,
+} from '../partition-replica.js'
+import { backendError } from './backend-error.js'
+import { ReplicaKeys } from './key-layout.js'
+import {
+  INGEST_FIELDS,
+  INGEST_SCRIPT,
+  LOAD_SCRIPT,
+  READ_SCRIPT,
+  WRITE_SCRIPT,
+  stringsOf,
+  svOf,
+} from './replica-scripts.js'
+import { StableVector } from './stable-vector.js'
+
+/** Options of a {@link RedisPartitionReplica}. */
+export interface RedisPartitionReplicaOptions {
+  /** The server holding this replica: `redis://[user:password@]host:port[/db]`. */
+  url: string
+  /** The cluster's (or tenant's) namespace; part of every key, so namespaces never collide. */
+  namespace: string
+  region: number
+  partition: number
+  /** Index of this replica in its region; replica 0 starts as leader. */
+  replica: number
+  /** Number of regions D: the length of `sv`. */
+  regions: number
+  /**
+   * How long one backend call may take before it fails with `BACKEND_UNAVAILABLE`, in ms. A write
+   * that times out may still have been applied.
+   * @default 5000
+   */
+  commandTimeoutMs?: number
+  /**
+   * How long to wait for a TCP connection, in ms.
+   * @default 2000
+   */
+  connectTimeoutMs?: number
+  /**
+   * Upper bound of the delay between reconnection attempts, in ms (attempts back off from 50 ms).
+   * @default 1000
+   */
+  reconnectMaxDelayMs?: number
+  /**
+   * Add `K` and `h` to the server's `notify-keyspace-events` when they are missing (on open and
+   * after every reconnection, since a restarted server forgets `CONFIG SET`). When false, the
+   * server must be configured so; `open()` fails otherwise.
+   * @default true
+   */
+  configureNotifications?: boolean
+  /**
+   * The physical clock the HLC advances from, in ms. Tests inject one to step it backwards.
+   * @default the Redis server's `TIME`, so every gateway writing to a leader shares one clock
+   */
+  now?: (() => number) | undefined
+}
+
+interface Connections {
+  writer: Redis
+  reader: Redis
+  subscriber: Redis
+}
+
+const noop = () => {}
+
+/** One partition replica on Redis. See the module comment. */
+export class RedisPartitionReplica implements PartitionReplica {
+  readonly region: number
+  readonly partition: number
+  readonly replica: number
+  readonly backend: string
+  /** The Redis key names of this replica. */
+  readonly keys: ReplicaKeys
+
+  readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now'>>
+  readonly #now: (() => number) | undefined
+  readonly #db: number
+  #connections: Connections | undefined
+  #stable: StableVector
+  #epoch = 1
+  #refreshing: Promise<void> | undefined
+  #refreshAgain = false
+  readonly #inFlight = new Set<Promise<unknown>>()
+
+  constructor(options: RedisPartitionReplicaOptions) {
+    for (const name of ['region', 'partition', 'replica'] as const)
+      if (!Number.isInteger(options[name]) || options[name] < 0)
+        throw new TypeError(`${name} must be a non-negative integer`)
+    if (!Number.isInteger(options.regions) || options.regions < 1)
+      throw new TypeError('regions must be a positive integer')
+    if (options.region >= options.regions) throw new TypeError('region must be below regions')
+    this.#options = {
+      commandTimeoutMs: 5000,
+      connectTimeoutMs: 2000,
+      reconnectMaxDelayMs: 1000,
+      configureNotifications: true,
+      ...options,
+    }
+    const url = new URL(options.url)
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+      throw new TypeError(`not a redis:// URL: ${options.url}`)
+    this.#db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0
+    if (!Number.isInteger(this.#db) || this.#db < 0)
+      throw new TypeError(`bad database in ${options.url}`)
+    this.region = options.region
+    this.partition = options.partition
+    this.replica = options.replica
+    // Never show credentials in status pages or errors.
+    this.backend = `${url.protocol}//${url.host}${this.#db === 0 ? '' : `/${this.#db}`}`
+    this.keys = new ReplicaKeys(options.namespace, options.region, options.partition)
+    this.#now = options.now
+    this.#stable = new StableVector(options.regions)
+  }
+
+  /** True while every connection to the server is ready. */
+  get available(): boolean {
+    const c = this.#connections
+    return c !== undefined && [c.writer, c.reader, c.subscriber].every((r) => r.status === 'ready')
+  }
+
+  async open(): Promise<void> {
+    if (this.#connections) return
+    const connections: Connections = {
+      writer: this.#connect('writer'),
+      reader: this.#connect('reader'),
+      subscriber: this.#connect('subscriber'),
+    }
+    const all = [connections.writer, connections.reader, connections.subscriber]
+    try {
+      await Promise.all(all.map((r) => r.connect()))
+      this.#connections = connections
+      if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
+      const channel = this.keys.svChannel(this.#db)
+      connections.subscriber.on('message', (ch: string) => {
+        if (ch === channel) this.#refresh().catch(noop)
+      })
+      const reply = stringsOf(
+        await this.#run(connections.reader, 'open', (r) =>
+          LOAD_SCRIPT.run(r, [this.keys.meta, this.keys.sv], [String(this.#options.regions)]),
+        ),
+        2,
+      )
+      this.#epoch = reply[0] ? Number(reply[0]) : 1
+      this.#stable.advance(svOf(reply, 2, this.#options.regions))
+      await this.#resync()
+    } catch (error) {
+      this.#connections = undefined
+      for (const r of all) r.disconnect()
+      throw backendError(error, this.backend, 'open')
+    }
+    // After a reconnection (e.g. the server restarted): notifications may be off again and some
+    // were missed, so configure, resubscribe and re-read `sv`.
+    for (const r of all) r.on('ready', () => void this.#resync().catch(noop))
+  }
+
+  async close(): Promise<void> {
+    const c = this.#connections
+    // New calls fail from here on; calls already sent still get their replies.
+    this.#connections = undefined
+    this.#stable.close()
+    if (!c) return
+    await Promise.allSettled([...this.#inFlight])
+    await Promise.all(
+      [c.writer, c.reader, c.subscriber].map(async (r) => {
+        r.removeAllListeners('ready')
+        r.removeAllListeners('message')
+        // QUIT lets replies in flight arrive; a server that is away gets a plain disconnect.
+        if (r.status === 'ready') await r.quit().catch(noop)
+        r.disconnect()
+      }),
+    )
+  }
+
+  sv(): number[] {
+    return this.#stable.current()
+  }
+
+  epoch(): number {
+    return this.#epoch
+  }
+
+  async write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
+    const versionKey = this.keys.version(key)
+    if (value !== undefined && typeof value !== 'string')
+      throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
+    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
+    const { writer } = this.#open()
+    const region = String(this.region)
+    const result = await this.#run(writer, 'write', (r) =>
+      WRITE_SCRIPT.run(
+        r,
+        [this.keys.meta, this.keys.sv, this.keys.log(this.region), versionKey],
+        [
+          region,
+          String(this.#options.regions),
+          dt,
+          key,
+          value === undefined ? '0' : '1',
+          value ?? '',
+          this.#now ? String(Math.floor(this.#now())) : '',
+        ],
+      ),
+    )
+    const reply = stringsOf(result, 3 + this.#options.regions)
+    this.#stable.advance(svOf(reply, 3, this.#options.regions))
+    const entry: LogEntry = {
+      origin: this.region,
+      idx: Number(reply[0]),
+      key,
+      ts: reply[1] as Hlc,
+      at: Number(reply[2]),
+    }
+    if (value !== undefined) entry.value = value
+    return entry
+  }
+
+  async receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
+    this.#checkOrigin(origin)
+    if (origin === this.region)
+      throw new CausewayError('INVALID_REQUEST', `region ${origin} cannot receive its own entries`)
+    for (const entry of entries)
+      if (entry.origin !== origin)
+        throw new CausewayError(
+          'INVALID_REQUEST',
+          `entry of region ${entry.origin} in a batch of ${origin}`,
+        )
+    const sv = await this.#ingest('receive', 'batch', entries)
+    return sv[origin] ?? 0
+  }
+
+  async apply(entries: readonly LogEntry[]): Promise<void> {
+    await this.#ingest('apply', 'per-origin', entries)
+  }
+
+  async read(key: string): Promise<ReplicaRead> {
+    const versionKey = this.keys.version(key)
+    const { reader } = this.#open()
+    const regions = this.#options.regions
+    const result = await this.#run(reader, 'read', (r) =>
+      READ_SCRIPT.run(r, [versionKey, this.keys.sv], [String(regions)]),
+    )
+    const reply = stringsOf(result, 5 + regions)
+    const sv = svOf(reply, 5, regions)
+    this.#stable.advance(sv)
+    let version: Version | undefined
+    if (reply[0] === '1') {
+      version = { ts: reply[1] as Hlc, dc: Number(reply[2]) }
+      if (reply[3] === '1') version.value = reply[4] ?? ''
+    }
+    return { version, sv }
+  }
+
+  async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
+    this.#checkOrigin(origin)
+    if (!Number.isInteger(afterIdx) || afterIdx < 0)
+      throw new CausewayError('INVALID_REQUEST', 'afterIdx must be a non-negative integer')
+    if (!Number.isInteger(limit) || limit < 0)
+      throw new CausewayError('INVALID_REQUEST', 'limit must be a non-negative integer')
+    const { reader } = this.#open()
+    if (limit === 0) return []
+    const rows = await this.#run(reader, 'readLog', (r) =>
+      r.xrange(this.keys.log(origin), `${afterIdx + 1}-0`, '+', 'COUNT', limit),
+    )
+    return rows.map(([id, fields]) => {
+      const f = new Map<string, string>()
+      for (let i = 0; i + 1 < fields.length; i += 2) f.set(String(fields[i]), String(fields[i + 1]))
+      const entry: LogEntry = {
+        origin,
+        idx: parseInt(id, 10),
+        key: f.get('k') ?? '',
+        ts: (f.get('ts') ?? '') as Hlc,
+        at: Number(f.get('at') ?? 0),
+      }
+      const value = f.get('v')
+      if (value !== undefined) entry.value = value
+      return entry
+    })
+  }
+
+  waitFor(need: readonly number[], deadline: number): Promise<boolean> {
+    if (!this.#connections) return Promise.resolve(false)
+    const waiting = this.#stable.wait(need, deadline)
+    // Look once at the stored `sv`: a follower's full resync with its leader (after the leader
+    // restarted, say) loads data without keyspace notifications, so the view may lag until the
+    // next write. Later advances arrive as notifications.
+    if (!this.#stable.covers(need)) this.#refresh().catch(noop)
+    return waiting
+  }
+
+  onAdvance(listener: AdvanceListener): () => void {
+    return this.#stable.onAdvance(listener)
+  }
+
+  /**
+   * Waits until `replicas` Redis replicas have acknowledged every write this replica made so far
+   * (Redis `WAIT`), or `timeoutMs` passed; resolves to how many did. For `durability: 'majority'`.
+   * `WAIT` blocks this replica's write connection meanwhile (reads are not affected).
+   */
+  async waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
+    if (!Number.isInteger(replicas) || replicas < 0)
+      throw new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer')
+    // WAIT 0 ms would block forever.
+    const timeout = Math.max(1, Math.ceil(timeoutMs))
+    const { writer } = this.#open()
+    const acked = await this.#run(
+      writer,
+      'wait',
+      (r) => r.wait(replicas, timeout),
+      timeout + this.#options.commandTimeoutMs,
+    )
+    return Number(acked)
+  }
+
+  /** The HLC stored with this replica (the last one issued or observed). */
+  async hlc(): Promise<Hlc> {
+    const { reader } = this.#open()
+    const value = await this.#run(reader, 'hlc', (r) => r.hget(this.keys.meta, 'hlc'))
+    return (value ?? '0000000000000000') as Hlc
+  }
+
+  async #ingest(
+    operation: string,
+    mode: 'batch' | 'per-origin',
+    entries: readonly LogEntry[],
+  ): Promise<number[]> {
+    const keys = [this.keys.meta, this.keys.sv]
+    const args = [mode, String(this.#options.regions), String(entries.length)]
+    for (const entry of entries) {
+      this.#checkEntry(entry)
+      keys.push(this.keys.log(entry.origin), this.keys.version(entry.key))
+      args.push(
+        String(entry.origin),
+        String(entry.idx),
+        entry.key,
+        entry.value === undefined ? '0' : '1',
+        entry.value ?? '',
+        entry.ts,
+        String(entry.at),
+      )
+    }
+    if (args.length !== 3 + entries.length * INGEST_FIELDS) throw new Error('ingest arity')
+    const { writer } = this.#open()
+    const result = await this.#run(writer, operation, (r) => INGEST_SCRIPT.run(r, keys, args))
+    const sv = svOf(stringsOf(result, this.#options.regions), 0, this.#options.regions)
+    this.#stable.advance(sv)
+    return sv
+  }
+
+  #checkOrigin(origin: number): void {
+    if (!Number.isInteger(origin) || origin < 0 || origin >= this.#options.regions)
+      throw new CausewayError('INVALID_REQUEST', `no region ${String(origin)}`)
+  }
+
+  #checkEntry(entry: LogEntry): void {
+    this.#checkOrigin(entry.origin)
+    if (!Number.isSafeInteger(entry.idx) || entry.idx < 1)
+      throw new CausewayError('INVALID_REQUEST', `bad log idx ${String(entry.idx)}`)
+    if (!isHlc(entry.ts))
+      throw new CausewayError('INVALID_REQUEST', `bad entry ts ${String(entry.ts)}`)
+    if (entry.value !== undefined && typeof entry.value !== 'string')
+      throw new CausewayError('INVALID_REQUEST', 'entry value must be JSON text or undefined')
+    if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
+  }
+
+  #open(): Connections {
+    if (!this.#connections)
+      throw new CausewayError('BACKEND_UNAVAILABLE', `replica on ${this.backend} is closed`, {
+        backend: this.backend,
+      })
+    return this.#connections
+  }
+
+  #connect(role: keyof Connections): Redis {
+    const { connectTimeoutMs, reconnectMaxDelayMs } = this.#options
+    const redis = new Redis(this.#options.url, {
+      lazyConnect: true,
+      connectionName: `causeway:${role}:r${this.region}p${this.partition}n${this.replica}`,
+      connectTimeout: connectTimeoutMs,
+      // Fail fast instead of queueing while the server is away; never resend a command that may
+      // have run (a write is not idempotent).
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResendUnfulfilledCommands: false,
+      // Resubscribing is part of #resync, which also re-reads what was missed meanwhile.
+      autoResubscribe: false,
+      retryStrategy: (attempt) => Math.min(50 * attempt, reconnectMaxDelayMs),
+    })
+    // Without a listener ioredis prints every connection error; the calls report them instead.
+    redis.on('error', noop)
+    return redis
+  }
+
+  /** One backend call: fails at once when the connection is not ready, and after a timeout. */
+  async #run<T>(
+    client: Redis,
+    operation: string,
+    call: (client: Redis) => Promise<T>,
+    timeoutMs = this.#options.commandTimeoutMs,
+  ): Promise<T> {
+    if (client.status !== 'ready')
+      throw backendError(new Error(`connection is ${client.status}`), this.backend, operation)
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no reply in ${timeoutMs} ms`)), timeoutMs)
+    })
+    const reply = call(client)
+    this.#inFlight.add(reply)
+    try {
+      return await Promise.race([reply, timeout])
+    } catch (error) {
+      throw backendError(error, this.backend, operation)
+    } finally {
+      clearTimeout(timer)
+      this.#inFlight.delete(reply)
+    }
+  }
+
+  /** Makes notifications flow again and catches up on what was missed while they did not. */
+  async #resync(): Promise<void> {
+    const c = this.#connections
+    if (!c) return
+    await this.#ensureNotifications(c.reader)
+    // Load the scripts now (a restarted server has forgotten them), so calls need no NOSCRIPT
+    // round trip; LuaScript still falls back to EVAL when one slips through.
+    for (const script of [WRITE_SCRIPT, INGEST_SCRIPT, READ_SCRIPT, LOAD_SCRIPT])
+      await this.#run(c.reader, 'script', (r) => r.script('LOAD', script.lua))
+    await this.#run(c.subscriber, 'subscribe', (r) => r.subscribe(this.keys.svChannel(this.#db)))
+    await this.#refresh()
+  }
+
+  async #ensureNotifications(reader: Redis): Promise<void> {
+    const reply = await this.#run(reader, 'config', (r) =>
+      r.config('GET', 'notify-keyspace-events'),
+    )
+    const flags = Array.isArray(reply) ? String(reply[1] ?? '') : ''
+    // `h` (hash events) or `A` (all) on the keyspace channel (`K`).
+    if (flags.includes('K') && (flags.includes('h') || flags.includes('A'))) return
+    if (!this.#options.configureNotifications)
+      throw new CausewayError(
+        'BACKEND_UNAVAILABLE',
+        `${this.backend} needs notify-keyspace-events with K and h (it has "${flags}")`,
+        { backend: this.backend },
+      )
+    await this.#run(reader, 'config', (r) =>
+      r.config('SET', 'notify-keyspace-events', `${flags}Kh`),
+    )
+  }
+
+  /** Re-reads the stored `sv`; concurrent calls share one read plus at most one more after it. */
+  #refresh(): Promise<void> {
+    if (this.#refreshing) {
+      this.#refreshAgain = true
+      return this.#refreshing
+    }
+    const run = async () => {
+      try {
+        do {
+          this.#refreshAgain = false
+          const c = this.#connections
+          if (!c) return
+          const regions = this.#options.regions
+          const fields = Array.from({ length: regions }, (_, d) => String(d))
+          const values = await this.#run(c.reader, 'refresh', (r) =>
+            r.hmget(this.keys.sv, ...fields),
+          )
+          this.#stable.advance(values.map((v) => Number(v ?? 0)))
+        } while (this.#refreshAgain)
+      } finally {
+        this.#refreshing = undefined
+      }
+    }
+    this.#refreshing = run()
+    return this.#refreshing
+  }
+}
