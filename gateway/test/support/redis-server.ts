@@ -105,6 +105,12 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       '',
       '--logfile',
       '',
+      // Replicas sync at once (the default waits 5 s for more replicas to share one transfer).
+      '--repl-diskless-sync-delay',
+      '0',
+      // A stopping leader waits at most 1 s for lagging replicas (default 10 s).
+      '--shutdown-timeout',
+      '1',
       '--notify-keyspace-events',
       options.notifyKeyspaceEvents ?? '',
     ]
