@@ -106,8 +106,15 @@ export function buildGateway(options: GatewayOptions): Gateway {
     closing = true
   })
   app.addHook('onRequest', async () => {
-    if (closing)
+    if (closing) {
       throw new CausewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another')
+    }
+  })
+  // The server stops listening on close but waits for open connections: a keep-alive connection
+  // whose request was in flight would hold it open, so such replies close their connection.
+  app.addHook('onSend', async (_request, reply, payload) => {
+    if (closing) reply.header('connection', 'close')
+    return payload
   })
 
   const metrics = new GatewayMetrics({

@@ -1,0 +1,108 @@
+/**
+ * A whole cluster in one process: the embedded cluster plus one listening gateway per region
+ * (`causeway dev`, `npm start`, integration tests).
+ */
+import type { FastifyServerOptions } from 'fastify'
+import type { ClusterService } from './cluster/cluster-service.js'
+import { buildGateway, type Gateway } from './http/build-gateway.js'
+
+/** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
+export interface ServableCluster {
+  service(region: number): ClusterService
+  close(): Promise<void>
+}
+
+/** Options of {@link serveCluster}. */
+export interface ServeOptions {
+  /** Number of regions to serve (0..regions-1). */
+  regions: number
+  /**
+   * Base port: region `d` listens on `port + d`. `0` puts each region on a free port the OS picks.
+   * @default 7070
+   */
+  port?: number
+  /**
+   * Interface to listen on.
+   * @default '127.0.0.1'
+   */
+  host?: string
+  /**
+   * Fastify's logger for every gateway.
+   * @default false
+   */
+  logger?: FastifyServerOptions['logger']
+  /**
+   * On close, how long requests in flight may take to finish before their connections are cut.
+   * @default 10000
+   */
+  drainTimeoutMs?: number
+}
+
+/** A cluster with a listening gateway per region. */
+export interface ServedCluster<C extends ServableCluster> {
+  cluster: C
+  /** Base URL of each region's gateway, by region id. */
+  urls: string[]
+  /** Each region's gateway, by region id. */
+  gateways: Gateway[]
+  /**
+   * Stops accepting requests, lets the ones in flight finish, then closes the cluster (which
+   * makes everything acknowledged durable). Safe to call more than once.
+   */
+  close(): Promise<void>
+}
+
+function urlOf(host: string, port: number): string {
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+}
+
+/**
+ * Builds and starts one gateway per region of `cluster`. If any cannot listen, the ones already
+ * started and the cluster are closed and the error is rethrown.
+ */
+export async function serveCluster<C extends ServableCluster>(
+  cluster: C,
+  options: ServeOptions,
+): Promise<ServedCluster<C>> {
+  const host = options.host ?? '127.0.0.1'
+  const base = options.port ?? 7070
+  // With a base port the URLs are known before anything listens; with port 0 they fill in as
+  // each gateway gets its port.
+  const urls: string[] =
+    base === 0 ? [] : Array.from({ length: options.regions }, (_, d) => urlOf(host, base + d))
+  const gateways: Gateway[] = []
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      const force = setTimeout(() => {
+        for (const gateway of gateways) gateway.server.closeAllConnections()
+      }, options.drainTimeoutMs ?? 10_000)
+      force.unref()
+      const results = await Promise.allSettled(gateways.map((gateway) => gateway.close()))
+      clearTimeout(force)
+      await cluster.close()
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected')
+      if (failed !== undefined) throw failed.reason
+    })())
+  try {
+    for (let region = 0; region < options.regions; region++) {
+      const gateway = buildGateway({
+        service: cluster.service(region),
+        regionUrls: () => urls,
+        logger: options.logger ?? false,
+        // One process: report its CPU, memory and event loop once, at region 0.
+        processMetrics: region === 0,
+      })
+      gateways.push(gateway)
+      await gateway.listen({ host, port: base === 0 ? 0 : base + region })
+      const address = gateway.server.address()
+      if (address === null || typeof address === 'string')
+        throw new Error(`region ${region} has no TCP address`)
+      urls[region] = urlOf(host, address.port)
+    }
+  } catch (error) {
+    await close().catch(() => undefined)
+    throw error
+  }
+  return { cluster, urls, gateways, close }
+}
