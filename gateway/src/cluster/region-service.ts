@@ -114,7 +114,15 @@ export class RegionService implements ClusterService {
 
     const replica = this.#choose(replicas, request.replica, need)
     const started = performance.now()
-    if (need && !(await replica.waitFor(need, Date.now() + request.timeoutMs))) {
+    const deadline = Date.now() + request.timeoutMs
+    if (need && !(await replica.waitFor(need, deadline))) {
+      // Before the deadline, a wait only ends unserved when the replica closed or failed.
+      if (Date.now() < deadline) {
+        throw new CausewayError(
+          'SHUTTING_DOWN',
+          `replica ${replica.replica} of partition ${partition} stopped while the read waited`,
+        )
+      }
       throw new SessionNotAvailableError(
         `replica ${replica.replica} of partition ${partition} in region ${this.region} did not reach the ` +
           `session's vector within ${request.timeoutMs} ms`,

@@ -201,7 +201,7 @@ describe('EmbeddedCluster', () => {
     })
     expect(timers()).toBeGreaterThan(before)
     await cluster.close()
-    await expect(waiting).rejects.toMatchObject({ code: 'SESSION_NOT_AVAILABLE' })
+    await expect(waiting).rejects.toMatchObject({ code: 'SHUTTING_DOWN' })
     expect(timers()).toBe(before)
   })
 })

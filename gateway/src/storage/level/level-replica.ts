@@ -110,6 +110,7 @@ export class LevelPartitionReplica implements PartitionReplica {
   #counter = 0
   #queue: Mutation[] = []
   #draining: Promise<void> | undefined
+  #closing: Promise<void> | undefined
   readonly #waiters = new CoverageWaiters()
   readonly #listeners = new Set<AdvanceListener>()
 
@@ -157,13 +158,19 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
   }
 
-  async close(): Promise<void> {
-    if (this.#state === 'closed' || this.#state === 'new' || this.#state === 'closing') return
+  close(): Promise<void> {
+    if (this.#state === 'new' || this.#state === 'closed') return Promise.resolve()
+    this.#closing ??= this.#close().finally(() => {
+      this.#closing = undefined
+    })
+    return this.#closing
+  }
+
+  async #close(): Promise<void> {
     this.#state = 'closing'
     // Graceful: what was already accepted is committed (and acknowledged) before the store closes.
     await this.#draining
     this.#waiters.closeAll()
-    this.#listeners.clear()
     await this.#db.close()
     this.#state = 'closed'
   }
@@ -179,19 +186,21 @@ export class LevelPartitionReplica implements PartitionReplica {
   write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    if (typeof key !== 'string' || key.length === 0)
+    if (typeof key !== 'string' || key.length === 0) {
       return Promise.reject(invalid('key must be a non-empty string'))
-    if (!isHlc(dt))
+    }
+    if (!isHlc(dt)) {
       return Promise.reject(
         new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`),
       )
-    const entry: LogEntry = {
-      origin: this.region,
-      idx: ++this.#counter,
-      key,
-      ts: this.#clock.update(dt),
-      at: this.#now(),
     }
+    let ts: Hlc
+    try {
+      ts = this.#clock.update(dt)
+    } catch (error) {
+      return Promise.reject(error) // an exhausted clock; no idx was taken
+    }
+    const entry: LogEntry = { origin: this.region, idx: ++this.#counter, key, ts, at: this.#now() }
     if (value !== undefined) entry.value = value
     return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
   }
