@@ -7,13 +7,14 @@
  * set-clock   prefix 'c'
  * tombstone   prefix 'd'
  * element     prefix 'e' esc(utf8(element)) 00 01 actor:u32be counter:u64be
+ * size        prefix 'n'   (optional: the element count, ASCII decimal, when a backend keeps one)
  * ```
  *
  * `esc` doubles every 0x00 as `00 FF` and `00 01` ends the string, so an escaped string is never
  * a prefix of another one and bytewise order is the order of the raw bytes: sets never share
  * keys, and element keys sort by element (code point order), then actor, then counter. The
- * clock and the tombstone sort before every element key. Tags other than `c`, `d` and `e` are
- * left for backends (a count key, say); the element keys are exactly `[prefix 'e', prefix 'f')`.
+ * clock and the tombstone sort before every element key. Tags other than `c`, `d`, `e` and `n`
+ * are left for backends; the element keys are exactly `[prefix 'e', prefix 'f')`.
  */
 import { CausewayError } from '../errors.js'
 import { isActor, isCounter, type Dot } from './dot.js'
@@ -22,6 +23,7 @@ const TAG_CLOCK = 0x63 // 'c'
 const TAG_TOMBSTONE = 0x64 // 'd'
 const TAG_ELEMENT = 0x65 // 'e'
 const TAG_AFTER_ELEMENTS = 0x66 // 'f'
+const TAG_SIZE = 0x6e // 'n'
 const ESCAPE = 0xff
 const TERMINATOR = 0x01
 const DOT_BYTES = 12
@@ -30,7 +32,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** What a key of a set is. */
-export type BigsetKeyKind = 'clock' | 'tombstone' | 'element' | 'other'
+export type BigsetKeyKind = 'clock' | 'tombstone' | 'element' | 'size' | 'other'
 
 /** An element key, decoded. */
 export interface ElementKey {
@@ -68,6 +70,8 @@ export class BigsetKeys {
   readonly clock: Uint8Array
   /** The set-tombstone key. */
   readonly tombstone: Uint8Array
+  /** The element-count key, for backends that keep an exact count. */
+  readonly size: Uint8Array
   /** The first possible element key (inclusive bound). */
   readonly elementsStart: Uint8Array
   /** Just past the last possible element key (exclusive bound). */
@@ -79,6 +83,7 @@ export class BigsetKeys {
     this.prefix = prefix
     this.clock = concat(prefix, [TAG_CLOCK])
     this.tombstone = concat(prefix, [TAG_TOMBSTONE])
+    this.size = concat(prefix, [TAG_SIZE])
     this.elementsStart = concat(prefix, [TAG_ELEMENT])
     this.elementsEnd = concat(prefix, [TAG_AFTER_ELEMENTS])
     this.setEnd = concat(prefix, [0xff])
@@ -122,6 +127,7 @@ export class BigsetKeys {
     if (key.length === this.prefix.length + 1) {
       if (tag === TAG_CLOCK) return 'clock'
       if (tag === TAG_TOMBSTONE) return 'tombstone'
+      if (tag === TAG_SIZE) return 'size'
     }
     return tag === TAG_ELEMENT ? 'element' : 'other'
   }

@@ -7,6 +7,7 @@
  * only writer of its set in its store; a backend with several writers needs its own per-set lock
  * or an atomic script around read-plan-write.
  */
+import { CausewayError } from '../errors.js'
 import { seen } from './clock.js'
 import { planCompaction } from './compaction.js'
 import type { BigsetDelta } from './delta.js'
@@ -46,6 +47,13 @@ export interface KvBigsetOptions extends PlanOptions {
    * @default false
    */
   readonly supersedeLocal?: boolean
+  /**
+   * Whether to keep an exact element count under the size key, so {@link KvBigset.size} is one
+   * read. Each write then also reads the touched elements' keys and the count (seeks, whatever
+   * the set's size). Without it, `size()` counts by walking the whole set.
+   * @default false
+   */
+  readonly trackSize?: boolean
 }
 
 /** Options of {@link KvBigset.compact}. */
@@ -76,37 +84,53 @@ export class KvBigset {
   insert(actor: Actor, ops: readonly ElementOp[]): Promise<InsertPlan> {
     return this.#serially(async () => {
       const clocks = await this.clocks()
+      const live = await this.#liveDots(
+        clocks,
+        ops.map((op) => op.element),
+        this.#options.supersedeLocal === true,
+      )
       let withCtx = ops
       if (this.#options.supersedeLocal === true) {
-        withCtx = await Promise.all(
-          ops.map(async (op) => {
-            const local = await readElementDots(this.kv, this.keys, op.element, clocks.tombstone)
-            return { element: op.element, ctx: normalizeDots([...(op.ctx ?? []), ...local]) }
-          }),
-        )
+        withCtx = ops.map((op) => ({
+          element: op.element,
+          ctx: normalizeDots([...(op.ctx ?? []), ...(live?.get(op.element) ?? [])]),
+        }))
       }
-      const plan = planInsert(this.keys, clocks, actor, withCtx, this.#options)
-      await this.kv.batch(plan.writes)
-      return plan
+      return this.#write(planInsert(this.keys, clocks, actor, withCtx, this.#planOptions(live)))
     })
   }
 
   /** Removes the observed dots of elements; returns the plan, whose `delta` must ship. */
   remove(ops: readonly ElementOp[]): Promise<RemovePlan> {
     return this.#serially(async () => {
-      const plan = planRemove(this.keys, await this.clocks(), ops, this.#options)
-      if (plan.writes.length > 0) await this.kv.batch(plan.writes)
-      return plan
+      const clocks = await this.clocks()
+      const live = await this.#liveDots(
+        clocks,
+        ops.map((op) => op.element),
+      )
+      return this.#write(planRemove(this.keys, clocks, ops, this.#planOptions(live)))
     })
   }
 
   /** Applies a delta shipped by a replica (idempotent, any order). */
   apply(delta: BigsetDelta): Promise<WritePlan> {
     return this.#serially(async () => {
-      const plan = planApplyDelta(this.keys, await this.clocks(), delta, this.#options)
-      if (plan.writes.length > 0) await this.kv.batch(plan.writes)
-      return plan
+      const clocks = await this.clocks()
+      const elements = [...delta.adds, ...delta.removes].map((op) => op.element)
+      const live = await this.#liveDots(clocks, elements)
+      return this.#write(planApplyDelta(this.keys, clocks, delta, this.#planOptions(live)))
     })
+  }
+
+  /**
+   * The number of elements: one read with `trackSize`, otherwise a walk over the whole set
+   * (exact either way, as of this replica).
+   */
+  async size(): Promise<number> {
+    if (this.#options.trackSize === true) return decodeSize(await this.kv.get(this.keys.size))
+    let n = 0
+    for await (const _ of this.scan()) n++
+    return n
   }
 
   /** The element's live dots (its context for a later remove or add); empty when absent. */
@@ -161,11 +185,55 @@ export class KvBigset {
     return { deleted }
   }
 
+  // The live dots of the touched elements, read only when counting or superseding.
+  async #liveDots(
+    clocks: BigsetClocks,
+    elements: readonly string[],
+    needed = false,
+  ): Promise<Map<string, Dot[]> | undefined> {
+    if (!needed && this.#options.trackSize !== true) return undefined
+    const live = new Map<string, Dot[]>()
+    for (const element of new Set(elements)) {
+      live.set(element, await readElementDots(this.kv, this.keys, element, clocks.tombstone))
+    }
+    return live
+  }
+
+  #planOptions(live: Map<string, Dot[]> | undefined): PlanOptions {
+    return this.#options.trackSize === true ? { ...this.#options, live } : this.#options
+  }
+
+  async #write<P extends WritePlan>(plan: P): Promise<P> {
+    const writes = plan.writes
+    if (plan.sizeDelta !== undefined && plan.sizeDelta !== 0) {
+      const size = decodeSize(await this.kv.get(this.keys.size)) + plan.sizeDelta
+      writes.push({ type: 'put', key: this.keys.size, value: encodeSize(size) })
+    }
+    if (writes.length > 0) await this.kv.batch(writes)
+    return plan
+  }
+
   #serially<T>(task: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(task, task)
     this.#queue = run.catch(() => undefined)
     return run
   }
+}
+
+const encoder = new TextEncoder()
+const decoder = new TextDecoder()
+
+/** The stored form of an element count: ASCII decimal (so Redis `INCRBY` works on it too). */
+export function encodeSize(size: number): Uint8Array {
+  return encoder.encode(String(size))
+}
+
+/** Reads a stored element count; an absent key is 0. */
+export function decodeSize(bytes: Uint8Array | undefined): number {
+  if (bytes === undefined) return 0
+  const n = Number(decoder.decode(bytes))
+  if (!Number.isSafeInteger(n) || n < 0) throw new CausewayError('INTERNAL', 'corrupt bigset size')
+  return n
 }
 
 /** Convenience for tests and tools: the whole set as sorted elements (loads it: small sets only). */

@@ -20,7 +20,7 @@
 import { addDot, freshClock, increment, seen, type DotClock } from './clock.js'
 import { encodeClock } from './clock-codec.js'
 import type { BigsetDelta, ElementAdd, ElementRemove } from './delta.js'
-import { isActor, normalizeDots, type Actor, type Dot } from './dot.js'
+import { isActor, normalizeDots, sameDot, type Actor, type Dot } from './dot.js'
 import { checkElement } from './element.js'
 import type { BigsetKeys } from './keys.js'
 import { EMPTY_VALUE, type KvWrite } from './ordered-kv.js'
@@ -50,6 +50,13 @@ export interface PlanOptions {
    * @default 'tombstone'
    */
   readonly removal?: 'tombstone' | 'delete'
+  /**
+   * The live dots, before this write, of every element the write touches (`readElementDots`).
+   * When given, the plan reports `sizeDelta`, so a backend can keep an exact element count at
+   * the cost of one seek per element, whatever the set's size.
+   * @default undefined (no `sizeDelta`)
+   */
+  readonly live?: ReadonlyMap<string, readonly Dot[]>
 }
 
 /** The outcome of a planner. */
@@ -58,6 +65,8 @@ export interface WritePlan {
   readonly clocks: BigsetClocks
   /** The batch to write atomically; empty when nothing changes. */
   readonly writes: KvWrite[]
+  /** How many elements the batch adds to the set (negative: removes); only with `live`. */
+  readonly sizeDelta?: number
 }
 
 /** The outcome of {@link planInsert}. */
@@ -98,7 +107,7 @@ export function planInsert(
     batch.absorb(element, ctx)
     const next = increment(batch.clock, actor)
     batch.clock = next.clock
-    batch.writes.push({ type: 'put', key: keys.element(element, next.dot), value: EMPTY_VALUE })
+    batch.put(element, next.dot)
     added.push({ element, dot: next.dot, ctx })
   }
   return { ...batch.finish(), delta: { adds: added, removes: [] }, added }
@@ -142,7 +151,7 @@ export function planApplyDelta(
     batch.absorb(a.element, a.ctx)
     if (seen(batch.clock, a.dot)) continue
     batch.clock = addDot(batch.clock, a.dot)
-    batch.writes.push({ type: 'put', key: keys.element(a.element, a.dot), value: EMPTY_VALUE })
+    batch.put(a.element, a.dot)
   }
   return batch.finish()
 }
@@ -169,6 +178,9 @@ class Batch {
   readonly #start: BigsetClocks
   readonly #keys: BigsetKeys
   readonly #delete: boolean
+  readonly #liveBefore: ReadonlyMap<string, readonly Dot[]> | undefined
+  // Live dots of the touched elements as the batch goes, when counting.
+  readonly #live = new Map<string, Dot[]>()
 
   constructor(keys: BigsetKeys, clocks: BigsetClocks, options: PlanOptions) {
     this.#keys = keys
@@ -176,14 +188,40 @@ class Batch {
     this.clock = clocks.clock
     this.tombstone = clocks.tombstone
     this.#delete = options.removal === 'delete'
+    this.#liveBefore = options.live
   }
 
   absorb(element: string, ctx: readonly Dot[]): void {
+    const live = this.#liveOf(element)
     for (const d of ctx) {
-      if (!seen(this.clock, d)) this.clock = addDot(this.clock, d)
-      else if (this.#delete) this.writes.push({ type: 'del', key: this.#keys.element(element, d) })
+      if (!seen(this.clock, d)) {
+        this.clock = addDot(this.clock, d)
+        continue
+      }
+      if (this.#delete) this.writes.push({ type: 'del', key: this.#keys.element(element, d) })
       else this.tombstone = addDot(this.tombstone, d)
+      if (live !== undefined) {
+        const at = live.findIndex((x) => sameDot(x, d))
+        if (at !== -1) live.splice(at, 1)
+      }
     }
+  }
+
+  put(element: string, d: Dot): void {
+    this.writes.push({ type: 'put', key: this.#keys.element(element, d), value: EMPTY_VALUE })
+    this.#liveOf(element)?.push(d)
+  }
+
+  #liveOf(element: string): Dot[] | undefined {
+    if (this.#liveBefore === undefined) return undefined
+    let live = this.#live.get(element)
+    if (live === undefined) {
+      const before = this.#liveBefore.get(element)
+      if (before === undefined)
+        throw new RangeError(`the live dots of a touched element were not given`)
+      this.#live.set(element, (live = [...before]))
+    }
+    return live
   }
 
   finish(): WritePlan {
@@ -195,6 +233,13 @@ class Batch {
     if (this.tombstone !== this.#start.tombstone) {
       head.push({ type: 'put', key: this.#keys.tombstone, value: encodeClock(this.tombstone) })
     }
-    return { clocks, writes: [...head, ...this.writes] }
+    const writes = [...head, ...this.writes]
+    if (this.#liveBefore === undefined) return { clocks, writes }
+    let sizeDelta = 0
+    for (const [element, live] of this.#live) {
+      sizeDelta +=
+        (live.length > 0 ? 1 : 0) - ((this.#liveBefore.get(element)?.length ?? 0) > 0 ? 1 : 0)
+    }
+    return { clocks, writes, sizeDelta }
   }
 }

@@ -149,7 +149,8 @@ describe('bigset key layout', () => {
   it('classifies keys and refuses to decode foreign or corrupt ones', () => {
     expect(keys.kindOf(keys.clock)).toBe('clock')
     expect(keys.kindOf(keys.tombstone)).toBe('tombstone')
-    expect(keys.kindOf(bytes('ns/s', [0, 1], 'n'))).toBe('other')
+    expect(keys.kindOf(keys.size)).toBe('size')
+    expect(keys.kindOf(bytes('ns/s', [0, 1], 'm'))).toBe('other')
     expect(keys.kindOf(bytes('ns/t', [0, 1], 'c'))).toBeUndefined()
     expect(() => keys.decodeElement(keys.clock)).toThrow(CausewayError)
     const key = keys.element('x', { actor: 1, counter: 1 })

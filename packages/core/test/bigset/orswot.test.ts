@@ -70,6 +70,7 @@ class Replica {
     expect(await entriesOf(this.set)).toEqual(this.model.state())
     const modelClock = addDots(freshClock(), this.model.contextDots())
     expect(clockToJSON((await this.set.clocks()).clock)).toEqual(clockToJSON(modelClock))
+    expect(await this.set.size()).toBe(this.model.value().length)
   }
 }
 
@@ -219,6 +220,7 @@ const arbStep: fc.Arbitrary<Step> = fc.oneof(
 )
 const arbOptions = fc.record({
   supersedeLocal: fc.boolean(),
+  trackSize: fc.boolean(),
   removal: fc.constantFrom('tombstone' as const, 'delete' as const),
 })
 
