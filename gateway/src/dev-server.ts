@@ -4,6 +4,7 @@
  */
 import type { FastifyServerOptions } from 'fastify'
 import type { ClusterService } from './cluster/cluster-service.js'
+import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
@@ -105,4 +106,20 @@ export async function serveCluster<C extends ServableCluster>(
     throw error
   }
   return { cluster, urls, gateways, close }
+}
+
+/** Options of {@link startDevCluster}: the embedded cluster's and the listeners'. */
+export interface DevClusterOptions extends EmbeddedClusterOptions, Omit<ServeOptions, 'regions'> {}
+
+/** An embedded cluster with a listening gateway per region. */
+export type DevCluster = ServedCluster<EmbeddedCluster>
+
+/**
+ * Starts an embedded cluster and one gateway per region: region `d` on `port + d` (or a free
+ * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
+ */
+export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
+  const { port, host, logger, drainTimeoutMs, ...clusterOptions } = options
+  const cluster = await EmbeddedCluster.start(clusterOptions)
+  return serveCluster(cluster, { regions: cluster.regions, port, host, logger, drainTimeoutMs })
 }

@@ -1,0 +1,209 @@
+#!/usr/bin/env node
+/**
+ * The `causeway` command. `causeway dev` runs a whole cluster in this process, one gateway per
+ * region, until SIGINT or SIGTERM, then shuts down gracefully: the gateways stop accepting,
+ * requests in flight finish, and the cluster closes so everything acknowledged is durable.
+ */
+import { readFileSync } from 'node:fs'
+import { parseArgs } from 'node:util'
+import { startDevCluster, type DevClusterOptions } from './dev-server.js'
+
+const USAGE = `Usage: causeway <command> [options]
+
+Commands:
+  dev            Run a multi-region cluster in this process, one HTTP gateway per region
+  help           Show this help
+
+Options of dev:
+  --regions N            regions (1..255)                                [default: 2]
+  --partitions N         partitions per region (1..65536)                [default: 4]
+  --replicas N           replicas per partition (1..99)                  [default: 3]
+  --port N               base port: region d listens on N + d; 0 = any   [default: 7070]
+  --host HOST            interface to listen on                          [default: 127.0.0.1]
+  --data DIR             keep the cluster in DIR (LevelDB per replica)   [default: ./.causeway]
+  --memory               keep the cluster in memory instead (lost on exit)
+  --replica-lag MS       delay before a follower applies an entry         [default: 0]
+  --wan-delay MS         one-way delay between regions                    [default: 0]
+  --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
+  --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
+
+  -h, --help             show this help
+  -v, --version          show the version
+
+Each region's URL is printed on its own line once every gateway listens.
+Stop with Ctrl-C (SIGINT) or SIGTERM; a second signal exits at once.
+`
+
+/** A mistake on the command line: print it with the usage and exit 2. */
+class UsageError extends Error {}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+function integer(
+  name: string,
+  text: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (text === undefined) return fallback
+  if (!/^[0-9]+$/.test(text))
+    throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(text)}`)
+  const value = Number(text)
+  if (value < min || value > max)
+    throw new UsageError(`--${name} must be between ${min} and ${max}, not ${value}`)
+  return value
+}
+
+interface DevCommand {
+  options: DevClusterOptions
+  logLevel: string
+}
+
+function parseDev(args: string[]): DevCommand | 'help' {
+  const { values, positionals } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      regions: { type: 'string' },
+      partitions: { type: 'string' },
+      replicas: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      memory: { type: 'boolean' },
+      'replica-lag': { type: 'string' },
+      'wan-delay': { type: 'string' },
+      'max-value-bytes': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+  if (values.help) return 'help'
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`)
+  if (values.memory && values.data !== undefined)
+    throw new UsageError('use either --data DIR or --memory, not both')
+  if (values.data === '') throw new UsageError('--data needs a directory')
+  if (values.host === '') throw new UsageError('--host needs an interface')
+  const logLevel = values['log-level'] ?? 'warn'
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new UsageError(
+      `--log-level must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(logLevel)}`,
+    )
+  }
+  const regions = integer('regions', values.regions, 2, 1, 255)
+  const port = integer('port', values.port, 7070, 0, 65_535)
+  if (port !== 0 && port + regions - 1 > 65_535) {
+    throw new UsageError(
+      `--port ${port} leaves no room for ${regions} regions (ports ${port}..${port + regions - 1})`,
+    )
+  }
+  const options: DevClusterOptions = {
+    regions,
+    partitions: integer('partitions', values.partitions, 4, 1, 65_536),
+    replicas: integer('replicas', values.replicas, 3, 1, 99),
+    port,
+    host: values.host ?? '127.0.0.1',
+    dataDir: values.memory ? undefined : (values.data ?? './.causeway'),
+    replicaLagMs: integer('replica-lag', values['replica-lag'], 0, 0, 3_600_000),
+    wanDelayMs: integer('wan-delay', values['wan-delay'], 0, 0, 3_600_000),
+    // Pino writes to stderr so stdout carries only the region URLs.
+    logger: logLevel === 'silent' ? false : { level: logLevel, stream: process.stderr },
+  }
+  if (values['max-value-bytes'] !== undefined) {
+    options.limits = {
+      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
+    }
+  }
+  return { options, logLevel }
+}
+
+function version(): string {
+  // One level up from both src/cli.ts and dist/cli.js.
+  const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+    version: string
+  }
+  return pkg.version
+}
+
+async function runDev(command: DevCommand): Promise<void> {
+  const { options } = command
+  const where = options.dataDir === undefined ? 'in memory' : `in ${options.dataDir}`
+  process.stderr.write(
+    `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
+      `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms\n`,
+  )
+  const starting = startDevCluster(options)
+  let stopping = false
+  const stop = (signal: NodeJS.Signals): void => {
+    if (stopping) {
+      process.stderr.write(`causeway dev: ${signal} again, exiting now\n`)
+      process.exit(1)
+    }
+    stopping = true
+    process.stderr.write(`causeway dev: ${signal}, shutting down (finishing requests in flight)\n`)
+    // A signal during startup waits for the start, then closes what started.
+    const closing = starting.then((dev) => dev.close())
+    closing.then(
+      () => {
+        process.stderr.write('causeway dev: stopped\n')
+        process.exit(0)
+      },
+      (error: unknown) => {
+        process.stderr.write(`causeway dev: shutdown failed: ${String(error)}\n`)
+        process.exit(1)
+      },
+    )
+  }
+  process.on('SIGINT', stop)
+  process.on('SIGTERM', stop)
+  const dev = await starting
+  if (stopping) return
+  for (const [d, url] of dev.urls.entries()) {
+    process.stdout.write(`region ${d} (${dev.cluster.regionNames[d]}) ${url}\n`)
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  if (command === undefined) {
+    process.stderr.write(USAGE)
+    return 2
+  }
+  if (command === '-h' || command === '--help' || command === 'help') {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  if (command === '-v' || command === '--version') {
+    process.stdout.write(`${version()}\n`)
+    return 0
+  }
+  if (command !== 'dev') throw new UsageError(`unknown command ${JSON.stringify(command)}`)
+  const dev = parseDev(rest)
+  if (dev === 'help') {
+    process.stdout.write(USAGE)
+    return 0
+  }
+  await runDev(dev)
+  return -1 // keep running until a signal
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code
+  },
+  (error: unknown) => {
+    if (
+      error instanceof UsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
+    ) {
+      process.stderr.write(`causeway: ${(error as Error).message}\n\n${USAGE}`)
+      process.exitCode = 2
+      return
+    }
+    process.stderr.write(`causeway: ${error instanceof Error ? error.message : String(error)}\n`)
+    process.exit(1)
+  },
+)
