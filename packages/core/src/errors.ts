@@ -134,6 +134,8 @@ export class CausewayError extends Error {
  * read needed and `details.sv` what the replica had, both as `{ region: idx }`.
  */
 export class SessionNotAvailableError extends CausewayError {
+  static override readonly brandCode: ErrorCode = 'SESSION_NOT_AVAILABLE'
+
   constructor(message: string, details?: Record<string, unknown>) {
     super('SESSION_NOT_AVAILABLE', message, details)
     this.name = 'SessionNotAvailableError'

@@ -15,6 +15,10 @@ describe('CausewayError', () => {
     const foreign = { [Symbol.for('causeway.error')]: true, code: 'TIMEOUT' }
     expect(foreign instanceof CausewayError).toBe(true)
     expect({ code: 'TIMEOUT' } instanceof CausewayError).toBe(false)
+    // A subclass matches only its own code, also across copies.
+    expect(foreign instanceof SessionNotAvailableError).toBe(false)
+    expect(new CausewayError('TIMEOUT', 'x') instanceof SessionNotAvailableError).toBe(false)
+    expect({ ...foreign, code: 'SESSION_NOT_AVAILABLE' } instanceof SessionNotAvailableError).toBe(true)
   })
 
   it('rebuilds typed errors from reply bodies', () => {
