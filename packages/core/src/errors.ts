@@ -101,12 +101,14 @@ export class CausewayError extends Error {
     this.details = details
   }
 
+  /** Subclasses that stand for one code name it here, so `instanceof` can check it by brand. */
+  static readonly brandCode: ErrorCode | undefined = undefined
+
   static override [Symbol.hasInstance](value: unknown): boolean {
-    return (
-      typeof value === 'object' &&
-      value !== null &&
-      (value as Record<symbol, unknown>)[kCausewayError] === true
-    )
+    if (typeof value !== 'object' || value === null) return false
+    if ((value as Record<symbol, unknown>)[kCausewayError] !== true) return false
+    const code = (this as { brandCode?: ErrorCode }).brandCode
+    return code === undefined || (value as { code?: unknown }).code === code
   }
 
   /** The reply body the gateway sends for this error. */

@@ -18,7 +18,9 @@ describe('CausewayError', () => {
     // A subclass matches only its own code, also across copies.
     expect(foreign instanceof SessionNotAvailableError).toBe(false)
     expect(new CausewayError('TIMEOUT', 'x') instanceof SessionNotAvailableError).toBe(false)
-    expect({ ...foreign, code: 'SESSION_NOT_AVAILABLE' } instanceof SessionNotAvailableError).toBe(true)
+    expect({ ...foreign, code: 'SESSION_NOT_AVAILABLE' } instanceof SessionNotAvailableError).toBe(
+      true,
+    )
   })
 
   it('rebuilds typed errors from reply bodies', () => {
