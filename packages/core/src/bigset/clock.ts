@@ -41,7 +41,7 @@ export function isEmptyClock(clock: DotClock): boolean {
 }
 
 /** True when `clock` has seen `d`. */
-export function seen(clock: DotClock, d: Dot): boolean {
+export function hasSeen(clock: DotClock, d: Dot): boolean {
   if (d.counter <= (clock.vv.get(d.actor) ?? 0)) return true
   const cloud = clock.cloud.get(d.actor)
   return cloud !== undefined && cloud[lowerBound(cloud, d.counter)] === d.counter
@@ -49,7 +49,7 @@ export function seen(clock: DotClock, d: Dot): boolean {
 
 /** The dots of `dots` that `clock` has not seen (riak's `subtract_seen`). */
 export function unseenDots(clock: DotClock, dots: readonly Dot[]): Dot[] {
-  return dots.filter((d) => !seen(clock, d))
+  return dots.filter((d) => !hasSeen(clock, d))
 }
 
 /** The highest event of `actor` the clock has seen (0 for none). */
@@ -93,7 +93,7 @@ export function addDots(clock: DotClock, dots: readonly Dot[]): DotClock {
  * Mints the next event of `actor`: one above the highest it has seen, so a dot is never reused
  * even if the actor's own events arrived back out of order.
  */
-export function increment(clock: DotClock, actor: Actor): { dot: Dot; clock: DotClock } {
+export function incrementClock(clock: DotClock, actor: Actor): { dot: Dot; clock: DotClock } {
   const d: Dot = { actor, counter: maxCounter(clock, actor) + 1 }
   return { dot: d, clock: addDot(clock, d) }
 }
@@ -123,7 +123,7 @@ export function mergeClocks(a: DotClock, b: DotClock): DotClock {
 export function removeDots(clock: DotClock, dots: readonly Dot[]): DotClock {
   const byActor = new Map<Actor, number[]>()
   for (const d of dots) {
-    if (!seen(clock, d)) continue
+    if (!hasSeen(clock, d)) continue
     let list = byActor.get(d.actor)
     if (list === undefined) byActor.set(d.actor, (list = []))
     list.push(d.counter)
@@ -176,7 +176,7 @@ export function subtractClock(a: DotClock, b: DotClock): DotClock {
 }
 
 /** True when `a` has seen every event `b` has seen. */
-export function descends(a: DotClock, b: DotClock): boolean {
+export function clockDescends(a: DotClock, b: DotClock): boolean {
   for (const [actor, baseB] of b.vv) {
     const baseA = a.vv.get(actor) ?? 0
     if (baseB <= baseA) continue
@@ -186,7 +186,7 @@ export function descends(a: DotClock, b: DotClock): boolean {
     if (inRange !== baseB - baseA) return false
   }
   for (const [actor, counters] of b.cloud) {
-    for (const counter of counters) if (!seen(a, { actor, counter })) return false
+    for (const counter of counters) if (!hasSeen(a, { actor, counter })) return false
   }
   return true
 }

@@ -35,7 +35,7 @@ export function isCounter(value: unknown): value is number {
 }
 
 /** Builds a dot; throws a `RangeError` (a bug, not bad input) when a part is out of range. */
-export function dot(actor: Actor, counter: number): Dot {
+export function makeDot(actor: Actor, counter: number): Dot {
   if (!isActor(actor)) throw new RangeError(`dot actor out of range: ${actor}`)
   if (!isCounter(counter)) throw new RangeError(`dot counter out of range: ${counter}`)
   return { actor, counter }

@@ -8,7 +8,7 @@
  * or an atomic script around read-plan-write.
  */
 import { CausewayError } from '../errors.js'
-import { seen } from './clock.js'
+import { hasSeen } from './clock.js'
 import { planCompaction } from './compaction.js'
 import type { BigsetDelta } from './delta.js'
 import { normalizeDots, type Actor, type Dot } from './dot.js'
@@ -17,6 +17,7 @@ import type { KvWrite, OrderedKv } from './ordered-kv.js'
 import {
   readClocks,
   readElementDots,
+  readTombstone,
   scanEntries,
   scanRange,
   storedElementKeys,
@@ -127,7 +128,7 @@ export class KvBigset {
    * (exact either way, as of this replica).
    */
   async size(): Promise<number> {
-    if (this.#options.trackSize === true) return decodeSize(await this.kv.get(this.keys.size))
+    if (this.#options.trackSize === true) return decodeSetSize(await this.kv.get(this.keys.size))
     let n = 0
     for await (const _ of this.scan()) n++
     return n
@@ -135,7 +136,7 @@ export class KvBigset {
 
   /** The element's live dots (its context for a later remove or add); empty when absent. */
   async has(element: string): Promise<Dot[]> {
-    return (await this.replicaHas(element)).dots
+    return readElementDots(this.kv, this.keys, element, await readTombstone(this.kv, this.keys))
   }
 
   /** This replica's view of one element, for merging with other replicas' views. */
@@ -146,14 +147,17 @@ export class KvBigset {
 
   /** The elements in order, streamed from the store. */
   async *scan(options: ScanOptions = {}): AsyncGenerator<SetEntry> {
-    const { tombstone } = await this.clocks()
-    yield* scanEntries(this.kv, this.keys, tombstone, options)
+    yield* scanEntries(this.kv, this.keys, await readTombstone(this.kv, this.keys), options)
   }
 
-  /** This replica's ordered stream with its set-clock, for {@link mergeReplicaStreams}. */
-  async replicaEntries(options: ScanOptions = {}): Promise<ReplicaEntries> {
+  /**
+   * This replica's ordered stream with its set-clock, for {@link mergeReplicaStreams}. It takes
+   * no limit: elements one replica has may be removed in the merge, so the limit belongs there.
+   */
+  async replicaEntries(options: Pick<ScanOptions, 'from' | 'after'> = {}): Promise<ReplicaEntries> {
     const { clock, tombstone } = await this.clocks()
-    return { clock, entries: scanEntries(this.kv, this.keys, tombstone, options) }
+    const range = { from: options.from, after: options.after }
+    return { clock, entries: scanEntries(this.kv, this.keys, tombstone, range) }
   }
 
   /**
@@ -167,7 +171,7 @@ export class KvBigset {
     let pending: StoredElementKey[] = []
     let deleted = 0
     for await (const k of storedElementKeys(this.kv, this.keys, scanRange(this.keys))) {
-      if (!seen(passStart, k.dot)) continue
+      if (!hasSeen(passStart, k.dot)) continue
       pending.push(k)
       if (pending.length >= batchSize) {
         const writes: KvWrite[] = pending.map((p) => ({ type: 'del', key: p.key }))
@@ -206,8 +210,8 @@ export class KvBigset {
   async #write<P extends WritePlan>(plan: P): Promise<P> {
     const writes = plan.writes
     if (plan.sizeDelta !== undefined && plan.sizeDelta !== 0) {
-      const size = decodeSize(await this.kv.get(this.keys.size)) + plan.sizeDelta
-      writes.push({ type: 'put', key: this.keys.size, value: encodeSize(size) })
+      const size = decodeSetSize(await this.kv.get(this.keys.size)) + plan.sizeDelta
+      writes.push({ type: 'put', key: this.keys.size, value: encodeSetSize(size) })
     }
     if (writes.length > 0) await this.kv.batch(writes)
     return plan
@@ -224,12 +228,12 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
 /** The stored form of an element count: ASCII decimal (so Redis `INCRBY` works on it too). */
-export function encodeSize(size: number): Uint8Array {
+export function encodeSetSize(size: number): Uint8Array {
   return encoder.encode(String(size))
 }
 
 /** Reads a stored element count; an absent key is 0. */
-export function decodeSize(bytes: Uint8Array | undefined): number {
+export function decodeSetSize(bytes: Uint8Array | undefined): number {
   if (bytes === undefined) return 0
   const n = Number(decoder.decode(bytes))
   if (!Number.isSafeInteger(n) || n < 0) throw new CausewayError('INTERNAL', 'corrupt bigset size')

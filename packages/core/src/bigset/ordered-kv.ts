@@ -33,4 +33,4 @@ export interface OrderedKv {
 }
 
 /** The empty value stored under element keys. */
-export const EMPTY_VALUE: Uint8Array = new Uint8Array(0)
+export const ELEMENT_VALUE: Uint8Array = new Uint8Array(0)

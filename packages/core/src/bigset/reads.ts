@@ -4,7 +4,7 @@
  * removed and skipped; the keys of one element are adjacent, so an element is complete as soon
  * as the walk moves past it. Nothing ever holds more than one element's keys.
  */
-import { seen, type DotClock } from './clock.js'
+import { hasSeen, type DotClock } from './clock.js'
 import { decodeClock } from './clock-codec.js'
 import type { Dot } from './dot.js'
 import { checkElement } from './element.js'
@@ -42,6 +42,11 @@ export interface ScanOptions {
 export async function readClocks(kv: OrderedKv, keys: BigsetKeys): Promise<BigsetClocks> {
   const [clock, tombstone] = await Promise.all([kv.get(keys.clock), kv.get(keys.tombstone)])
   return { clock: decodeClock(clock), tombstone: decodeClock(tombstone) }
+}
+
+/** Reads only the set-tombstone: all a single replica's `has` and `scan` need. */
+export async function readTombstone(kv: OrderedKv, keys: BigsetKeys): Promise<DotClock> {
+  return decodeClock(await kv.get(keys.tombstone))
 }
 
 /** The key range of the elements a scan covers. */
@@ -98,7 +103,7 @@ export async function* liveEntries(
       element = k.element
       dots = []
     }
-    if (seen(tombstone, k.dot)) options.onCovered?.(k)
+    if (hasSeen(tombstone, k.dot)) options.onCovered?.(k)
     else dots.push(k.dot)
   }
   if (dots.length > 0) yield { element: element!, dots }
@@ -115,7 +120,7 @@ export async function readElementDots(
   const dots: Dot[] = []
   const range = { gte: keys.elementStart(element), lt: keys.elementEnd(element) }
   for await (const k of storedElementKeys(kv, keys, range))
-    if (!seen(tombstone, k.dot)) dots.push(k.dot)
+    if (!hasSeen(tombstone, k.dot)) dots.push(k.dot)
   return dots
 }
 

@@ -9,7 +9,7 @@
  * its key removed it (tombstoned keys are already dropped from a replica's stream).
  */
 import { CausewayError } from '../errors.js'
-import { seen, type DotClock } from './clock.js'
+import { hasSeen, type DotClock } from './clock.js'
 import type { BigsetDelta } from './delta.js'
 import { compareDots, normalizeDots, sameDot, type Dot } from './dot.js'
 import { compareElements } from './element.js'
@@ -43,7 +43,7 @@ export function mergeElementDots(replicas: readonly ReplicaElement[]): Dot[] {
   const candidates = normalizeDots(replicas.flatMap((r) => r.dots ?? []))
   return candidates.filter((d) =>
     replicas.every(
-      (r) => (r.dots !== undefined && r.dots.some((x) => sameDot(x, d))) || !seen(r.clock, d),
+      (r) => (r.dots !== undefined && r.dots.some((x) => sameDot(x, d))) || !hasSeen(r.clock, d),
     ),
   )
 }

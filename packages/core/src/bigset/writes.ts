@@ -17,13 +17,13 @@
  * plans for the same set interleave between the read and the write (a per-set lock, a Lua
  * script, a transaction).
  */
-import { addDot, freshClock, increment, seen, type DotClock } from './clock.js'
+import { addDot, freshClock, incrementClock, hasSeen, type DotClock } from './clock.js'
 import { encodeClock } from './clock-codec.js'
 import type { BigsetDelta, ElementAdd, ElementRemove } from './delta.js'
 import { isActor, normalizeDots, sameDot, type Actor, type Dot } from './dot.js'
 import { checkElement } from './element.js'
 import type { BigsetKeys } from './keys.js'
-import { EMPTY_VALUE, type KvWrite } from './ordered-kv.js'
+import { ELEMENT_VALUE, type KvWrite } from './ordered-kv.js'
 
 /** The two clocks of one replica of a set. */
 export interface BigsetClocks {
@@ -105,7 +105,7 @@ export function planInsert(
   const added: ElementAdd[] = []
   for (const [element, ctx] of mergeOps(ops)) {
     batch.absorb(element, ctx)
-    const next = increment(batch.clock, actor)
+    const next = incrementClock(batch.clock, actor)
     batch.clock = next.clock
     batch.put(element, next.dot)
     added.push({ element, dot: next.dot, ctx })
@@ -149,7 +149,7 @@ export function planApplyDelta(
   for (const r of delta.removes) batch.absorb(r.element, r.ctx)
   for (const a of delta.adds) {
     batch.absorb(a.element, a.ctx)
-    if (seen(batch.clock, a.dot)) continue
+    if (hasSeen(batch.clock, a.dot)) continue
     batch.clock = addDot(batch.clock, a.dot)
     batch.put(a.element, a.dot)
   }
@@ -194,7 +194,7 @@ class Batch {
   absorb(element: string, ctx: readonly Dot[]): void {
     const live = this.#liveOf(element)
     for (const d of ctx) {
-      if (!seen(this.clock, d)) {
+      if (!hasSeen(this.clock, d)) {
         this.clock = addDot(this.clock, d)
         continue
       }
@@ -208,7 +208,7 @@ class Batch {
   }
 
   put(element: string, d: Dot): void {
-    this.writes.push({ type: 'put', key: this.#keys.element(element, d), value: EMPTY_VALUE })
+    this.writes.push({ type: 'put', key: this.#keys.element(element, d), value: ELEMENT_VALUE })
     this.#liveOf(element)?.push(d)
   }
 

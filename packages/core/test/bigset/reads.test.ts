@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { clockOf, freshClock, isEmptyClock, seen } from '../../src/bigset/clock.js'
+import { clockOf, freshClock, isEmptyClock, hasSeen } from '../../src/bigset/clock.js'
 import { planCompaction } from '../../src/bigset/compaction.js'
 import type { BigsetDelta } from '../../src/bigset/delta.js'
 import type { Dot } from '../../src/bigset/dot.js'
@@ -114,6 +114,18 @@ describe('bigset has and scan', () => {
     expect(kv.open).toBe(0)
   })
 
+  it('answers has with one read and a seek to the element, whatever the size of the set', async () => {
+    const kv = new PullCountingKv()
+    const set = await filled(3000, kv)
+    let gets = 0
+    const get = kv.get.bind(kv)
+    kv.get = (key) => (gets++, get(key))
+    kv.pulled = 0
+    expect(await set.has('e01234')).toEqual([dot(0, 1235)])
+    expect(await set.has('e01234x')).toEqual([])
+    expect([gets, kv.pulled]).toEqual([2, 1])
+  })
+
   it('releases the store iterator when the reader stops early', async () => {
     const kv = new PullCountingKv()
     const set = await filled(500, kv)
@@ -174,9 +186,9 @@ describe('bigset compaction', () => {
     const plan = planCompaction(keys, tombstone, covered)
     await kv.batch(plan.writes)
     expect(kv.size).toBe(2 + 19)
-    expect(seen(plan.tombstone, covered[0]!.dot)).toBe(false)
+    expect(hasSeen(plan.tombstone, covered[0]!.dot)).toBe(false)
     // The walk stopped before e00007: its dot stays in the tombstone for a later pass.
-    expect(seen(plan.tombstone, seventh[0]!)).toBe(true)
+    expect(hasSeen(plan.tombstone, seventh[0]!)).toBe(true)
     expect(await collectElements(set.scan())).toHaveLength(18)
   })
 })
