@@ -663,6 +663,11 @@ describe('typed errors', () => {
     const foreign = Object.assign(new Error('x'), { [Symbol.for('causeway.error')]: true })
     expect(foreign).toBeInstanceOf(CausewayError)
     expect(new Error('plain')).not.toBeInstanceOf(CausewayError)
+    // A subclass matches only its own code.
+    expect(error).not.toBeInstanceOf(SessionNotAvailableError)
+    expect(Object.assign(foreign, { code: 'SESSION_NOT_AVAILABLE' })).toBeInstanceOf(
+      SessionNotAvailableError,
+    )
   })
 
   it('an error reply that is not Causeway JSON becomes INTERNAL with the status in its message', async () => {
