@@ -37,6 +37,8 @@ export const ERROR_CODES = {
   EPOCH_MISMATCH: 409,
   /** A causal context (`causeway-context`) is malformed, oversized or of another format. */
   INVALID_CONTEXT: 400,
+  /** A set element is not a UTF-8 string of at most 1 KiB, or a set batch is too large. */
+  INVALID_ELEMENT: 400,
   /** A serialised session is malformed. */
   INVALID_SESSION: 400,
   /** A serialised session belongs to another cluster (or another shape of this one). */
