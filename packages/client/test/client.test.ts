@@ -273,6 +273,7 @@ describe('replies update the session (NuKV Algorithm 1)', () => {
   it('a read raises hrm[dc][p] and dtR; a write raises hwm[d][p] and dtW', async () => {
     const { db, gw } = await open()
     const p = partitionOf(KEY, 4)
+    expect(db.partitionOf(KEY)).toBe(p)
     gw.reply(
       readOk({ dc: 1, idx: 5, ts: t(500), region: 1 }),
       writeOk({ dc: 0, idx: 8, ts: t(600) }),
