@@ -15,7 +15,12 @@ export default defineConfig({
     },
   },
   test: {
-    include: ['packages/*/test/**/*.test.ts', 'gateway/test/**/*.test.ts', 'bench/test/**/*.test.ts', 'examples/*/test/**/*.test.ts'],
+    include: [
+      'packages/*/test/**/*.test.ts',
+      'gateway/test/**/*.test.ts',
+      'bench/test/**/*.test.ts',
+      'examples/*/test/**/*.test.ts',
+    ],
     testTimeout: 30_000,
     hookTimeout: 30_000,
     pool: 'forks',

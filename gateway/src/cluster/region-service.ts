@@ -132,6 +132,8 @@ export class RegionService implements ClusterService {
           region: this.region,
           partition,
           replica: replica.replica,
+          // The SDK skips its retry on the leader when the leader is what just timed out.
+          role: replica.replica === 0 ? 'leader' : 'follower',
           timeoutMs: request.timeoutMs,
         },
       )
