@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { startDevCluster, type DevClusterOptions } from './dev-server.js'
+import type { DevClusterOptions } from './dev-server.js'
 
 const USAGE = `Usage: causeway <command> [options]
 
@@ -135,6 +135,8 @@ async function runDev(command: DevCommand): Promise<void> {
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms\n`,
   )
+  // Loaded only now, so help and usage errors answer without loading the server.
+  const { startDevCluster } = await import('./dev-server.js')
   const starting = startDevCluster(options)
   let stopping = false
   const stop = (signal: NodeJS.Signals): void => {

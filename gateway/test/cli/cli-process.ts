@@ -1,0 +1,82 @@
+/**
+ * Runs the `causeway` CLI as a child process from its TypeScript sources (tsx, with the
+ * workspaces mapped to their sources by `./tsconfig.json`), so the tests need no build.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import { fileURLToPath } from 'node:url'
+
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
+const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
+const TSCONFIG = fileURLToPath(new URL('./tsconfig.json', import.meta.url))
+
+/** A running CLI process. */
+export interface CliProcess {
+  child: ChildProcessWithoutNullStreams
+  stdout(): string
+  stderr(): string
+  /** Resolves with the exit code (or the signal's name) when the process ends. */
+  exited: Promise<number | string>
+}
+
+/** Starts `causeway <args>`. */
+export function startCli(args: string[]): CliProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+    cwd: ROOT,
+    env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG, NO_COLOR: '1' },
+  })
+  let out = ''
+  let err = ''
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk))
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk))
+  const exited = new Promise<number | string>((resolve) => {
+    child.on('exit', (code, signal) => resolve(code ?? signal ?? 'unknown'))
+  })
+  return { child, stdout: () => out, stderr: () => err, exited }
+}
+
+/** Runs `causeway <args>` to its end (at most `timeoutMs`). */
+export async function runCli(
+  args: string[],
+  timeoutMs = 15_000,
+): Promise<{ code: number | string; stdout: string; stderr: string }> {
+  const cli = startCli(args)
+  const timer = setTimeout(() => cli.child.kill('SIGKILL'), timeoutMs)
+  const code = await cli.exited
+  clearTimeout(timer)
+  return { code, stdout: cli.stdout(), stderr: cli.stderr() }
+}
+
+/** Waits until the CLI has printed one URL line per region; returns the URLs by region id. */
+export async function urlsOf(
+  cli: CliProcess,
+  regions: number,
+  timeoutMs = 20_000,
+): Promise<string[]> {
+  const deadline = Date.now() + timeoutMs
+  while (Date.now() < deadline) {
+    const urls = [...cli.stdout().matchAll(/^region (\d+) \(\S+\) (http:\/\/\S+)$/gm)].map(
+      (m) => m[2]!,
+    )
+    if (urls.length === regions) return urls
+    if (cli.child.exitCode !== null) break
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+  cli.child.kill('SIGKILL')
+  throw new Error(
+    `the CLI did not print ${regions} URLs; stdout: ${cli.stdout()} stderr: ${cli.stderr()}`,
+  )
+}
+
+/** Sends `signal` and waits (at most `timeoutMs`) for the exit code. */
+export async function stopCli(
+  cli: CliProcess,
+  signal: NodeJS.Signals = 'SIGTERM',
+  timeoutMs = 15_000,
+) {
+  if (cli.child.exitCode !== null || cli.child.signalCode !== null) return cli.exited
+  cli.child.kill(signal)
+  const timer = setTimeout(() => cli.child.kill('SIGKILL'), timeoutMs)
+  const code = await cli.exited
+  clearTimeout(timer)
+  return code
+}
