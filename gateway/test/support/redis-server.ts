@@ -55,6 +55,10 @@ export interface RedisServer {
   stop(): Promise<void>
   /** Crash (SIGKILL). Keeps the data dir. */
   kill(): Promise<void>
+  /** Freezes the process (SIGSTOP): it keeps its connections but answers nothing. */
+  pause(): void
+  /** Lets a paused process run again (SIGCONT). */
+  resume(): void
   /** Starts again on the same port and data dir (after stop or kill). */
   restart(): Promise<void>
   /** Stops (if running) and deletes the data dir. */
@@ -165,6 +169,8 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
     const proc = child
     if (!proc || proc.exitCode !== null || proc.signalCode !== null) return
     proc.kill(sig)
+    // A paused server would never handle SIGTERM.
+    if (sig !== 'SIGKILL') proc.kill('SIGCONT')
     await exited
   }
 
@@ -190,6 +196,8 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       }
       throw new Error(`replica ${port} did not sync with ${leader.port} in ${timeoutMs} ms`)
     },
+    pause: () => void child?.kill('SIGSTOP'),
+    resume: () => void child?.kill('SIGCONT'),
     stop: () => signal('SIGTERM'),
     kill: () => signal('SIGKILL'),
     async restart() {
@@ -199,7 +207,9 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
     async destroy() {
       await signal('SIGKILL')
       started.delete(server)
-      if (options.dir === undefined) await rm(dir, { recursive: true, force: true })
+      // A killed server's AOF-rewrite child may still be writing there for a moment.
+      if (options.dir === undefined)
+        await rm(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 })
     },
   }
   await launch()

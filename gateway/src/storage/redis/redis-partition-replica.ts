@@ -4,12 +4,19 @@
  *
  * Mutations are Lua scripts (see `replica-scripts.ts`), atomic at the leader and, as Redis 7
  * replicates a script's effects in MULTI/EXEC, at every follower. `sv` is kept in memory from the
- * scripts' replies and from keyspace notifications on the `sv` key, which Redis also fires on a
- * replica for writes replicated from its leader; `waitFor` is woken by them, never by polling.
+ * scripts' replies and from pushes the server sends when the `sv` key changes; `waitFor` is woken
+ * by them, never by polling.
  *
- * Connections: one for writes (and `WAIT`, which blocks only that one), one for reads, one
- * subscribed to the notifications. None queues commands while the server is away: calls fail at
- * once with `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
+ * The pushes come from client-side-caching invalidation (`CLIENT TRACKING ... BCAST PREFIX <sv
+ * key>`, redirected to a RESP2 connection subscribed to `__redis__:invalidate`). Measured on
+ * Redis 7.0 (see the follower tests): a replica sends them for writes replicated from its leader,
+ * Lua script effects included, like keyspace notifications do; unlike keyspace notifications it
+ * also sends one (a flush) when a full resync replaces the replica's data, which notifications
+ * never report, and it needs no `notify-keyspace-events` configuration on the server.
+ *
+ * Connections: one for writes (and `WAIT`, which blocks only that one), one for reads, one for
+ * the pushes. None queues commands while the server is away: calls fail at once with
+ * `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
  */
 import { CausewayError, isHlc } from '@causeway/core'
 import type { Hlc } from '@causeway/core'
@@ -63,13 +70,6 @@ export interface RedisPartitionReplicaOptions {
    */
   reconnectMaxDelayMs?: number
   /**
-   * Add `K` and `h` to the server's `notify-keyspace-events` when they are missing (on open and
-   * after every reconnection, since a restarted server forgets `CONFIG SET`). When false, the
-   * server must be configured so; `open()` fails otherwise.
-   * @default true
-   */
-  configureNotifications?: boolean
-  /**
    * The physical clock the HLC advances from, in ms. Tests inject one to step it backwards.
    * @default the Redis server's `TIME`, so every gateway writing to a leader shares one clock
    */
@@ -83,6 +83,11 @@ interface Connections {
 }
 
 const noop = () => {}
+// Where the server pushes invalidations for a connection that redirects them (RESP2).
+const INVALIDATE_CHANNEL = '__redis__:invalidate'
+// A push-triggered re-read that fails (e.g. -LOADING while a replica loads its leader's data
+// after a full resync) is retried with backoff: 50 ms doubling to 1 s, 20 times (~15 s).
+const CATCH_UP_ATTEMPTS = 20
 
 /** One partition replica on Redis. See the module comment. */
 export class RedisPartitionReplica implements PartitionReplica {
@@ -102,6 +107,7 @@ export class RedisPartitionReplica implements PartitionReplica {
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
+  #catchUpTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(options: RedisPartitionReplicaOptions) {
     for (const name of ['region', 'partition', 'replica'] as const)
@@ -114,7 +120,6 @@ export class RedisPartitionReplica implements PartitionReplica {
       commandTimeoutMs: 5000,
       connectTimeoutMs: 2000,
       reconnectMaxDelayMs: 1000,
-      configureNotifications: true,
       ...options,
     }
     const url = new URL(options.url)
@@ -136,7 +141,11 @@ export class RedisPartitionReplica implements PartitionReplica {
   /** True while every connection to the server is ready. */
   get available(): boolean {
     const c = this.#connections
-    return c !== undefined && [c.writer, c.reader, c.subscriber].every((r) => r.status === 'ready')
+    // ioredis keeps `ready` until it handles the socket's close; an ended socket tells earlier.
+    return (
+      c !== undefined &&
+      [c.writer, c.reader, c.subscriber].every((r) => r.status === 'ready' && r.stream.writable)
+    )
   }
 
   async open(): Promise<void> {
@@ -151,10 +160,11 @@ export class RedisPartitionReplica implements PartitionReplica {
       await Promise.all(all.map((r) => r.connect()))
       this.#connections = connections
       if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
-      const channel = this.keys.svChannel(this.#db)
-      connections.subscriber.on('message', (ch: string) => {
-        if (ch === channel) this.#refresh().catch(noop)
+      connections.subscriber.on('message', (channel: string) => {
+        if (channel === INVALIDATE_CHANNEL) this.#catchUp()
       })
+      await this.#watch(connections.subscriber)
+      await this.#loadScripts(connections.reader)
       const reply = stringsOf(
         await this.#run(connections.reader, 'open', (r) =>
           LOAD_SCRIPT.run(r, [this.keys.meta, this.keys.sv], [String(this.#options.regions)]),
@@ -163,15 +173,19 @@ export class RedisPartitionReplica implements PartitionReplica {
       )
       this.#epoch = reply[0] ? Number(reply[0]) : 1
       this.#stable.advance(svOf(reply, 2, this.#options.regions))
-      await this.#resync()
     } catch (error) {
       this.#connections = undefined
       for (const r of all) r.disconnect()
       throw backendError(error, this.backend, 'open')
     }
-    // After a reconnection (e.g. the server restarted): notifications may be off again and some
-    // were missed, so configure, resubscribe and re-read `sv`.
-    for (const r of all) r.on('ready', () => void this.#resync().catch(noop))
+    // After a reconnection (e.g. the server restarted): the server forgot the tracking and the
+    // scripts, and pushes were missed meanwhile, so set them up again and re-read `sv`.
+    const { reader, subscriber } = connections
+    subscriber.on('ready', () => void this.#watch(subscriber).then(() => this.#catchUp(), noop))
+    reader.on('ready', () => {
+      this.#loadScripts(reader).catch(noop)
+      this.#catchUp()
+    })
   }
 
   async close(): Promise<void> {
@@ -179,6 +193,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     // New calls fail from here on; calls already sent still get their replies.
     this.#connections = undefined
     this.#stable.close()
+    clearTimeout(this.#catchUpTimer)
     if (!c) return
     await Promise.allSettled([...this.#inFlight])
     await Promise.all(
@@ -301,9 +316,8 @@ export class RedisPartitionReplica implements PartitionReplica {
   waitFor(need: readonly number[], deadline: number): Promise<boolean> {
     if (!this.#connections) return Promise.resolve(false)
     const waiting = this.#stable.wait(need, deadline)
-    // Look once at the stored `sv`: a follower's full resync with its leader (after the leader
-    // restarted, say) loads data without keyspace notifications, so the view may lag until the
-    // next write. Later advances arrive as notifications.
+    // One look at the stored `sv` as insurance against a push lost while a connection was being
+    // re-established; every later advance arrives as a push.
     if (!this.#stable.covers(need)) this.#refresh().catch(noop)
     return waiting
   }
@@ -402,8 +416,10 @@ export class RedisPartitionReplica implements PartitionReplica {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       autoResendUnfulfilledCommands: false,
-      // Resubscribing is part of #resync, which also re-reads what was missed meanwhile.
+      // Resubscribing is part of #watch, which also sets up tracking on the new connection.
       autoResubscribe: false,
+      // The invalidation pushes reach ioredis only as pub/sub messages, which needs RESP2.
+      ...(role === 'subscriber' ? { protocol: 2 as const } : {}),
       retryStrategy: (attempt) => Math.min(50 * attempt, reconnectMaxDelayMs),
     })
     // Without a listener ioredis prints every connection error; the calls report them instead.
@@ -436,35 +452,35 @@ export class RedisPartitionReplica implements PartitionReplica {
     }
   }
 
-  /** Makes notifications flow again and catches up on what was missed while they did not. */
-  async #resync(): Promise<void> {
-    const c = this.#connections
-    if (!c) return
-    await this.#ensureNotifications(c.reader)
-    // Load the scripts now (a restarted server has forgotten them), so calls need no NOSCRIPT
-    // round trip; LuaScript still falls back to EVAL when one slips through.
-    for (const script of [WRITE_SCRIPT, INGEST_SCRIPT, READ_SCRIPT, LOAD_SCRIPT])
-      await this.#run(c.reader, 'script', (r) => r.script('LOAD', script.lua))
-    await this.#run(c.subscriber, 'subscribe', (r) => r.subscribe(this.keys.svChannel(this.#db)))
-    await this.#refresh()
+  /**
+   * Has the server push an invalidation to `subscriber` whenever the `sv` key changes (or the
+   * whole dataset is replaced). Run on every new subscriber connection, before it subscribes:
+   * in RESP2 a subscribed connection takes no other command.
+   */
+  async #watch(subscriber: Redis): Promise<void> {
+    const id = await this.#run(subscriber, 'watch', (r) => r.client('ID'))
+    await this.#run(subscriber, 'watch', (r) =>
+      r.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', this.keys.sv),
+    )
+    await this.#run(subscriber, 'watch', (r) => r.subscribe(INVALIDATE_CHANNEL))
   }
 
-  async #ensureNotifications(reader: Redis): Promise<void> {
-    const reply = await this.#run(reader, 'config', (r) =>
-      r.config('GET', 'notify-keyspace-events'),
-    )
-    const flags = Array.isArray(reply) ? String(reply[1] ?? '') : ''
-    // `h` (hash events) or `A` (all) on the keyspace channel (`K`).
-    if (flags.includes('K') && (flags.includes('h') || flags.includes('A'))) return
-    if (!this.#options.configureNotifications)
-      throw new CausewayError(
-        'BACKEND_UNAVAILABLE',
-        `${this.backend} needs notify-keyspace-events with K and h (it has "${flags}")`,
-        { backend: this.backend },
+  /** Loads the scripts (a restarted server forgot them), so calls need no NOSCRIPT round trip. */
+  async #loadScripts(reader: Redis): Promise<void> {
+    for (const script of [WRITE_SCRIPT, INGEST_SCRIPT, READ_SCRIPT, LOAD_SCRIPT])
+      await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
+  }
+
+  /** Re-reads `sv` after a push or a reconnection, retrying (bounded) while that fails. */
+  #catchUp(attempt = 0): void {
+    this.#refresh().catch(() => {
+      if (!this.#connections || attempt + 1 >= CATCH_UP_ATTEMPTS) return
+      clearTimeout(this.#catchUpTimer)
+      this.#catchUpTimer = setTimeout(
+        () => this.#catchUp(attempt + 1),
+        Math.min(50 * 2 ** attempt, 1000),
       )
-    await this.#run(reader, 'config', (r) =>
-      r.config('SET', 'notify-keyspace-events', `${flags}Kh`),
-    )
+    })
   }
 
   /** Re-reads the stored `sv`; concurrent calls share one read plus at most one more after it. */
