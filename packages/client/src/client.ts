@@ -20,7 +20,7 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
-import { HEADER_AFTER, HEADER_DT } from './protocol.js'
+import { HEADER_AFTER, HEADER_DT } from '@causeway/core'
 import {
   type ReadOptions,
   type ResolvedDefaults,

@@ -3,7 +3,7 @@
  * option (a name or an id) becomes a gateway URL.
  */
 import { CausewayError, type SessionScope, type Topology } from '@causeway/core'
-import { PROTOCOL_VERSION } from './protocol.js'
+import { PROTOCOL_VERSION } from '@causeway/core'
 
 /** One region as the client routes to it. */
 export interface RegionRoute {

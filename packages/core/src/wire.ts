@@ -1,20 +1,11 @@
 /**
- * The HTTP protocol between SDK and gateway: header names and JSON Schemas (TypeBox) of every
+ * The HTTP protocol between SDK and gateway: JSON Schemas (TypeBox) of every
  * request and reply. The gateway validates and serialises with these schemas and serves them as
  * OpenAPI; the SDK takes its types from them, so the three never disagree.
  */
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
 import { ERROR_CODES } from './errors.js'
-
-/** Request header: the read vector a read needs (`epoch@d:idx,d:idx`). */
-export const HEADER_AFTER = 'causeway-after'
-/** Request header: a write's HLC dependency (16 hex digits). */
-export const HEADER_DT = 'causeway-dt'
-/** Request header: a siblings-namespace causal context (later). */
-export const HEADER_CONTEXT = 'causeway-context'
-/** Wire protocol version, sent in the topology. */
-export const PROTOCOL_VERSION = 1
 
 const Hlc = Type.String({
   pattern: '^[0-9a-f]{16}$',

@@ -1,0 +1,13 @@
+/**
+ * Header names and the protocol version: kept apart from the schemas in `wire.ts` so a browser
+ * bundle that needs only these does not pull in the schema library.
+ */
+
+/** Request header: the read vector a read needs (`epoch@d:idx,d:idx`). */
+export const HEADER_AFTER = 'causeway-after'
+/** Request header: a write's HLC dependency (16 hex digits). */
+export const HEADER_DT = 'causeway-dt'
+/** Request header: a siblings-namespace causal context. */
+export const HEADER_CONTEXT = 'causeway-context'
+/** Wire protocol version, sent in the topology. */
+export const PROTOCOL_VERSION = 1
