@@ -130,7 +130,7 @@ describe('waiting for sv', () => {
     const seen: number[][] = []
     const advanced = new Promise<void>((resolve) =>
       r.onAdvance((sv) => {
-        seen.push(sv)
+        seen.push([...sv])
         if (sv[0] === 3) resolve()
       }),
     )
