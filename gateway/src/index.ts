@@ -4,8 +4,8 @@
  * @packageDocumentation
  */
 export { buildGateway, type Gateway, type GatewayOptions } from './http/build-gateway.js'
-export { GatewayMetrics, type GatewayMetricsOptions } from './http/metrics.js'
-export { OPENAPI_PATH } from './http/openapi.js'
+export { GatewayMetrics, type GatewayMetricsOptions } from './http/gateway-metrics.js'
+export { OPENAPI_PATH } from './http/routes/openapi.js'
 export {
   startDevCluster,
   serveCluster,

@@ -17,13 +17,13 @@ import Fastify, {
 } from 'fastify'
 import type { ClusterService } from '../cluster/cluster-service.js'
 import { handleError, handleFrameworkError, handleNotFound, validationError } from './errors.js'
-import { healthRoute } from './health-route.js'
-import { kvRoutes } from './kv-routes.js'
-import { GatewayMetrics } from './metrics.js'
-import { metricsRoute, requestTimer } from './metrics-route.js'
-import { openApiOptions, openApiRoute } from './openapi.js'
-import { statusRoute } from './status-route.js'
-import { topologyRoute } from './topology-route.js'
+import { healthRoute } from './routes/health.js'
+import { kvRoutes } from './routes/kv.js'
+import { GatewayMetrics } from './gateway-metrics.js'
+import { metricsRoute, requestTimer } from './routes/metrics.js'
+import { openApiOptions, openApiRoute } from './routes/openapi.js'
+import { statusRoute } from './routes/status.js'
+import { topologyRoute } from './routes/topology.js'
 
 /** Options of {@link buildGateway}. */
 export interface GatewayOptions {

@@ -1,7 +1,7 @@
 /** `GET /v1/status`: every replica of this region (role, `sv`, lag) and its shipping links. */
 import { ErrorReplySchema, StatusSchema } from '@causeway/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ClusterService } from '../cluster/cluster-service.js'
+import type { ClusterService } from '../../cluster/cluster-service.js'
 
 /** Options of the status route. */
 export interface StatusRouteOptions {

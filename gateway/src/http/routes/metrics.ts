@@ -7,8 +7,8 @@ import { isReadLevel, isWriteLevel } from '@causeway/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
-import type { ClusterService } from '../cluster/cluster-service.js'
-import type { GatewayMetrics } from './metrics.js'
+import type { ClusterService } from '../../cluster/cluster-service.js'
+import type { GatewayMetrics } from '../gateway-metrics.js'
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -18,10 +18,10 @@ import {
 } from '@causeway/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import type { ClusterService, WriteResult } from '../cluster/cluster-service.js'
-import type { GatewayMetrics } from './metrics.js'
-import { encodeValue, parseRead, parseWrite } from './kv-request.js'
-import { readReplyJson } from './read-reply.js'
+import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
+import type { GatewayMetrics } from '../gateway-metrics.js'
+import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
+import { readReplyJson } from '../read-reply.js'
 
 /** Options of the kv routes plugin. */
 export interface KvRoutesOptions {

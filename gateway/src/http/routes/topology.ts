@@ -1,7 +1,7 @@
 /** `GET /v1/topology`: what an SDK learns on connect (shape, region URLs, limits, epochs). */
 import { ErrorReplySchema, PROTOCOL_VERSION, TopologySchema, type Topology } from '@causeway/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ClusterShape } from '../cluster/cluster-service.js'
+import type { ClusterShape } from '../../cluster/cluster-service.js'
 
 /** Options of the topology route. */
 export interface TopologyRouteOptions {
