@@ -2,11 +2,14 @@
  * Real `redis-server` processes for tests: each on a free loopback port, in its own temp dir, with
  * AOF on. Throws (so a test fails, never skips) when `redis-server` cannot be started.
  *
- * Durability of test/dev servers: `appendonly yes` + `appendfsync always` by default, so a write
- * Redis acknowledged survives even a SIGKILL (each write batch costs one fsync before the reply;
- * on a laptop SSD that is ~0.1–1 ms per event-loop batch, not per command, since Redis fsyncs
- * once per event loop iteration). `everysec` trades that for losing up to ~1 s of writes on a
- * crash of the machine (not of the process alone).
+ * Durability of test/dev servers: `appendonly yes` + `appendfsync always` by default, so Redis
+ * replies to a write only after its AOF record is fsynced and a write it acknowledged survives
+ * even a SIGKILL or a power cut. The cost is one fsync per event-loop iteration (Redis groups the
+ * writes of one iteration). Measured on the CI VM (ext4 on virtio), one RedisPartitionReplica:
+ * sequential writes p50 1.1 ms / p99 14 ms (~420/s), 50 concurrent writers ~5,800/s; with
+ * `everysec` p50 0.16 ms / p99 2.4 ms (~4,300/s), ~26,500/s. `everysec` may lose the last ~1–2 s
+ * of acknowledged writes on a machine crash (and, while the disk lags, on a process crash).
+ * Reads are unaffected (p50 0.05–0.07 ms).
  */
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'

@@ -108,6 +108,7 @@ export class RedisPartitionReplica implements PartitionReplica {
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
+  #opening: Promise<void> | undefined
 
   constructor(options: RedisPartitionReplicaOptions) {
     for (const name of ['region', 'partition', 'replica'] as const)
@@ -148,7 +149,13 @@ export class RedisPartitionReplica implements PartitionReplica {
     )
   }
 
-  async open(): Promise<void> {
+  open(): Promise<void> {
+    // Concurrent calls share one opening.
+    this.#opening ??= this.#openOnce().finally(() => (this.#opening = undefined))
+    return this.#opening
+  }
+
+  async #openOnce(): Promise<void> {
     if (this.#connections) return
     const connections: Connections = {
       writer: this.#connect('writer'),
@@ -200,8 +207,16 @@ export class RedisPartitionReplica implements PartitionReplica {
       [c.writer, c.reader, c.subscriber].map(async (r) => {
         r.removeAllListeners('ready')
         r.removeAllListeners('message')
-        // QUIT lets replies in flight arrive; a server that is away gets a plain disconnect.
-        if (r.status === 'ready') await r.quit().catch(noop)
+        // QUIT lets replies in flight arrive; a server that is away or hung gets a plain
+        // disconnect.
+        if (r.status === 'ready') {
+          let timer: ReturnType<typeof setTimeout> | undefined
+          await Promise.race([
+            r.quit().catch(noop),
+            new Promise((resolve) => (timer = setTimeout(resolve, this.#options.commandTimeoutMs))),
+          ])
+          clearTimeout(timer)
+        }
         r.disconnect()
       }),
     )
@@ -220,7 +235,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (value !== undefined && typeof value !== 'string')
       throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
-    const { writer } = this.#open()
+    const { writer } = this.#live()
     const region = String(this.region)
     const result = await this.#run(writer, 'write', (r) =>
       WRITE_SCRIPT.run(
@@ -270,7 +285,7 @@ export class RedisPartitionReplica implements PartitionReplica {
 
   async read(key: string): Promise<ReplicaRead> {
     const versionKey = this.keys.version(key)
-    const { reader } = this.#open()
+    const { reader } = this.#live()
     const regions = this.#options.regions
     const result = await this.#run(reader, 'read', (r) =>
       READ_SCRIPT.run(r, [versionKey, this.keys.sv], [String(regions)]),
@@ -292,7 +307,7 @@ export class RedisPartitionReplica implements PartitionReplica {
       throw new CausewayError('INVALID_REQUEST', 'afterIdx must be a non-negative integer')
     if (!Number.isInteger(limit) || limit < 0)
       throw new CausewayError('INVALID_REQUEST', 'limit must be a non-negative integer')
-    const { reader } = this.#open()
+    const { reader } = this.#live()
     if (limit === 0) return []
     const rows = await this.#run(reader, 'readLog', (r) =>
       r.xrange(this.keys.log(origin), `${afterIdx + 1}-0`, '+', 'COUNT', limit),
@@ -336,7 +351,7 @@ export class RedisPartitionReplica implements PartitionReplica {
       throw new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer')
     // WAIT 0 ms would block forever.
     const timeout = Math.max(1, Math.ceil(timeoutMs))
-    const { writer } = this.#open()
+    const { writer } = this.#live()
     const acked = await this.#run(
       writer,
       'wait',
@@ -348,7 +363,7 @@ export class RedisPartitionReplica implements PartitionReplica {
 
   /** The HLC stored with this replica (the last one issued or observed). */
   async hlc(): Promise<Hlc> {
-    const { reader } = this.#open()
+    const { reader } = this.#live()
     const value = await this.#run(reader, 'hlc', (r) => r.hget(this.keys.meta, 'hlc'))
     return (value ?? '0000000000000000') as Hlc
   }
@@ -374,7 +389,7 @@ export class RedisPartitionReplica implements PartitionReplica {
       )
     }
     if (args.length !== 3 + entries.length * INGEST_FIELDS) throw new Error('ingest arity')
-    const { writer } = this.#open()
+    const { writer } = this.#live()
     const result = await this.#run(writer, operation, (r) => INGEST_SCRIPT.run(r, keys, args))
     const sv = svOf(stringsOf(result, this.#options.regions), 0, this.#options.regions)
     this.#stable.advance(sv)
@@ -397,7 +412,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
   }
 
-  #open(): Connections {
+  #live(): Connections {
     if (!this.#connections)
       throw new CausewayError('BACKEND_UNAVAILABLE', `replica on ${this.backend} is closed`, {
         backend: this.backend,
@@ -440,15 +455,15 @@ export class RedisPartitionReplica implements PartitionReplica {
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no reply in ${timeoutMs} ms`)), timeoutMs)
     })
-    const reply = call(client)
-    this.#inFlight.add(reply)
+    const settled = Promise.race([call(client), timeout])
+    this.#inFlight.add(settled)
     try {
-      return await Promise.race([reply, timeout])
+      return await settled
     } catch (error) {
       throw backendError(error, this.backend, operation)
     } finally {
       clearTimeout(timer)
-      this.#inFlight.delete(reply)
+      this.#inFlight.delete(settled)
     }
   }
 

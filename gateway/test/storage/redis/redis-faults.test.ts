@@ -159,6 +159,26 @@ describe('redis-server down and up again', () => {
     expect((await r.read('k')).version?.value).toBe('1')
   })
 
+  it('closes promptly even when the server hangs', async () => {
+    const server = await startRedis()
+    const r = replicaOn(server, { commandTimeoutMs: 200 })
+    await r.open()
+    await r.write('k', '1', HLC_ZERO)
+    server.pause()
+    try {
+      const pending = r.write('k', '2', HLC_ZERO).catch((error: unknown) => error)
+      const waiting = r.waitFor([5, 0], Date.now() + 60_000)
+      const started = Date.now()
+      await r.close()
+      expect(Date.now() - started).toBeLessThan(1500)
+      // The write's fate is unknown (it may run when the server wakes): reported as unavailable.
+      expect(await pending).toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+      expect(await waiting).toBe(false)
+    } finally {
+      server.resume()
+    }
+  })
+
   it('refuses to open, fast, when nothing listens', async () => {
     const port = await freePort()
     const r = new RedisPartitionReplica({
