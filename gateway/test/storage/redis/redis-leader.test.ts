@@ -154,6 +154,20 @@ describe('waiting for sv', () => {
   })
 })
 
+describe('scripts', () => {
+  it('keeps working when the server forgot its scripts', async () => {
+    const r = replicaOn(server)
+    await r.open()
+    await r.write('k', '1', HLC_ZERO)
+    await server.command('SCRIPT', 'FLUSH')
+    const evals = await calls(server, 'eval')
+    expect((await r.write('k', '2', HLC_ZERO)).idx).toBe(2)
+    expect((await r.read('k')).version?.value).toBe('2')
+    // Each script came back through one EVAL after its NOSCRIPT.
+    expect((await calls(server, 'eval')) - evals).toBe(2)
+  })
+})
+
 describe('durability', () => {
   it('runs test servers with appendfsync always, and everysec on request', async () => {
     expect(await server.command('CONFIG', 'GET', 'appendfsync')).toMatch(/always/)
