@@ -26,6 +26,8 @@ Options of dev:
   --wan-delay MS         one-way delay between regions                    [default: 0]
   --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
+  --without-hlc          benchmark ablation: writes wait for their dependency vector
+                         instead of using the HLC (NuKV section 6)       [default: off]
 
   -h, --help             show this help
   -v, --version          show the version
@@ -77,6 +79,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'wan-delay': { type: 'string' },
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
+      'without-hlc': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -109,6 +112,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
     dataDir: values.memory ? undefined : (values.data ?? './.causeway'),
     replicaLagMs: integer('replica-lag', values['replica-lag'], 0, 0, 3_600_000),
     wanDelayMs: integer('wan-delay', values['wan-delay'], 0, 0, 3_600_000),
+    withoutHlc: values['without-hlc'] ?? false,
     // Pino writes to stderr so stdout carries only the region URLs.
     logger: logLevel === 'silent' ? false : { level: logLevel, stream: process.stderr },
   }
@@ -133,7 +137,8 @@ async function runDev(command: DevCommand): Promise<void> {
   const where = options.dataDir === undefined ? 'in memory' : `in ${options.dataDir}`
   process.stderr.write(
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
-      `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms\n`,
+      `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
+      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}\n`,
   )
   // Loaded only now, so help and usage errors answer without loading the server.
   const { startDevCluster } = await import('./dev-server.js')

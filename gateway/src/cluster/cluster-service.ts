@@ -57,6 +57,11 @@ export interface WriteRequest {
   dt: Hlc
   durability: Durability
   level: WriteLevel
+  /**
+   * The write's dependency vector (`causeway-after` on a write); only the "without HLC"
+   * ablation reads it (see `RegionServiceOptions.withoutHlc`).
+   */
+  need?: ReadNeed
 }
 
 /** What a write returns (NuKV PutReply). */

@@ -64,6 +64,12 @@ export interface EmbeddedClusterOptions {
    */
   sync?: boolean
   /**
+   * Ablation for benchmarks: writes ignore the HLC dependency and wait for their dependency
+   * vector instead (see `RegionServiceOptions.withoutHlc`).
+   * @default false
+   */
+  withoutHlc?: boolean
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
    * @default logs them with `console.error`
@@ -100,6 +106,7 @@ export class EmbeddedCluster {
       regionNames: string[]
       limits: Limits
       clocks: (() => number)[]
+      withoutHlc: boolean
       members: PartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
@@ -127,6 +134,7 @@ export class EmbeddedCluster {
           lag: (p, i) => this.#feeds[d]![p]![i]?.lag() ?? { entries: 0, ms: 0 },
           shippers: () => this.#shippers.filter((s) => s.from === d).map((s) => s.status()),
           now: options.clocks[d]!,
+          withoutHlc: options.withoutHlc,
         }),
     )
   }
@@ -224,6 +232,7 @@ export class EmbeddedCluster {
       regionNames,
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
+      withoutHlc: options.withoutHlc ?? false,
       members,
       feeds,
       shippers,

@@ -5,6 +5,7 @@
  */
 import {
   CausewayError,
+  HLC_ZERO,
   type Limits,
   type ReplicaChoice,
   type ReplicaStatus,
@@ -65,6 +66,13 @@ export interface RegionServiceOptions {
    * @default Math.random
    */
   random?: () => number
+  /**
+   * Ablation for benchmarks (NuKV section 6, cases "without HLC"): ignore a write's `dt` when
+   * stamping it (the leader's own clock only) and instead make the write wait, like a read,
+   * until the leader has applied the dependency vector the request carries (`need`).
+   * @default false
+   */
+  withoutHlc?: boolean
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -164,6 +172,12 @@ export class RegionService implements ClusterService {
       )
     }
     const leader = this.#leader(partition)
+    if (this.#options.withoutHlc) {
+      await this.#awaitDependencies(leader, request)
+      const entry = await leader.write(request.key, request.value, HLC_ZERO)
+      if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
+      return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    }
     const entry = await leader.write(request.key, request.value, dt)
     if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
     return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
@@ -192,6 +206,34 @@ export class RegionService implements ClusterService {
       region: this.region,
       replicas,
       shippers: this.#options.shippers?.() ?? [],
+    }
+  }
+
+  // The "without HLC" ablation: a write waits until its leader has applied what it depends on.
+  async #awaitDependencies(leader: PartitionReplica, request: WriteRequest): Promise<void> {
+    const need = request.need
+    if (!need || request.level === 'eventual') return
+    if (need.epoch !== undefined && need.epoch !== leader.epoch()) {
+      throw new CausewayError(
+        'EPOCH_MISMATCH',
+        `the session's vector is from epoch ${need.epoch} of partition ${request.partition}, which is now at epoch ${leader.epoch()}`,
+        { partition: request.partition, epoch: need.epoch, current: leader.epoch() },
+      )
+    }
+    this.#checkReachable(request.partition, need.need)
+    const timeoutMs = this.#options.limits.defaultTimeoutMs
+    if (!(await leader.waitFor(need.need, Date.now() + timeoutMs))) {
+      throw new SessionNotAvailableError(
+        `the leader of partition ${request.partition} in region ${this.region} did not reach the write's dependencies within ${timeoutMs} ms`,
+        {
+          need: vectorToObject(need.need),
+          sv: vectorToObject(leader.sv()),
+          region: this.region,
+          partition: request.partition,
+          replica: leader.replica,
+          timeoutMs,
+        },
+      )
     }
   }
 

@@ -124,7 +124,7 @@ export function parseWrite(
       )
     }
   }
-  return {
+  const request: WriteRequest = {
     key,
     partition: partitionOf(key, shape.partitions),
     value: value?.json,
@@ -132,6 +132,10 @@ export function parseWrite(
     durability: query.durability ?? 'leader',
     level,
   }
+  // Only the "without HLC" benchmark ablation sends (and reads) a write's dependency vector.
+  const need = parseNeed(singleHeader(headers, HEADER_AFTER), shape)
+  if (need !== undefined && level !== 'eventual') request.need = need
+  return request
 }
 
 /**
