@@ -9,6 +9,7 @@
  * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`) |
  * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone) |
  * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
+ * | `<prefix>wait`               | string | a counter `waitReplicas` bumps to have an offset to `WAIT` for |
  *
  * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so
  * no input can add a `{`/`}` that moves the hash tag, a glob character, a control character or a
@@ -39,6 +40,7 @@ export class ReplicaKeys {
   readonly prefix: string
   readonly meta: string
   readonly sv: string
+  readonly wait: string
 
   constructor(namespace: string, region: number, partition: number) {
     if (typeof namespace !== 'string' || namespace.length === 0 || !namespace.isWellFormed())
@@ -47,6 +49,7 @@ export class ReplicaKeys {
     this.prefix = `cw:{${encodeKeyPart(namespace)}:r${region}:p${partition}}:`
     this.meta = this.prefix + 'meta'
     this.sv = this.prefix + 'sv'
+    this.wait = this.prefix + 'wait'
   }
 
   /** The log stream of origin region `origin`. */

@@ -14,8 +14,8 @@
  * also sends one (a flush) when a full resync replaces the replica's data, which notifications
  * never report, and it needs no `notify-keyspace-events` configuration on the server.
  *
- * Connections: one for writes (and `WAIT`, which blocks only that one), one for reads, one for
- * the pushes. None queues commands while the server is away: calls fail at once with
+ * Connections: one for writes, one for reads, one for the pushes, and, from the first
+ * `waitReplicas`, one for `WAIT` (which blocks its connection). None queues commands while the server is away: calls fail at once with
  * `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
  */
 import { CausewayError, isHlc } from '@causeway/core'
@@ -80,6 +80,8 @@ interface Connections {
   writer: Redis
   reader: Redis
   subscriber: Redis
+  /** For `WAIT`, made on first use (followers and eventual-only clusters never need it). */
+  waiter?: { redis: Redis; connecting: Promise<void> | undefined }
 }
 
 const noop = () => {}
@@ -203,8 +205,10 @@ export class RedisPartitionReplica implements PartitionReplica {
     clearTimeout(this.#catchUpTimer)
     if (!c) return
     await Promise.allSettled([...this.#inFlight])
+    const all = [c.writer, c.reader, c.subscriber]
+    if (c.waiter) all.push(c.waiter.redis)
     await Promise.all(
-      [c.writer, c.reader, c.subscriber].map(async (r) => {
+      all.map(async (r) => {
         r.removeAllListeners('ready')
         r.removeAllListeners('message')
         // QUIT lets replies in flight arrive; a server that is away or hung gets a plain
@@ -342,20 +346,28 @@ export class RedisPartitionReplica implements PartitionReplica {
   }
 
   /**
-   * Waits until `replicas` Redis replicas have acknowledged every write this replica made so far
-   * (Redis `WAIT`), or `timeoutMs` passed; resolves to how many did. For `durability: 'majority'`.
-   * `WAIT` blocks this replica's write connection meanwhile (reads are not affected).
+   * Waits until `replicas` Redis replicas have received every write this replica acknowledged so
+   * far, or `timeoutMs` passed; resolves to how many did. For `durability: 'majority'` (in memory
+   * on the replicas; fsynced only at the leader, as Redis 7.0 has no `WAITAOF`).
+   *
+   * `WAIT` counts only the writes of its own connection and blocks it, so this runs on a
+   * connection of its own: it bumps the `wait` key, whose place in the (single, ordered)
+   * replication stream is after every write acknowledged before the call, and `WAIT`s for that.
+   * Ordinary writes and reads never queue behind it; concurrent calls run one after another.
    */
   async waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
     if (!Number.isInteger(replicas) || replicas < 0)
       throw new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer')
     // WAIT 0 ms would block forever.
     const timeout = Math.max(1, Math.ceil(timeoutMs))
-    const { writer } = this.#live()
+    const waiter = await this.#waiter()
     const acked = await this.#run(
-      writer,
+      waiter,
       'wait',
-      (r) => r.wait(replicas, timeout),
+      async (r) => {
+        await r.incr(this.keys.wait)
+        return r.wait(replicas, timeout)
+      },
       timeout + this.#options.commandTimeoutMs,
     )
     return Number(acked)
@@ -410,6 +422,22 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (entry.value !== undefined && typeof entry.value !== 'string')
       throw new CausewayError('INVALID_REQUEST', 'entry value must be JSON text or undefined')
     if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
+  }
+
+  /** The `WAIT` connection, connected on first use. */
+  async #waiter(): Promise<Redis> {
+    const c = this.#live()
+    c.waiter ??= { redis: this.#connect('waiter'), connecting: undefined }
+    const waiter = c.waiter
+    if (waiter.redis.status === 'wait') {
+      waiter.connecting ??= waiter.redis.connect().finally(() => (waiter.connecting = undefined))
+      try {
+        await waiter.connecting
+      } catch (error) {
+        throw backendError(error, this.backend, 'wait')
+      }
+    }
+    return waiter.redis
   }
 
   #live(): Connections {

@@ -188,6 +188,19 @@ describe('durability', () => {
     expect(Date.now() - started).toBeGreaterThanOrEqual(140)
     await expect(r.waitReplicas(-1, 10)).rejects.toMatchObject({ code: 'INVALID_OPTION' })
   })
+
+  it('does not hold up other writes and reads while it WAITs', async () => {
+    const r = replicaOn(server)
+    await r.open()
+    await r.write('k', '1', HLC_ZERO)
+    const started = Date.now()
+    const waiting = r.waitReplicas(1, 600)
+    const e = await r.write('k', '2', HLC_ZERO)
+    expect((await r.read('k')).version?.value).toBe('2')
+    expect(Date.now() - started).toBeLessThan(300)
+    expect(await waiting).toBe(0)
+    expect(e.idx).toBe(2)
+  })
 })
 
 describe('restart', () => {
