@@ -85,18 +85,15 @@ export function validationError(
 
 interface VerboseError extends FastifySchemaValidationError {
   // Present because the gateway's Ajv runs with `verbose: true`.
-  parentSchema?: { anyOf?: { const?: unknown }[] }
   data?: unknown
 }
 
-// Ajv reports a bad enum-like value (`anyOf` of constants) as its first branch's failure
-// ("must be equal to constant"); list the values that would have been accepted instead.
+// Levels and options are `enum`s in the core schemas; name the values that would have been
+// accepted.
 function allowed(errors: FastifySchemaValidationError[]): { allowed?: unknown[]; got?: unknown } {
   for (const error of errors as VerboseError[]) {
-    const branches = error.keyword === 'anyOf' ? error.parentSchema?.anyOf : undefined
-    if (branches !== undefined && branches.every((b) => b.const !== undefined)) {
-      return { allowed: branches.map((b) => b.const), got: error.data }
-    }
+    const values = error.keyword === 'enum' ? error.params['allowedValues'] : undefined
+    if (Array.isArray(values)) return { allowed: values, got: error.data }
   }
   return {}
 }

@@ -5,7 +5,7 @@
  */
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
-import { ERROR_CODES } from './errors.js'
+import { ERROR_CODES, type ErrorCode } from './errors.js'
 
 const Hlc = Type.String({
   pattern: '^[0-9a-f]{16}$',
@@ -41,8 +41,8 @@ export const KeyParamsSchema = Type.Object({ key: Type.String() })
 /** Query of `GET /v1/kv/:key`. */
 export const ReadQuerySchema = Type.Object(
   {
-    level: Type.Optional(Type.Union(READ_LEVELS.map((l) => Type.Literal(l)))),
-    replica: Type.Optional(Type.Union(REPLICA_CHOICES.map((l) => Type.Literal(l)))),
+    level: Type.Optional(Type.Enum([...READ_LEVELS])),
+    replica: Type.Optional(Type.Enum([...REPLICA_CHOICES])),
     timeoutMs: Type.Optional(Type.Integer({ minimum: 0 })),
   },
   { additionalProperties: false },
@@ -52,8 +52,8 @@ export type ReadQuery = Static<typeof ReadQuerySchema>
 /** Query of `PUT` and `DELETE /v1/kv/:key`. */
 export const WriteQuerySchema = Type.Object(
   {
-    level: Type.Optional(Type.Union(WRITE_LEVELS.map((l) => Type.Literal(l)))),
-    durability: Type.Optional(Type.Union(DURABILITIES.map((l) => Type.Literal(l)))),
+    level: Type.Optional(Type.Enum([...WRITE_LEVELS])),
+    durability: Type.Optional(Type.Enum([...DURABILITIES])),
   },
   { additionalProperties: false },
 )
@@ -128,7 +128,7 @@ export type ShipperStatus = Static<typeof ShipperStatusSchema>
 /** Every error reply. */
 export const ErrorReplySchema = Type.Object({
   statusCode: Type.Integer(),
-  code: Type.Union(Object.keys(ERROR_CODES).map((c) => Type.Literal(c))),
+  code: Type.Enum(Object.keys(ERROR_CODES) as ErrorCode[]),
   message: Type.String(),
   details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 })
