@@ -6,6 +6,7 @@
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
 import { ERROR_CODES, type ErrorCode } from './errors.js'
+import { CONFLICT_MODES } from './namespaces.js'
 
 const Hlc = Type.String({
   pattern: '^[0-9a-f]{16}$',
@@ -32,6 +33,16 @@ export const TopologySchema = Type.Object({
     maxTimeoutMs: Type.Integer(),
   }),
   shipping: Type.Union([Type.Literal('fifo'), Type.Literal('causal')]),
+  namespaces: Type.Optional(
+    Type.Record(
+      Type.String(),
+      Type.Object({ conflicts: Type.Enum([...CONFLICT_MODES]) }, { additionalProperties: false }),
+      {
+        description:
+          "configured namespaces (the text before a key's first `:`); any other key is last-writer-wins",
+      },
+    ),
+  ),
 })
 export type Topology = Static<typeof TopologySchema>
 
@@ -66,6 +77,15 @@ export const PutBodySchema = Type.Object(
 )
 export type PutBody = Static<typeof PutBodySchema>
 
+/** One concurrent version of a key in a siblings namespace. */
+export const SiblingReplySchema = Type.Object({
+  ts: Hlc,
+  dc: RegionId,
+  idx: Type.Integer({ minimum: 0, description: "serving replica's sv[dc]" }),
+  value: Type.Optional(Type.Unknown({ description: 'absent for a tombstone (a delete)' })),
+})
+export type SiblingReply = Static<typeof SiblingReplySchema>
+
 /** Reply of `GET /v1/kv/:key` (NuKV GetReply). */
 export const ReadReplySchema = Type.Object({
   found: Type.Boolean(),
@@ -77,6 +97,18 @@ export const ReadReplySchema = Type.Object({
   region: RegionId,
   replica: Type.Integer({ minimum: 0 }),
   waitedMs: Type.Number({ minimum: 0 }),
+  siblings: Type.Optional(
+    Type.Array(SiblingReplySchema, {
+      description:
+        'siblings namespaces only: every concurrent version, tombstones included, by (ts, dc)',
+    }),
+  ),
+  context: Type.Optional(
+    Type.String({
+      description:
+        'siblings namespaces only: the causal context to send back (`causeway-context`) with a write that supersedes these siblings',
+    }),
+  ),
 })
 export type ReadReply = Static<typeof ReadReplySchema>
 
