@@ -1,0 +1,168 @@
+/**
+ * Starts the cluster a suite measures as a child process on loopback (`causeway dev`, the
+ * command users run), waits until every region's gateway listens, and stops it again. A backend
+ * is a parameter: the embedded cluster in memory or on disk now; Redis plugs in as the CLI's
+ * `--backend redis` when that mode lands.
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+/** Where the cluster keeps its data. */
+export type Backend = 'memory' | 'disk' | 'redis'
+
+/** The cluster configuration of a measurement. */
+export interface ClusterConfig {
+  backend: Backend
+  regions: number
+  partitions: number
+  replicas: number
+  /** One-way delay between regions, ms (`--wan-delay`). @default 0 */
+  wanDelayMs?: number
+  /** Follower apply delay, ms (`--replica-lag`). @default 0 */
+  replicaLagMs?: number
+  /** The "without HLC" ablation (`--without-hlc`). @default false */
+  withoutHlc?: boolean
+  /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
+  nodeFlags?: string[]
+}
+
+/** A running cluster. */
+export interface ClusterProcess {
+  /** Base URL of each region's gateway, by region id. */
+  urls: string[]
+  /** The process id (to find its profile, for instance). */
+  pid: number
+  /** Stops it gracefully (SIGTERM), killing it if it does not exit in time. */
+  stop(): Promise<void>
+}
+
+const repo = (p: string): string => fileURLToPath(new URL(`../../${p}`, import.meta.url))
+
+/**
+ * How to run the `causeway` CLI: the built one (`npm run bench` builds first), or, in a checkout
+ * that was not built, the TypeScript source through tsx.
+ */
+export function causewayCommand(): string[] {
+  const built = repo('gateway/dist/cli.js')
+  if (existsSync(built)) return [built]
+  return ['--import', 'tsx', repo('gateway/src/cli.ts')]
+}
+
+/** The `causeway dev` arguments for a configuration (`--port 0`: the OS picks free ports). */
+export function devArgs(config: ClusterConfig, dataDir: string | undefined): string[] {
+  const args = [
+    'dev',
+    '--regions',
+    String(config.regions),
+    '--partitions',
+    String(config.partitions),
+    '--replicas',
+    String(config.replicas),
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--log-level',
+    'silent',
+    '--wan-delay',
+    String(config.wanDelayMs ?? 0),
+    '--replica-lag',
+    String(config.replicaLagMs ?? 0),
+  ]
+  if (config.backend === 'memory') args.push('--memory')
+  else if (config.backend === 'disk') args.push('--data', dataDir!)
+  else args.push('--backend', 'redis')
+  if (config.withoutHlc) args.push('--without-hlc')
+  return args
+}
+
+const REGION_LINE = /^region (\d+) \(([^)]*)\) (http:\/\/\S+)$/
+
+/** Starts `causeway dev` for `config`; resolves once every region's URL is printed. */
+export async function startCluster(
+  config: ClusterConfig,
+  options: { startTimeoutMs?: number; cwd?: string } = {},
+): Promise<ClusterProcess> {
+  const dataDir =
+    config.backend === 'disk' ? await mkdtemp(join(tmpdir(), 'causeway-bench-')) : undefined
+  const child = spawn(
+    process.execPath,
+    [...(config.nodeFlags ?? []), ...causewayCommand(), ...devArgs(config, dataDir)],
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.cwd ?? repo('.') },
+  )
+  let stderr = ''
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr = (stderr + chunk.toString()).slice(-4000)
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  const cleanup = async (): Promise<void> => {
+    if (dataDir) await rm(dataDir, { recursive: true, force: true })
+  }
+  try {
+    const urls = await readUrls(
+      child,
+      config.regions,
+      options.startTimeoutMs ?? 30_000,
+      () => stderr,
+    )
+    let stopping: Promise<void> | undefined
+    return {
+      urls,
+      pid: child.pid!,
+      stop: () =>
+        (stopping ??= (async () => {
+          if (child.exitCode === null && child.signalCode === null) {
+            child.kill('SIGTERM')
+            const timer = setTimeout(() => child.kill('SIGKILL'), 20_000)
+            await exited
+            clearTimeout(timer)
+          }
+          await cleanup()
+        })()),
+    }
+  } catch (error) {
+    child.kill('SIGKILL')
+    await exited
+    await cleanup()
+    throw error
+  }
+}
+
+function readUrls(
+  child: ChildProcess,
+  regions: number,
+  timeoutMs: number,
+  stderr: () => string,
+): Promise<string[]> {
+  return new Promise((resolve, reject) => {
+    const urls: string[] = []
+    let buffered = ''
+    const fail = (why: string): void => {
+      clearTimeout(timer)
+      reject(new Error(`causeway dev ${why}:\n${stderr()}`))
+    }
+    const timer = setTimeout(() => fail(`printed no URLs within ${timeoutMs} ms`), timeoutMs)
+    const onExit = (code: number | null, signal: NodeJS.Signals | null): void =>
+      fail(`exited with ${signal ?? code} before listening`)
+    child.once('exit', onExit)
+    child.stdout!.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString()
+      let nl: number
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl).trim()
+        buffered = buffered.slice(nl + 1)
+        const m = REGION_LINE.exec(line)
+        if (m) urls[Number(m[1])] = m[3]!
+      }
+      if (urls.filter(Boolean).length === regions) {
+        clearTimeout(timer)
+        child.off('exit', onExit)
+        resolve(urls)
+      }
+    })
+  })
+}

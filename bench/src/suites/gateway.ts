@@ -1,0 +1,230 @@
+/**
+ * Suite `gateway`: the gateway's GET and PUT throughput with session guarantees against
+ * eventual consistency, in one k6 run against one cluster, and, in the same run, the limits of
+ * this machine: the same load through plain k6 HTTP (no SDK) to the gateway and to a Fastify
+ * route that does nothing, and raw Redis (redis-benchmark, ioredis).
+ */
+import { fileURLToPath } from 'node:url'
+import { startChild } from '../child-server.js'
+import { type ClusterConfig, startCluster } from '../cluster-process.js'
+import { type PlannedScenario, type ScenarioResult, runPlan } from '../k6-runner.js'
+import { fixed, table, times, whole } from '../report/markdown.js'
+import { type RedisRow, ioredisBenchmark, redisBenchmark, startRedis } from '../redis-limits.js'
+import type { Suite, SuiteContext } from '../suite.js'
+
+/** What the suite records. */
+export interface GatewayResults {
+  cluster: ClusterConfig
+  vus: number
+  durationS: number
+  warmupS: number
+  scenarios: (ScenarioResult & { label: string; group: string })[]
+  redis: RedisRow[]
+}
+
+const VALUE_BYTES = 64
+const KEYS = 10_000
+
+interface Row {
+  name: string
+  label: string
+  group: string
+  exec: 'mixed' | 'raw'
+  env: Record<string, string>
+}
+
+function rows(urls: string[], noop: string): Row[] {
+  const sdk = (name: string, label: string, writeRatio: number, level: string): Row => ({
+    name,
+    label,
+    group: 'SDK → gateway',
+    exec: 'mixed',
+    env: { WRITE_RATIO: String(writeRatio), READ_LEVEL: level, WRITE_LEVEL: level },
+  })
+  const raw = (
+    name: string,
+    label: string,
+    group: string,
+    url: string,
+    writeRatio: number,
+  ): Row => ({
+    name,
+    label,
+    group,
+    exec: 'raw',
+    env: { RAW_URL: url, WRITE_RATIO: String(writeRatio) },
+  })
+  // PUTs first: they fill the key space the GETs then read.
+  return [
+    sdk('put_eventual', 'PUT eventual', 1, 'eventual'),
+    sdk('put_session', 'PUT session', 1, 'session'),
+    sdk('get_eventual', 'GET eventual', 0, 'eventual'),
+    sdk('get_session', 'GET session', 0, 'session'),
+    sdk('mix_eventual', '50:50 eventual', 0.5, 'eventual'),
+    sdk('mix_session', '50:50 session', 0.5, 'session'),
+    raw(
+      'raw_gateway_get',
+      'GET eventual',
+      'plain HTTP → gateway',
+      `${urls[0]}/v1/kv/{key}?level=eventual`,
+      0,
+    ),
+    raw(
+      'raw_gateway_put',
+      'PUT eventual',
+      'plain HTTP → gateway',
+      `${urls[0]}/v1/kv/{key}?level=eventual`,
+      1,
+    ),
+    raw('noop_get', 'GET', 'plain HTTP → Fastify no-op', `${noop}/noop/{key}`, 0),
+    raw('noop_put', 'PUT', 'plain HTTP → Fastify no-op', `${noop}/noop/{key}`, 1),
+  ]
+}
+
+async function run(ctx: SuiteContext): Promise<GatewayResults> {
+  const cluster: ClusterConfig = {
+    backend: ctx.backend,
+    regions: 2,
+    partitions: 4,
+    replicas: 3,
+  }
+  const vus = 32
+  const durationS = ctx.quick ? 2.5 : 10
+  const warmupS = ctx.quick ? 1 : 2
+  ctx.log(`cluster: causeway dev, ${ctx.backend}, 2 regions × 4 partitions × 3 replicas`)
+  const dev = await startCluster(cluster)
+  const noopScript = fileURLToPath(new URL('../noop-server.js', import.meta.url))
+  let scenarios: GatewayResults['scenarios']
+  try {
+    const noop = await startChild(process.execPath, [noopScript], (line) =>
+      /^http:\/\//.test(line) ? line : undefined,
+    )
+    try {
+      const plan = rows(dev.urls, noop.address)
+      const planned: PlannedScenario[] = plan.map((r) => ({
+        name: r.name,
+        exec: r.exec,
+        vus,
+        durationS,
+        env: {
+          CAUSEWAY_URL: dev.urls[0]!,
+          KEYS: String(KEYS),
+          VALUE_BYTES: String(VALUE_BYTES),
+          WARMUP_S: String(warmupS),
+          ...r.env,
+        },
+      }))
+      ctx.log(`k6: ${planned.length} scenarios × ${durationS} s, ${vus} VUs each`)
+      const results = await runPlan(planned)
+      scenarios = results.map((r, i) => ({ ...r, label: plan[i]!.label, group: plan[i]!.group }))
+    } finally {
+      await noop.stop()
+    }
+  } finally {
+    await dev.stop()
+  }
+  ctx.log('raw Redis: redis-benchmark and ioredis on a fresh redis-server')
+  const redis = await startRedis()
+  let redisRows: RedisRow[]
+  try {
+    redisRows = [
+      ...(await redisBenchmark(redis.port, vus, ctx.quick ? 20_000 : 200_000, VALUE_BYTES)),
+      ...(await ioredisBenchmark(redis.port, vus, ctx.quick ? 1 : 5, VALUE_BYTES)),
+    ]
+  } finally {
+    await redis.stop()
+  }
+  return { cluster, vus, durationS, warmupS, scenarios, redis: redisRows }
+}
+
+function report(r: GatewayResults): string {
+  const by = (name: string): ScenarioResult | undefined => r.scenarios.find((s) => s.name === name)
+  const tput = (name: string): number => by(name)?.throughput ?? NaN
+  const ratioRows = [
+    ['GET', 'get_session', 'get_eventual'],
+    ['PUT', 'put_session', 'put_eventual'],
+    ['50:50 GET/PUT', 'mix_session', 'mix_eventual'],
+  ].map(([op, session, eventual]) => [
+    op!,
+    whole(tput(session!)),
+    whole(tput(eventual!)),
+    times(tput(session!) / tput(eventual!)),
+    fixed(by(session!)?.latency.avg),
+    fixed(by(eventual!)?.latency.avg),
+  ])
+  const redisOps = (client: string, op: string): number =>
+    r.redis.find((x) => x.client === client && x.op === op)?.opsPerSec ?? NaN
+  const limitRows = [
+    ['GET', 'get_eventual', 'raw_gateway_get', 'noop_get', 'GET'],
+    ['PUT', 'put_eventual', 'raw_gateway_put', 'noop_put', 'SET'],
+  ].map(([op, sdk, raw, noop, redisOp]) => [
+    op!,
+    whole(tput(sdk!)),
+    whole(tput(raw!)),
+    whole(tput(noop!)),
+    times(tput(raw!) / tput(noop!)),
+    whole(redisOps('ioredis', redisOp!)),
+    whole(redisOps('redis-benchmark', redisOp!)),
+  ])
+  const all = r.scenarios.map((s) => [
+    s.group,
+    s.label,
+    whole(s.throughput),
+    fixed(s.latency.avg),
+    fixed(s.latency.p50),
+    fixed(s.latency.p99),
+    fixed(s.readWaitMs, 3),
+    `${(s.failed * 100).toFixed(2)}%`,
+  ])
+  return [
+    `One \`causeway dev\` cluster (${r.cluster.backend}; ${r.cluster.regions} regions × ${r.cluster.partitions} partitions × ${r.cluster.replicas} replicas, no injected lag), ` +
+      `${r.vus} k6 virtual users (half homed in each region), each doing one call at a time; ${r.durationS} s per row, the first ${r.warmupS} s not recorded. ` +
+      `16-byte keys over ${KEYS.toLocaleString('en-US')} keys, ${VALUE_BYTES}-byte values. The rows ran one after the other in one k6 run.`,
+    '',
+    '**Session guarantees against eventual consistency** (the SDK in every k6 VU; throughput in calls/s, latency in ms):',
+    '',
+    table(
+      [
+        'operation',
+        'session ops/s',
+        'eventual ops/s',
+        'session / eventual',
+        'session avg ms',
+        'eventual avg ms',
+      ],
+      ratioRows,
+    ),
+    '',
+    '**How close to the limits of this machine** (same load generator, same VUs; Redis with the same concurrency):',
+    '',
+    table(
+      [
+        'operation',
+        'SDK → gateway ops/s',
+        'plain HTTP → gateway',
+        'plain HTTP → Fastify no-op',
+        'gateway / no-op',
+        'ioredis ops/s',
+        'redis-benchmark ops/s',
+      ],
+      limitRows,
+    ),
+    '',
+    'Every row:',
+    '',
+    table(
+      ['load', 'calls', 'ops/s', 'avg ms', 'p50 ms', 'p99 ms', 'replica wait ms', 'failed'],
+      all,
+    ),
+  ].join('\n')
+}
+
+export const gatewaySuite: Suite<GatewayResults> = {
+  name: 'gateway',
+  title: 'Gateway throughput: session vs eventual, and the limits of this machine',
+  estimateS: (quick) => (quick ? 40 : 150),
+  async run(ctx) {
+    const results = await run(ctx)
+    return { results, markdown: report(results), charts: [] }
+  },
+}
