@@ -69,16 +69,23 @@ export function deltaFromJSON(json: unknown): BigsetDelta {
     if (typeof item !== 'object' || item === null) throw bad('an operation must be an object')
     return item as Partial<Record<string, unknown>>
   }
+  // A delta is not client input: a bad element in one is a malformed delta, not a bad element.
+  const element = (e: unknown): string => {
+    try {
+      checkElement(e)
+    } catch (error) {
+      throw bad((error as Error).message)
+    }
+    return e
+  }
   return {
     adds: (adds as unknown[]).map((item) => {
       const op = record(item)
-      checkElement(op.e)
-      return { element: op.e, dot: parseDot(op.dot), ctx: parseDots(op.ctx ?? []) }
+      return { element: element(op.e), dot: parseDot(op.dot), ctx: parseDots(op.ctx ?? []) }
     }),
     removes: (removes as unknown[]).map((item) => {
       const op = record(item)
-      checkElement(op.e)
-      return { element: op.e, ctx: parseDots(op.ctx) }
+      return { element: element(op.e), ctx: parseDots(op.ctx) }
     }),
   }
 }

@@ -10,7 +10,7 @@ export const MAX_ELEMENT_BYTES = 1024
 const encoder = new TextEncoder()
 
 /**
- * Throws `INVALID_REQUEST` unless `element` is a usable element: a well-formed string (no lone
+ * Throws `INVALID_ELEMENT` unless `element` is a usable element: a well-formed string (no lone
  * surrogates, which have no UTF-8 form) of at most `maxBytes` bytes of UTF-8. The empty string
  * is a valid element, as it is a valid Redis set member.
  */
@@ -19,10 +19,10 @@ export function checkElement(
   maxBytes: number = MAX_ELEMENT_BYTES,
 ): asserts element is string {
   if (typeof element !== 'string')
-    throw new CausewayError('INVALID_REQUEST', 'a set element must be a string')
+    throw new CausewayError('INVALID_ELEMENT', 'a set element must be a string')
   if (!element.isWellFormed()) {
     throw new CausewayError(
-      'INVALID_REQUEST',
+      'INVALID_ELEMENT',
       'a set element is not valid Unicode (lone surrogate)',
     )
   }
@@ -31,7 +31,7 @@ export function checkElement(
   const bytes = encoder.encode(element).length
   if (bytes > maxBytes) {
     throw new CausewayError(
-      'INVALID_REQUEST',
+      'INVALID_ELEMENT',
       `a set element is ${bytes} bytes of UTF-8; the limit is ${maxBytes}`,
       {
         bytes,

@@ -170,10 +170,10 @@ describe('set elements', () => {
     expect(() => checkElement('x'.repeat(1024))).not.toThrow()
   })
 
-  it('refuses the rest with INVALID_REQUEST', () => {
+  it('refuses the rest with INVALID_ELEMENT', () => {
     for (const bad of ['é'.repeat(513), 'x'.repeat(1025), '\ud800', 42, null]) {
       expect(() => checkElement(bad)).toThrow(
-        expect.objectContaining({ code: 'INVALID_REQUEST', status: 400 }),
+        expect.objectContaining({ code: 'INVALID_ELEMENT', status: 400 }),
       )
     }
   })
