@@ -373,6 +373,23 @@ export class RedisPartitionReplica implements PartitionReplica {
     return Number(acked)
   }
 
+  /**
+   * Re-reads `sv` from the server and returns it: for a caller that must not act on a view a
+   * push has not refreshed yet (another gateway process may have written a moment ago).
+   */
+  async refresh(): Promise<number[]> {
+    this.#live()
+    await this.#refresh()
+    return this.sv()
+  }
+
+  /** The server's replication role (`ROLE`): `master` for a leader, `slave` for a follower. */
+  async serverRole(): Promise<string> {
+    const { reader } = this.#live()
+    const reply = await this.#run(reader, 'role', (r) => r.call('ROLE'))
+    return String((reply as unknown[])[0])
+  }
+
   /** The HLC stored with this replica (the last one issued or observed). */
   async hlc(): Promise<Hlc> {
     const { reader } = this.#live()
