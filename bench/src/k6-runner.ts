@@ -32,13 +32,16 @@ function goBin(): string | undefined {
  * (where `go install` puts it), else `~/go/bin/k6`. Throws, saying how to install it, when none
  * exists.
  */
-export function findK6(env: NodeJS.ProcessEnv = process.env): string {
+export function findK6(
+  env: NodeJS.ProcessEnv = process.env,
+  where: { goBin?: () => string | undefined; home?: string } = {},
+): string {
   const candidates: string[] = []
   if (env.K6) candidates.push(env.K6)
   for (const dir of (env.PATH ?? '').split(delimiter)) if (dir) candidates.push(join(dir, 'k6'))
-  const fromGo = goBin()
+  const fromGo = (where.goBin ?? goBin)()
   if (fromGo) candidates.push(join(fromGo, 'k6'))
-  candidates.push(join(homedir(), 'go', 'bin', 'k6'))
+  candidates.push(join(where.home ?? homedir(), 'go', 'bin', 'k6'))
   const found = candidates.find((path) => existsSync(path))
   if (found) return found
   throw new Error(

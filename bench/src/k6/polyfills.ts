@@ -155,6 +155,8 @@ class K6AbortController {
   }
 }
 
+const DEFAULT_PORTS: Record<string, string> = { 'http:': '80', 'https:': '443' }
+
 const URL_PATTERN = /^([a-zA-Z][a-zA-Z0-9+.-]*:)\/\/([^/?#]*)([^?#]*)(\?[^#]*)?(#.*)?$/
 
 /** An absolute http(s) URL, parsed into the parts the SDK reads, or resolved against a base. */
@@ -179,11 +181,14 @@ class K6URL {
     const m = URL_PATTERN.exec(text)
     if (!m || m[2] === '') throw new TypeError(`Invalid URL: ${String(input)}`)
     this.protocol = m[1]!.toLowerCase()
-    this.host = m[2]!.toLowerCase()
-    const portAt = this.host.lastIndexOf(':')
-    const hasPort = portAt > this.host.lastIndexOf(']')
-    this.hostname = hasPort ? this.host.slice(0, portAt) : this.host
-    this.port = hasPort ? this.host.slice(portAt + 1) : ''
+    const host = m[2]!.toLowerCase()
+    const portAt = host.lastIndexOf(':')
+    const hasPort = portAt > host.lastIndexOf(']')
+    this.hostname = hasPort ? host.slice(0, portAt) : host
+    const port = hasPort ? host.slice(portAt + 1) : ''
+    // As URL does: the scheme's default port is not part of the URL.
+    this.port = DEFAULT_PORTS[this.protocol] === port ? '' : port
+    this.host = this.port ? `${this.hostname}:${this.port}` : this.hostname
     this.pathname = m[3] === '' ? '/' : m[3]!
     this.search = m[4] === '?' ? '' : (m[4] ?? '')
     this.hash = m[5] === '#' ? '' : (m[5] ?? '')
