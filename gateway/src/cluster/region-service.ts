@@ -51,6 +51,12 @@ export interface RegionServiceOptions {
    */
   lag?: (p: number, i: number) => FollowerLag
   /**
+   * Whether replica `i` of partition `p` can serve now (its backend is reachable). Reads go to
+   * available replicas only, and fail at once with `BACKEND_UNAVAILABLE` when none is.
+   * @default always
+   */
+  available?: (p: number, i: number) => boolean
+  /**
    * The status of this region's shippers.
    * @default none
    */
@@ -120,7 +126,12 @@ export class RegionService implements ClusterService {
     }
     if (need) this.#checkReachable(partition, need)
 
-    const replica = this.#choose(replicas, request.replica, need)
+    const replica = this.#choose(
+      partition,
+      this.#serving(partition, replicas),
+      request.replica,
+      need,
+    )
     const started = performance.now()
     const deadline = Date.now() + request.timeoutMs
     if (need && !(await replica.waitFor(need, deadline))) {
@@ -268,16 +279,39 @@ export class RegionService implements ClusterService {
     })
   }
 
+  // The replicas that can serve now (all of them unless `available` says otherwise).
+  #serving(partition: number, replicas: readonly PartitionReplica[]): readonly PartitionReplica[] {
+    const available = this.#options.available
+    if (!available) return replicas
+    const serving = replicas.filter((_, i) => available(partition, i))
+    if (serving.length === 0) throw this.#unavailable(partition, replicas)
+    return serving
+  }
+
+  #unavailable(partition: number, replicas: readonly PartitionReplica[]): CausewayError {
+    return new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `no replica of partition ${partition} in region ${this.region} that the read may use is reachable`,
+      { region: this.region, partition, backends: replicas.map((r) => r.backend) },
+    )
+  }
+
   #choose(
-    replicas: readonly PartitionReplica[],
+    partition: number,
+    serving: readonly PartitionReplica[],
     choice: ReplicaChoice,
     need: readonly number[] | undefined,
   ): PartitionReplica {
-    const leader = replicas[0]!
-    if (choice === 'leader') return leader
-    if (choice === 'follower') return this.#pick(replicas.slice(1)) ?? leader
-    const ready = need ? replicas.filter((r) => covers(r.sv(), need)) : replicas
-    return this.#pick(ready) ?? leader
+    const leader = this.#leader(partition)
+    const leaderServes = serving.includes(leader)
+    if (choice === 'leader') {
+      if (!leaderServes) throw this.#unavailable(partition, [leader])
+      return leader
+    }
+    const fallback = leaderServes ? leader : serving[0]!
+    if (choice === 'follower') return this.#pick(serving.filter((r) => r !== leader)) ?? fallback
+    const ready = need ? serving.filter((r) => covers(r.sv(), need)) : serving
+    return this.#pick(ready) ?? fallback
   }
 
   #pick(replicas: readonly PartitionReplica[]): PartitionReplica | undefined {
