@@ -8,7 +8,8 @@
  * the HLC and the local counter (`counter == sv[region]`). Every mutation is one atomic batch, so
  * `sv`, log and data always agree, also after a crash.
  */
-import type { Hlc } from '@causeway/core'
+import type { CausalContext, Hlc } from '@causeway/core'
+import type { SiblingSet } from './sibling-set.js'
 
 /** A stored version of a key. `value` is the JSON text of the value; absent for a tombstone. */
 export interface Version {
@@ -24,16 +25,28 @@ export interface LogEntry {
   /** Position in the origin's FIFO stream: 1, 2, 3, ... with no gaps. */
   idx: number
   key: string
-  /** JSON text of the value; absent for a delete (tombstone). */
+  /** JSON text of the value; absent for a delete (tombstone) and for a sibling write. */
   value?: string
   ts: Hlc
   /** Wall-clock ms at which the origin leader appended it (for lag metrics and injected lag). */
   at: number
+  /**
+   * A write in a siblings namespace: the origin leader's sibling set of `key` after the write, in
+   * its text form (`encodeSiblingSet`). The written value (or tombstone) is in it, as the newest
+   * sibling of region `origin`, stamped `ts`. Applying the entry merges this set into the key's.
+   */
+  siblings?: string
 }
 
 /** A read: the winning version and the `sv` it was read at, taken atomically. */
 export interface ReplicaRead {
   version: Version | undefined
+  sv: number[]
+}
+
+/** A read of a siblings key: its set (empty when never written) and the `sv` it was read at. */
+export interface SiblingRead {
+  siblings: SiblingSet
   sv: number[]
 }
 
@@ -67,6 +80,20 @@ export interface PartitionReplica {
   write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry>
 
   /**
+   * Leader only, for a key of a siblings namespace. Like {@link write} (same HLC, idx and `sv`
+   * bookkeeping), but the value (or, `undefined`, a tombstone) becomes a new sibling of the key:
+   * it supersedes the siblings `context` covers (the causal context the writer read; `[]` for a
+   * blind write) and leaves the others. The entry carries the resulting set.
+   * @throws `INVALID_CONTEXT` for a context naming a region the cluster does not have.
+   */
+  writeSibling(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+  ): Promise<LogEntry>
+
+  /**
    * Leader only: entries shipped from region `origin`, in idx order. Entries with
    * `idx <= sv[origin]` are skipped (idempotent); an entry with `idx > sv[origin] + 1` is a gap
    * and stops the batch there. Advances the HLC past each applied entry's `ts`. Resolves to the
@@ -82,6 +109,9 @@ export interface PartitionReplica {
 
   /** The winning version of `key` and the `sv` it was read at. */
   read(key: string): Promise<ReplicaRead>
+
+  /** The sibling set of a siblings-namespace `key` and the `sv` it was read at, atomically. */
+  readSiblings(key: string): Promise<SiblingRead>
 
   /** Up to `limit` log entries of `origin` with `idx > afterIdx`, in idx order. */
   readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]>

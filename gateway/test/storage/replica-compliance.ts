@@ -6,9 +6,19 @@
  * and reopened before the test and again before each check that `restart()` guards, so what is
  * checked is also what survives a restart.
  */
-import { HLC_ZERO, type Hlc, hlcFrom, hlcMillis } from '@causeway/core'
+import { type CausalContext, HLC_ZERO, type Hlc, hlcFrom, hlcMillis } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import {
+  NO_SIBLINGS,
+  type SiblingSet,
+  contextOf,
+  decodeSiblingSet,
+  encodeSiblingSet,
+  listSiblings,
+  mergeSiblings,
+  writeSibling,
+} from '../../src/storage/sibling-set.js'
 
 /** Which replica a store holds. */
 export interface ReplicaShape {
@@ -374,6 +384,301 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         for (let i = 0; i < 4; i++) await r.write('k', String(i), HLC_ZERO)
         expect(await Promise.all(waits)).toEqual([true, true, true, true])
         expect(await late).toBe(false)
+      })
+    })
+
+    describe('siblings', () => {
+      /** The siblings of `key` as `[dc, value]` (value undefined: a tombstone), oldest first. */
+      async function siblingsOf(r: PartitionReplica, key: string) {
+        const { siblings } = await r.readSiblings(key)
+        return listSiblings(siblings).map((s) => [s.dc, s.value])
+      }
+
+      async function contextAt(r: PartitionReplica, key: string): Promise<CausalContext> {
+        return contextOf((await r.readSiblings(key)).siblings)
+      }
+
+      /** Ships every entry of `from`'s own log that `to` has not received yet. */
+      async function ship(from: PartitionReplica, to: PartitionReplica): Promise<void> {
+        const origin = from.region
+        await to.receive(origin, await from.readLog(origin, to.sv()[origin]!, 1000))
+      }
+
+      it('keeps blind writes as siblings and reads them with their context', async () => {
+        let { r } = await fresh()
+        expect(await r.readSiblings('cart:1')).toEqual({
+          siblings: { entries: [], anonymous: [] },
+          sv: [0, 0, 0],
+        })
+        const a = await r.writeSibling('cart:1', '"a"', HLC_ZERO, [])
+        const b = await r.writeSibling('cart:1', '"b"', HLC_ZERO, [])
+        expect([a.idx, b.idx]).toEqual([1, 2])
+        expect(b.ts > a.ts).toBe(true)
+        r = await restart(r)
+        expect(await siblingsOf(r, 'cart:1')).toEqual([
+          [0, '"a"'],
+          [0, '"b"'],
+        ])
+        const read = await r.readSiblings('cart:1')
+        expect(contextOf(read.siblings)).toEqual([[0, 2]])
+        expect(read.sv).toEqual([2, 0, 0])
+        expect(listSiblings(read.siblings).map((s) => s.ts)).toEqual([a.ts, b.ts])
+      })
+
+      it('supersedes exactly what the context covers', async () => {
+        let { r } = await fresh()
+        await r.writeSibling('k:1', '"a"', HLC_ZERO, [])
+        const seenA = await contextAt(r, 'k:1')
+        await r.writeSibling('k:1', '"b"', HLC_ZERO, []) // concurrent with what follows
+        await r.writeSibling('k:1', '"c"', HLC_ZERO, seenA) // saw only a
+        r = await restart(r)
+        expect(await siblingsOf(r, 'k:1')).toEqual([
+          [0, '"b"'],
+          [0, '"c"'],
+        ])
+        // A write that saw both collapses them.
+        await r.writeSibling('k:1', '"merged"', HLC_ZERO, await contextAt(r, 'k:1'))
+        expect(await siblingsOf(r, 'k:1')).toEqual([[0, '"merged"']])
+        expect(await contextAt(r, 'k:1')).toEqual([[0, 4]])
+      })
+
+      it('deletes with a context as a tombstone sibling', async () => {
+        let { r } = await fresh()
+        await r.writeSibling('k:1', '"a"', HLC_ZERO, [])
+        const del = await r.writeSibling('k:1', undefined, HLC_ZERO, await contextAt(r, 'k:1'))
+        expect(del.value).toBeUndefined()
+        r = await restart(r)
+        expect(await siblingsOf(r, 'k:1')).toEqual([[0, undefined]])
+        expect(listSiblings((await r.readSiblings('k:1')).siblings)[0]!.ts).toBe(del.ts)
+        // A blind write after it is concurrent with the tombstone.
+        await r.writeSibling('k:1', '"b"', HLC_ZERO, [])
+        expect(await siblingsOf(r, 'k:1')).toEqual([
+          [0, undefined],
+          [0, '"b"'],
+        ])
+      })
+
+      it('logs the resulting set with each write', async () => {
+        let { r } = await fresh()
+        const a = await r.writeSibling('k:1', '"a"', HLC_ZERO, [])
+        const b = await r.writeSibling('k:1', '"b"', HLC_ZERO, [])
+        r = await restart(r)
+        const log = await r.readLog(0, 0, 10)
+        expect(log).toEqual([a, b])
+        expect(log.map((e) => 'value' in e)).toEqual([false, false])
+        const set = decodeSiblingSet(log[1]!.siblings!)
+        expect(set.entries).toEqual([
+          [
+            0,
+            2,
+            [
+              { ts: b.ts, value: '"b"' },
+              { ts: a.ts, value: '"a"' },
+            ],
+          ],
+        ])
+      })
+
+      it('keeps sibling keys apart from last-writer-wins keys of the same name', async () => {
+        let { r } = await fresh()
+        await r.write('k:1', '"lww"', HLC_ZERO)
+        await r.writeSibling('k:1', '"sib"', HLC_ZERO, [])
+        r = await restart(r)
+        expect((await r.read('k:1')).version?.value).toBe('"lww"')
+        expect(await siblingsOf(r, 'k:1')).toEqual([[0, '"sib"']])
+        expect(await siblingsOf(r, 'k:2')).toEqual([])
+      })
+
+      it('gives concurrent sibling writes consecutive idx and one dot each', async () => {
+        let { r } = await fresh()
+        const written = await Promise.all(
+          Array.from({ length: 60 }, (_, i) => r.writeSibling('hot:1', String(i), HLC_ZERO, [])),
+        )
+        expect(written.map((e) => e.idx)).toEqual(Array.from({ length: 60 }, (_, i) => i + 1))
+        r = await restart(r)
+        const { siblings } = await r.readSiblings('hot:1')
+        expect(contextOf(siblings)).toEqual([[0, 60]])
+        expect(listSiblings(siblings).map((s) => s.value)).toEqual(written.map((_, i) => String(i)))
+      })
+
+      it('converges two regions on exactly the concurrent siblings', async () => {
+        const zero = await fresh(0)
+        const one = await fresh(1)
+        let r0 = zero.r
+        let r1 = one.r
+        // Both regions write the key without having seen each other.
+        await r0.writeSibling('doc:1', '"zero"', HLC_ZERO, [])
+        await r1.writeSibling('doc:1', '"one"', HLC_ZERO, [])
+        await ship(r0, r1)
+        await ship(r1, r0)
+        r0 = await restart(r0)
+        r1 = await restart(r1)
+        const both = [
+          [0, '"zero"'],
+          [1, '"one"'],
+        ]
+        const byDc = (xs: unknown[][]) => [...xs].sort((x, y) => Number(x[0]) - Number(y[0]))
+        expect(byDc(await siblingsOf(r0, 'doc:1'))).toEqual(both)
+        expect(byDc(await siblingsOf(r1, 'doc:1'))).toEqual(both)
+        expect(await contextAt(r0, 'doc:1')).toEqual([
+          [0, 1],
+          [1, 1],
+        ])
+        // Region 1 resolves with the context it read; region 0 writes blind meanwhile.
+        await r1.writeSibling('doc:1', '"resolved"', HLC_ZERO, await contextAt(r1, 'doc:1'))
+        await r0.writeSibling('doc:1', '"late"', HLC_ZERO, [])
+        await ship(r1, r0)
+        await ship(r0, r1)
+        const expected = [
+          [0, '"zero"'],
+          [0, '"late"'],
+          [1, '"resolved"'],
+        ].filter(([, v]) => v !== '"zero"')
+        expect(byDc(await siblingsOf(r0, 'doc:1'))).toEqual(expected)
+        expect(byDc(await siblingsOf(r1, 'doc:1'))).toEqual(expected)
+        expect(await contextAt(r0, 'doc:1')).toEqual(await contextAt(r1, 'doc:1'))
+      })
+
+      it('merges the same entries to the same set whatever the order across origins', async () => {
+        const zero = await fresh(0)
+        const one = await fresh(1)
+        const two = await fresh(2)
+        await zero.r.writeSibling('k:1', '"z1"', HLC_ZERO, [])
+        await one.r.writeSibling('k:1', '"o1"', HLC_ZERO, [])
+        await ship(zero.r, two.r)
+        await two.r.writeSibling('k:1', '"t1"', HLC_ZERO, await contextAt(two.r, 'k:1'))
+        await zero.r.writeSibling('k:1', '"z2"', HLC_ZERO, [])
+        const entries = [
+          ...(await zero.r.readLog(0, 0, 10)),
+          ...(await one.r.readLog(1, 0, 10)),
+          ...(await two.r.readLog(2, 0, 10)),
+        ]
+        expect(entries).toHaveLength(4)
+        // Two followers of a fourth region apply them in different interleavings.
+        const a = await fresh(0)
+        const b = await fresh(0)
+        await a.r.apply(entries)
+        await b.r.apply([entries[3]!, entries[2]!])
+        await b.r.apply([entries[0]!, entries[1]!])
+        const ra = await restart(a.r)
+        const rb = await restart(b.r)
+        const sa = (await ra.readSiblings('k:1')).siblings
+        expect(sa).toEqual((await rb.readSiblings('k:1')).siblings)
+        // z1 was superseded by t1 (written with a context that saw it); the rest are concurrent.
+        expect(
+          listSiblings(sa)
+            .map((s) => s.value)
+            .sort(),
+        ).toEqual(['"o1"', '"t1"', '"z2"'])
+        expect(ra.sv()).toEqual([2, 1, 1])
+      })
+
+      it('computes the same sets as the reference DvvSet on a random history', async () => {
+        // A model of three regions' leaders, made with @causeway/core's DvvSet; the replica
+        // under test plays region 0 and receives what the model's regions 1 and 2 log.
+        let { r } = await fresh(0)
+        let seed = 0x5eed
+        const random = () => {
+          seed = (Math.imul(seed, 1103515245) + 12345) >>> 0
+          return seed / 2 ** 32
+        }
+        const model: SiblingSet[] = [NO_SIBLINGS, NO_SIBLINGS, NO_SIBLINGS]
+        const logs: LogEntry[][] = [[], [], []]
+        const seen: CausalContext[] = [[]]
+        let clock = Date.now()
+        for (let step = 0; step < 80; step++) {
+          const region = Math.floor(random() * 3)
+          const context = seen[Math.floor(random() * seen.length)]!
+          const value = random() < 0.2 ? undefined : String(step)
+          if (region === 0) {
+            const e = await r.writeSibling('m:1', value, HLC_ZERO, context)
+            const sibling = value === undefined ? { ts: e.ts } : { ts: e.ts, value }
+            model[0] = writeSibling(model[0]!, context, sibling, 0)
+            expect(decodeSiblingSet(e.siblings!)).toEqual(model[0])
+          } else {
+            const ts = hlcFrom(++clock, 0)
+            const sibling = value === undefined ? { ts } : { ts, value }
+            model[region] = writeSibling(model[region]!, context, sibling, region)
+            const e: LogEntry = {
+              origin: region,
+              idx: logs[region]!.length + 1,
+              key: 'm:1',
+              ts,
+              at: clock,
+              siblings: encodeSiblingSet(model[region]!),
+            }
+            logs[region]!.push(e)
+            if (random() < 0.6) {
+              // Region 0 receives everything of this region it has not yet, in one batch.
+              await r.receive(region, logs[region]!.slice(r.sv()[region]!))
+              model[0] = logs[region]!.reduce(
+                (set, x) => mergeSiblings(set, decodeSiblingSet(x.siblings!)),
+                model[0]!,
+              )
+            }
+          }
+          if (random() < 0.3) {
+            // Region 0's state also reaches another region now and then.
+            const to = 1 + Math.floor(random() * 2)
+            model[to] = mergeSiblings(model[to]!, model[0]!)
+          }
+          if (step % 20 === 19) r = await restart(r)
+          const stored = (await r.readSiblings('m:1')).siblings
+          expect(stored).toEqual(model[0])
+          seen.push(contextOf(stored), contextOf(model[region]!))
+        }
+        expect(listSiblings(model[0]!).length).toBeGreaterThan(1)
+      })
+
+      it('receives sibling entries idempotently', async () => {
+        const zero = await fresh(0)
+        const one = await fresh(1)
+        await zero.r.writeSibling('k:1', '"a"', HLC_ZERO, [])
+        await zero.r.writeSibling('k:1', '"b"', HLC_ZERO, [])
+        const log = await zero.r.readLog(0, 0, 10)
+        expect(await one.r.receive(0, log.slice(0, 1))).toBe(1)
+        expect(await one.r.receive(0, log)).toBe(2)
+        expect(await one.r.receive(0, log)).toBe(2)
+        const r1 = await restart(one.r)
+        expect(await siblingsOf(r1, 'k:1')).toEqual([
+          [0, '"a"'],
+          [0, '"b"'],
+        ])
+        expect(await r1.readLog(0, 0, 10)).toEqual(log)
+      })
+
+      it('refuses malformed sibling entries and foreign contexts without applying anything', async () => {
+        const { r } = await fresh(1)
+        const ts = tsIn(0)
+        const good = encodeSiblingSet({ entries: [[0, 1, [{ ts, value: '1' }]]], anonymous: [] })
+        const bad: LogEntry[] = [
+          { ...entry(0, 1, 'k:1', undefined, ts), siblings: 'x' },
+          { ...entry(0, 1, 'k:1', undefined, ts), siblings: `0\u001f0` },
+          { ...entry(0, 1, 'k:1', undefined, ts), siblings: `9\u001f1\u001f${ts}=1` },
+          // A set without the entry's own write.
+          { ...entry(0, 1, 'k:1', undefined, tsIn(5)), siblings: good },
+          { ...entry(0, 1, 'k:1', '1', ts), siblings: good },
+        ]
+        for (const e of bad) {
+          await expect(r.receive(0, [e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+          await expect(r.apply([e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+        }
+        expect(r.sv()).toEqual([0, 0, 0])
+        await expect(r.writeSibling('k:1', '1', HLC_ZERO, [[3, 1]])).rejects.toMatchObject({
+          code: 'INVALID_CONTEXT',
+        })
+        await expect(
+          r.writeSibling('k:1', '1', HLC_ZERO, [
+            [1, 2],
+            [0, 1],
+          ]),
+        ).rejects.toMatchObject({ code: 'INVALID_CONTEXT' })
+        expect(r.sv()).toEqual([0, 0, 0])
+        // The well-formed entry still applies.
+        expect(await r.receive(0, [{ ...entry(0, 1, 'k:1', undefined, ts), siblings: good }])).toBe(
+          1,
+        )
+        expect(await siblingsOf(r, 'k:1')).toEqual([[0, '1']])
       })
     })
 

@@ -6,6 +6,7 @@
  * - `m`: {@link ReplicaMeta} (JSON). `sv`, epoch and the last HLC; rewritten by every batch.
  * - `l/<origin:3>/<idx:16>`: a log entry, zero-padded decimals so key order is numeric order.
  * - `d/<key>`: the winning version of `key`.
+ * - `s/<key>`: the sibling set of `key` in a siblings namespace (its text form, `sibling-set.ts`).
  *
  * Values are compact strings rather than JSON objects so a value (already JSON text) is never
  * escaped a second time.
@@ -44,6 +45,11 @@ export function dataKey(key: string): string {
   return `d/${key}`
 }
 
+/** Key of the sibling set of `key`. */
+export function siblingsKey(key: string): string {
+  return `s/${key}`
+}
+
 const VALUE = '='
 const TOMBSTONE = '-'
 
@@ -60,23 +66,37 @@ export function decodeVersion(text: string): Version {
   return text[18] === TOMBSTONE ? { ts, dc } : { ts, dc, value: text.slice(19) }
 }
 
+// What follows the header of a log entry.
+const BODY_NONE = 0
+const BODY_VALUE = 1
+const BODY_SIBLINGS = 2
+
 /**
- * `[key, ts, at, hasValue]` as JSON, a newline, then the value. JSON never holds a raw newline,
- * so the first one ends the header. Origin and idx live in the LevelDB key.
+ * `[key, ts, at, body]` as JSON, a newline, then the body: nothing (a tombstone), the value, or
+ * the sibling set of a siblings-namespace write. JSON never holds a raw newline, so the first one
+ * ends the header. Origin and idx live in the LevelDB key.
  */
 export function encodeEntry(entry: LogEntry): string {
-  const hasValue = entry.value !== undefined
+  const body =
+    entry.siblings !== undefined
+      ? BODY_SIBLINGS
+      : entry.value !== undefined
+        ? BODY_VALUE
+        : BODY_NONE
   return (
-    JSON.stringify([entry.key, entry.ts, entry.at, hasValue ? 1 : 0]) + '\n' + (entry.value ?? '')
+    JSON.stringify([entry.key, entry.ts, entry.at, body]) +
+    '\n' +
+    (entry.siblings ?? entry.value ?? '')
   )
 }
 
 /** Inverse of {@link encodeEntry}. */
 export function decodeEntry(origin: number, idx: number, text: string): LogEntry {
   const newline = text.indexOf('\n')
-  const [key, ts, at, hasValue] = JSON.parse(text.slice(0, newline)) as [string, Hlc, number, 0 | 1]
+  const [key, ts, at, body] = JSON.parse(text.slice(0, newline)) as [string, Hlc, number, number]
   const entry: LogEntry = { origin, idx, key, ts, at }
-  if (hasValue === 1) entry.value = text.slice(newline + 1)
+  if (body === BODY_VALUE) entry.value = text.slice(newline + 1)
+  else if (body === BODY_SIBLINGS) entry.siblings = text.slice(newline + 1)
   return entry
 }
 

@@ -8,7 +8,14 @@
  * (group commit), and only then advances `sv` in memory and resolves. A failed batch fails the
  * replica: memory is never ahead of disk and no idx is ever skipped.
  */
-import { CausewayError, HybridClock, type Hlc, isHlc, HLC_ZERO } from '@causeway/core'
+import {
+  type CausalContext,
+  CausewayError,
+  HybridClock,
+  type Hlc,
+  isHlc,
+  HLC_ZERO,
+} from '@causeway/core'
 import type { AbstractBatchOptions, AbstractLevel } from 'abstract-level'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
@@ -18,8 +25,19 @@ import type {
   LogEntry,
   PartitionReplica,
   ReplicaRead,
+  SiblingRead,
   Version,
 } from '../partition-replica.js'
+import {
+  NO_SIBLINGS,
+  type SiblingSet,
+  checkContext,
+  checkLoggedSiblings,
+  decodeSiblingSet,
+  encodeSiblingSet,
+  mergeSiblings,
+  writeSibling,
+} from '../sibling-set.js'
 import { supersedes } from '../version-order.js'
 import {
   LAYOUT_FORMAT,
@@ -32,6 +50,7 @@ import {
   encodeVersion,
   logKey,
   parseLogKey,
+  siblingsKey,
 } from './level-layout.js'
 
 /** A LevelDB-like store with string keys and values. */
@@ -72,8 +91,14 @@ export interface LevelReplicaOptions {
   onFailure?: (error: CausewayError) => void
 }
 
+/** A leader's sibling write, turned into the entry's set when its batch commits. */
+interface SiblingWrite {
+  context: CausalContext
+  value: string | undefined
+}
+
 type Mutation =
-  | { kind: 'write'; entry: LogEntry; settle: Settle<LogEntry> }
+  | { kind: 'write'; entry: LogEntry; sibling?: SiblingWrite; settle: Settle<LogEntry> }
   | { kind: 'receive'; origin: number; entries: readonly LogEntry[]; settle: Settle<number> }
   | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
 
@@ -184,6 +209,29 @@ export class LevelPartitionReplica implements PartitionReplica {
   }
 
   write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
+    return this.#write(key, value, dt, undefined)
+  }
+
+  writeSibling(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+  ): Promise<LogEntry> {
+    try {
+      checkContext(context, this.#regions)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.#write(key, value, dt, { context, value })
+  }
+
+  #write(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    sibling: SiblingWrite | undefined,
+  ): Promise<LogEntry> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
     if (typeof key !== 'string' || key.length === 0) {
@@ -201,6 +249,10 @@ export class LevelPartitionReplica implements PartitionReplica {
       return Promise.reject(error) // an exhausted clock; no idx was taken
     }
     const entry: LogEntry = { origin: this.region, idx: ++this.#counter, key, ts, at: this.#now() }
+    if (sibling !== undefined) {
+      // The set is made when the batch commits, from the key's set at that point.
+      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, sibling, settle }))
+    }
     if (value !== undefined) entry.value = value
     return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
   }
@@ -223,6 +275,11 @@ export class LevelPartitionReplica implements PartitionReplica {
       return Promise.reject(
         invalid(`malformed entry ${bad.origin}:${bad.idx} shipped as origin ${origin}`),
       )
+    try {
+      for (const e of entries) checkLoggedSiblings(e, this.#regions)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return this.#enqueue<number>((settle) => ({ kind: 'receive', origin, entries, settle }))
   }
 
@@ -231,6 +288,11 @@ export class LevelPartitionReplica implements PartitionReplica {
     if (refused) return Promise.reject(refused)
     const bad = entries.find((e) => !isValidEntry(e, this.#regions))
     if (bad) return Promise.reject(invalid(`malformed entry ${bad.origin}:${bad.idx}`))
+    try {
+      for (const e of entries) checkLoggedSiblings(e, this.#regions)
+    } catch (error) {
+      return Promise.reject(error)
+    }
     return this.#enqueue<void>((settle) => ({ kind: 'apply', entries, settle }))
   }
 
@@ -242,6 +304,15 @@ export class LevelPartitionReplica implements PartitionReplica {
     if (meta === undefined) throw new Error(`${this.#name()} lost its meta record`)
     const { sv } = JSON.parse(meta) as ReplicaMeta
     return { version: stored === undefined ? undefined : decodeVersion(stored), sv }
+  }
+
+  async readSiblings(key: string): Promise<SiblingRead> {
+    const refused = this.#refusal()
+    if (refused) throw refused
+    const [meta, stored] = await this.#db.getMany([META_KEY, siblingsKey(key)])
+    if (meta === undefined) throw new Error(`${this.#name()} lost its meta record`)
+    const { sv } = JSON.parse(meta) as ReplicaMeta
+    return { siblings: stored === undefined ? NO_SIBLINGS : decodeSiblingSet(stored), sv }
   }
 
   async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
@@ -304,6 +375,7 @@ export class LevelPartitionReplica implements PartitionReplica {
   async #commit(mutations: Mutation[]): Promise<void> {
     const sv = [...this.#sv]
     const accepted: LogEntry[] = []
+    const siblingWrites = new Map<LogEntry, SiblingWrite>()
     for (const m of mutations) {
       if (m.kind === 'write') {
         // Stamped in call order and committed in queue order, so this always holds.
@@ -314,6 +386,7 @@ export class LevelPartitionReplica implements PartitionReplica {
         }
         sv[this.region] = m.entry.idx
         accepted.push(m.entry)
+        if (m.sibling) siblingWrites.set(m.entry, m.sibling)
       } else if (m.kind === 'receive') {
         for (const entry of m.entries) {
           if (entry.idx <= sv[m.origin]!) continue
@@ -337,7 +410,7 @@ export class LevelPartitionReplica implements PartitionReplica {
 
     if (accepted.length > 0) {
       for (const entry of accepted) this.#clock.observe(entry.ts)
-      await this.#db.batch(await this.#operations(accepted, sv), this.#durable)
+      await this.#db.batch(await this.#operations(accepted, siblingWrites, sv), this.#durable)
     }
 
     const advanced = sv.some((idx, d) => idx !== this.#sv[d])
@@ -353,19 +426,52 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
   }
 
-  // The batch that stores `accepted` entries: log rows, changed winners and the new meta.
-  async #operations(accepted: readonly LogEntry[], sv: number[]) {
+  /**
+   * The batch that stores `accepted` entries: log rows, changed winners and sibling sets, and the
+   * new meta. A leader's sibling write gets its entry's set here, from the key's set as the
+   * entries before it in the batch left it.
+   */
+  async #operations(
+    accepted: readonly LogEntry[],
+    siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>,
+    sv: number[],
+  ) {
     type Put = { type: 'put'; key: string; value: string }
     const ops: Put[] = []
-    const keys = [...new Set(accepted.map((e) => e.key))]
-    const stored = keys.length > 0 ? await this.#db.getMany(keys.map(dataKey)) : []
+    const isSibling = (e: LogEntry) => e.siblings !== undefined || siblingWrites.has(e)
+    const keys = [...new Set(accepted.filter((e) => !isSibling(e)).map((e) => e.key))]
+    const setKeys = [...new Set(accepted.filter(isSibling).map((e) => e.key))]
+    const stored = await this.#db.getMany([...keys.map(dataKey), ...setKeys.map(siblingsKey)])
     const winners = new Map<string, Version | undefined>()
     keys.forEach((key, i) => {
       const text = stored[i]
       winners.set(key, text === undefined ? undefined : decodeVersion(text))
     })
+    const sets = new Map<string, SiblingSet>()
+    setKeys.forEach((key, i) => {
+      const text = stored[keys.length + i]
+      sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text))
+    })
     const changed = new Set<string>()
+    const changedSets = new Set<string>()
     for (const entry of accepted) {
+      const write = siblingWrites.get(entry)
+      if (write !== undefined || entry.siblings !== undefined) {
+        const local = sets.get(entry.key)!
+        let next: SiblingSet
+        if (write !== undefined) {
+          const sibling =
+            write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
+          next = writeSibling(local, write.context, sibling, this.region)
+          entry.siblings = encodeSiblingSet(next)
+        } else {
+          next = mergeSiblings(local, decodeSiblingSet(entry.siblings!))
+        }
+        sets.set(entry.key, next)
+        changedSets.add(entry.key)
+        ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
+        continue
+      }
       ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
       const candidate: Version = { ts: entry.ts, dc: entry.origin }
       if (entry.value !== undefined) candidate.value = entry.value
@@ -376,6 +482,8 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
     for (const key of changed)
       ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winners.get(key)!) })
+    for (const key of changedSets)
+      ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(sets.get(key)!) })
     ops.push({ type: 'put', key: META_KEY, value: JSON.stringify(this.#meta(sv)) })
     return ops
   }
@@ -467,6 +575,7 @@ function isValidEntry(e: LogEntry, regions: number): boolean {
     e.idx >= 1 &&
     typeof e.key === 'string' &&
     isHlc(e.ts) &&
-    (e.value === undefined || typeof e.value === 'string')
+    (e.value === undefined || typeof e.value === 'string') &&
+    (e.siblings === undefined || (typeof e.siblings === 'string' && e.value === undefined))
   )
 }

@@ -7,8 +7,9 @@
  * |------------------------------|--------|----------------------------------------------------|
  * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`       |
  * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`) |
- * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone) |
+ * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone), `s` (a sibling write's set) |
  * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
+ * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
  * | `<prefix>wait`               | string | a counter `waitReplicas` bumps to have an offset to `WAIT` for |
  *
  * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so
@@ -62,6 +63,13 @@ export class ReplicaKeys {
     if (typeof key !== 'string' || key.length === 0 || !key.isWellFormed())
       throw new CausewayError('INVALID_KEY', 'key must be a non-empty string of valid Unicode')
     return this.prefix + 'v:' + encodeKeyPart(key)
+  }
+
+  /** The sibling set of a client key in a siblings namespace. Throws like {@link version}. */
+  siblings(key: string): string {
+    if (typeof key !== 'string' || key.length === 0 || !key.isWellFormed())
+      throw new CausewayError('INVALID_KEY', 'key must be a non-empty string of valid Unicode')
+    return this.prefix + 's:' + encodeKeyPart(key)
   }
 
   /** The keyspace-notification channel that fires when `sv` changes in database `db`. */

@@ -19,15 +19,17 @@
  * `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
  */
 import { CausewayError, isHlc } from '@causeway/core'
-import type { Hlc } from '@causeway/core'
+import type { CausalContext, Hlc } from '@causeway/core'
 import { Redis } from 'ioredis'
 import type {
   AdvanceListener,
   LogEntry,
   PartitionReplica,
   ReplicaRead,
+  SiblingRead,
   Version,
 } from '../partition-replica.js'
+import { checkContext, checkLoggedSiblings, decodeSiblingSet } from '../sibling-set.js'
 import { backendError } from './backend-error.js'
 import { ReplicaKeys } from './key-layout.js'
 import {
@@ -35,7 +37,9 @@ import {
   INGEST_SCRIPT,
   LOAD_SCRIPT,
   READ_SCRIPT,
+  READ_SIBLINGS_SCRIPT,
   WRITE_SCRIPT,
+  WRITE_SIBLING_SCRIPT,
   stringsOf,
   svOf,
 } from './replica-scripts.js'
@@ -269,6 +273,48 @@ export class RedisPartitionReplica implements PartitionReplica {
     return entry
   }
 
+  async writeSibling(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+  ): Promise<LogEntry> {
+    const setKey = this.keys.siblings(key)
+    if (value !== undefined && typeof value !== 'string')
+      throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
+    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
+    checkContext(context, this.#options.regions)
+    const { writer } = this.#live()
+    const region = String(this.region)
+    const result = await this.#run(writer, 'write', (r) =>
+      WRITE_SIBLING_SCRIPT.run(
+        r,
+        [this.keys.meta, this.keys.sv, this.keys.log(this.region), setKey],
+        [
+          region,
+          String(this.#options.regions),
+          dt,
+          key,
+          value === undefined ? '0' : '1',
+          value ?? '',
+          this.#now ? String(Math.floor(this.#now())) : '',
+          // The context as a sibling set without siblings (see replica-scripts.ts).
+          context.map(([actor, counter]) => `${actor}\u001f${counter}`).join('\u001e'),
+        ],
+      ),
+    )
+    const reply = stringsOf(result, 4 + this.#options.regions)
+    this.#stable.advance(svOf(reply, 4, this.#options.regions))
+    return {
+      origin: this.region,
+      idx: Number(reply[0]),
+      key,
+      ts: reply[1] as Hlc,
+      at: Number(reply[2]),
+      siblings: reply[3]!,
+    }
+  }
+
   async receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
     this.#checkOrigin(origin)
     if (origin === this.region)
@@ -305,6 +351,19 @@ export class RedisPartitionReplica implements PartitionReplica {
     return { version, sv }
   }
 
+  async readSiblings(key: string): Promise<SiblingRead> {
+    const setKey = this.keys.siblings(key)
+    const { reader } = this.#live()
+    const regions = this.#options.regions
+    const result = await this.#run(reader, 'read', (r) =>
+      READ_SIBLINGS_SCRIPT.run(r, [setKey, this.keys.sv], [String(regions)]),
+    )
+    const reply = stringsOf(result, 1 + regions)
+    const sv = svOf(reply, 1, regions)
+    this.#stable.advance(sv)
+    return { siblings: decodeSiblingSet(reply[0]!), sv }
+  }
+
   async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
     this.#checkOrigin(origin)
     if (!Number.isInteger(afterIdx) || afterIdx < 0)
@@ -328,6 +387,8 @@ export class RedisPartitionReplica implements PartitionReplica {
       }
       const value = f.get('v')
       if (value !== undefined) entry.value = value
+      const siblings = f.get('s')
+      if (siblings !== undefined) entry.siblings = siblings
       return entry
     })
   }
@@ -406,13 +467,17 @@ export class RedisPartitionReplica implements PartitionReplica {
     const args = [mode, String(this.#options.regions), String(entries.length)]
     for (const entry of entries) {
       this.#checkEntry(entry)
-      keys.push(this.keys.log(entry.origin), this.keys.version(entry.key))
+      const sibling = entry.siblings !== undefined
+      keys.push(
+        this.keys.log(entry.origin),
+        sibling ? this.keys.siblings(entry.key) : this.keys.version(entry.key),
+      )
       args.push(
         String(entry.origin),
         String(entry.idx),
         entry.key,
-        entry.value === undefined ? '0' : '1',
-        entry.value ?? '',
+        sibling ? '2' : entry.value === undefined ? '0' : '1',
+        entry.siblings ?? entry.value ?? '',
         entry.ts,
         String(entry.at),
       )
@@ -439,6 +504,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (entry.value !== undefined && typeof entry.value !== 'string')
       throw new CausewayError('INVALID_REQUEST', 'entry value must be JSON text or undefined')
     if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
+    checkLoggedSiblings(entry, this.#options.regions)
   }
 
   /** The `WAIT` connection, connected on first use. */
@@ -527,7 +593,14 @@ export class RedisPartitionReplica implements PartitionReplica {
 
   /** Loads the scripts (a restarted server forgot them), so calls need no NOSCRIPT round trip. */
   async #loadScripts(reader: Redis): Promise<void> {
-    for (const script of [WRITE_SCRIPT, INGEST_SCRIPT, READ_SCRIPT, LOAD_SCRIPT])
+    for (const script of [
+      WRITE_SCRIPT,
+      WRITE_SIBLING_SCRIPT,
+      INGEST_SCRIPT,
+      READ_SCRIPT,
+      READ_SIBLINGS_SCRIPT,
+      LOAD_SCRIPT,
+    ])
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }
 
