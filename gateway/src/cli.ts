@@ -6,12 +6,22 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
+import { UsageError, integer } from './cli-args.js'
+import {
+  DEV_REDIS_USAGE,
+  GATEWAY_USAGE,
+  backendOf,
+  runGatewayCommand,
+  runRedisDevCommand,
+} from './cli-redis.js'
 import type { DevClusterOptions } from './dev-server.js'
 
 const USAGE = `Usage: causeway <command> [options]
 
 Commands:
   dev            Run a multi-region cluster in this process, one HTTP gateway per region
+                 (--backend redis: on redis-servers and gateway processes it starts)
+  gateway        Run one gateway process of one region of a Redis-backed cluster
   help           Show this help
 
 Options of dev:
@@ -29,6 +39,10 @@ Options of dev:
   --without-hlc          benchmark ablation: writes wait for their dependency vector
                          instead of using the HLC (NuKV section 6)       [default: off]
 
+  --backend level|redis  storage backend (redis: see below)             [default: level]
+
+${DEV_REDIS_USAGE}
+${GATEWAY_USAGE}
   -h, --help             show this help
   -v, --version          show the version
 
@@ -36,26 +50,7 @@ Each region's URL is printed on its own line once every gateway listens.
 Stop with Ctrl-C (SIGINT) or SIGTERM; a second signal exits at once.
 `
 
-/** A mistake on the command line: print it with the usage and exit 2. */
-class UsageError extends Error {}
-
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
-
-function integer(
-  name: string,
-  text: string | undefined,
-  fallback: number,
-  min: number,
-  max: number,
-): number {
-  if (text === undefined) return fallback
-  if (!/^[0-9]+$/.test(text))
-    throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(text)}`)
-  const value = Number(text)
-  if (value < min || value > max)
-    throw new UsageError(`--${name} must be between ${min} and ${max}, not ${value}`)
-  return value
-}
 
 interface DevCommand {
   options: DevClusterOptions
@@ -80,10 +75,13 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
+      backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
   if (values.help) return 'help'
+  if (values.backend !== undefined && values.backend !== 'level')
+    throw new UsageError(`--backend must be level or redis, not ${JSON.stringify(values.backend)}`)
   if (positionals.length > 0)
     throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`)
   if (values.memory && values.data !== undefined)
@@ -186,6 +184,14 @@ async function main(argv: string[]): Promise<number> {
   if (command === '-v' || command === '--version') {
     process.stdout.write(`${version()}\n`)
     return 0
+  }
+  if (command === 'gateway' || (command === 'dev' && backendOf(rest) === 'redis')) {
+    const run = command === 'gateway' ? runGatewayCommand : runRedisDevCommand
+    if ((await run(rest)) === 'help') {
+      process.stdout.write(USAGE)
+      return 0
+    }
+    return -1 // keep running until a signal
   }
   if (command !== 'dev') throw new UsageError(`unknown command ${JSON.stringify(command)}`)
   const dev = parseDev(rest)

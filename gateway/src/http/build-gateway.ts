@@ -16,8 +16,10 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify'
 import type { ClusterService } from '../cluster/cluster-service.js'
+import { authenticate, type GatewayAuth } from './auth.js'
 import { handleError, handleFrameworkError, handleNotFound, validationError } from './errors.js'
 import { healthRoute } from './routes/health.js'
+import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
@@ -45,6 +47,18 @@ export interface GatewayOptions {
    * @default true
    */
   processMetrics?: boolean
+  /**
+   * Credentials: client API keys (none: client routes are open) and the cluster secret of the
+   * internal routes. See `http/auth.ts`.
+   * @default open client routes, no internal access
+   */
+  auth?: GatewayAuth
+  /**
+   * Serve the internal cross-region shipping endpoint (`/v1/internal/ship/...`) from this
+   * receiver; needs `auth.clusterSecret`.
+   * @default not served
+   */
+  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number }
 }
 
 /** A gateway: a Fastify instance typed by the TypeBox schemas of `@causeway/core`. */
@@ -110,6 +124,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
       throw new CausewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another')
     }
   })
+  if (options.shipping && !options.auth?.clusterSecret)
+    throw new TypeError('the internal shipping endpoint needs auth.clusterSecret')
+  app.addHook('onRequest', authenticate(options.auth ?? {}))
   // The server stops listening on close but waits for open connections: a keep-alive connection
   // whose request was in flight would hold it open, so such replies close their connection.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -133,5 +150,16 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(statusRoute, { service })
   app.register(healthRoute, { region: service.region })
   app.register(metricsRoute, { service, metrics })
+  if (options.shipping) {
+    app.register(internalRoutes, {
+      receiver: options.shipping.receiver,
+      region: service.region,
+      regions: shape.regionNames.length,
+      partitions: shape.partitions,
+      maxKeyBytes: shape.limits.maxKeyBytes,
+      maxValueBytes: shape.limits.maxValueBytes,
+      maxBatchBytes: options.shipping.maxBatchBytes,
+    })
+  }
   return app
 }

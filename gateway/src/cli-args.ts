@@ -1,0 +1,76 @@
+/** What the `causeway` commands share to read their command lines. */
+
+/** A mistake on the command line: the CLI prints it with the usage and exits 2. */
+export class UsageError extends Error {}
+
+/** Pino's levels, plus `silent`. */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']
+
+/** `--name`'s whole-number value in `min..max`, or `fallback` when it was not given. */
+export function integer(
+  name: string,
+  text: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
+  if (text === undefined) return fallback
+  if (!/^[0-9]+$/.test(text))
+    throw new UsageError(`--${name} must be a whole number, not ${JSON.stringify(text)}`)
+  const value = Number(text)
+  if (value < min || value > max)
+    throw new UsageError(`--${name} must be between ${min} and ${max}, not ${value}`)
+  return value
+}
+
+/** Checks `--log-level`. */
+export function logLevel(text: string | undefined): string {
+  const level = text ?? 'warn'
+  if (!LOG_LEVELS.includes(level))
+    throw new UsageError(
+      `--log-level must be one of ${LOG_LEVELS.join(', ')}, not ${JSON.stringify(level)}`,
+    )
+  return level
+}
+
+/** Fastify's logger for a level: pino on stderr, so stdout carries only the URLs. */
+export function loggerFor(level: string): false | { level: string; stream: NodeJS.WritableStream } {
+  return level === 'silent' ? false : { level, stream: process.stderr }
+}
+
+/**
+ * Runs a server until SIGINT or SIGTERM, then closes it gracefully and exits; a second signal
+ * exits at once. `started` is called once it runs (not when a signal came first).
+ */
+export function runUntilSignal<T extends { close(): Promise<void> }>(
+  name: string,
+  starting: Promise<T>,
+  started: (server: T) => void,
+): Promise<void> {
+  let stopping = false
+  const stop = (why: string): void => {
+    if (stopping) {
+      process.stderr.write(`${name}: ${why} again, exiting now\n`)
+      process.exit(1)
+    }
+    stopping = true
+    process.stderr.write(`${name}: ${why}, shutting down (finishing requests in flight)\n`)
+    starting
+      .then((server) => server.close())
+      .then(
+        () => {
+          process.stderr.write(`${name}: stopped\n`)
+          process.exit(0)
+        },
+        (error: unknown) => {
+          process.stderr.write(`${name}: shutdown failed: ${String(error)}\n`)
+          process.exit(1)
+        },
+      )
+  }
+  process.on('SIGINT', () => stop('SIGINT'))
+  process.on('SIGTERM', () => stop('SIGTERM'))
+  return starting.then((server) => {
+    if (!stopping) started(server)
+  })
+}

@@ -1,0 +1,214 @@
+/**
+ * The Redis-backed commands of the `causeway` CLI: `causeway gateway --config cluster.json` (one
+ * gateway process of one region) and `causeway dev --backend redis` (a whole cluster of
+ * `redis-server`s and gateway processes on this machine).
+ */
+import { parseArgs } from 'node:util'
+import { UsageError, integer, logLevel, loggerFor, runUntilSignal } from './cli-args.js'
+import type { RedisDevClusterOptions } from './dev/redis-dev-cluster.js'
+
+/** Usage of `causeway gateway`. */
+export const GATEWAY_USAGE = `Options of gateway (one gateway process of one region, over Redis):
+  --config FILE          the cluster config (see docs/operations.md)      [required]
+  --region NAME|ID       the region to serve            [required with several regions]
+  --port N               port to listen on; 0 = any                      [default: 7070]
+  --host HOST            interface to listen on                          [default: 127.0.0.1]
+  --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
+`
+
+/** Usage of the Redis-only options of `causeway dev`. */
+export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
+--host, --max-value-bytes, --log-level as above):
+  --backend redis        one redis-server per replica (followers REPLICAOF their leader)
+                         and causeway gateway processes; needs redis-server installed
+  --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
+  --gateways N           gateway processes per region; N > 1 puts a round-robin
+                         balancer on the region's port                   [default: 1]
+  --appendfsync POLICY   always (ack once on disk) or everysec           [default: always]
+`
+
+/** The `--backend` a `dev` command line asks for (`level` unless it says otherwise). */
+export function backendOf(args: readonly string[]): string {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === '--backend') return args[i + 1] ?? ''
+    if (arg.startsWith('--backend=')) return arg.slice('--backend='.length)
+  }
+  return 'level'
+}
+
+interface GatewayCommand {
+  config: string
+  region: string | undefined
+  port: number
+  host: string
+  logLevel: string
+}
+
+function parseGateway(args: string[]): GatewayCommand | 'help' {
+  const { values, positionals } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      config: { type: 'string' },
+      region: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+  if (values.help) return 'help'
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`)
+  if (!values.config) throw new UsageError('gateway needs --config FILE')
+  if (values.host === '') throw new UsageError('--host needs an interface')
+  return {
+    config: values.config,
+    region: values.region,
+    port: integer('port', values.port, 7070, 0, 65_535),
+    host: values.host ?? '127.0.0.1',
+    logLevel: logLevel(values['log-level']),
+  }
+}
+
+/** `causeway gateway ...`: resolves once it listens (or returns 'help'). */
+export async function runGatewayCommand(args: string[]): Promise<'help' | undefined> {
+  const command = parseGateway(args)
+  if (command === 'help') return 'help'
+  const { loadClusterConfig, findRegion } = await import('./cluster/cluster-config.js')
+  const config = await loadClusterConfig(command.config)
+  if (command.region === undefined && config.regions.length > 1)
+    throw new UsageError(
+      `${command.config} has ${config.regions.length} regions (${config.regions.map((r) => r.name).join(', ')}): say which with --region`,
+    )
+  const region = findRegion(config, command.region ?? '0')
+  if (!region)
+    throw new UsageError(
+      `--region ${command.region}: ${command.config} has regions ${config.regions.map((r) => `${r.id} (${r.name})`).join(', ')}`,
+    )
+  const name = `causeway gateway ${region.name}`
+  if (config.auth.apiKeys.length === 0 && !isLoopback(command.host))
+    process.stderr.write(
+      `${name}: WARNING: the config names no API keys, so anyone who reaches ${command.host}:${command.port} can read and write\n`,
+    )
+  const { startGateway } = await import('./gateway-server.js')
+  const log = throttled(name)
+  const starting = startGateway({
+    config,
+    region: region.id,
+    port: command.port,
+    host: command.host,
+    logger: loggerFor(command.logLevel),
+    cluster: { onEvent: log },
+  })
+  // Started by `causeway dev`: stop with it, even if it dies without stopping us.
+  if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
+  await runUntilSignal(name, starting, (server) => {
+    process.stdout.write(`region ${region.id} (${region.name}) ${server.url}\n`)
+  })
+  return undefined
+}
+
+interface RedisDevCommand {
+  options: RedisDevClusterOptions
+}
+
+function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
+  const { values, positionals } = parseArgs({
+    args,
+    strict: true,
+    allowPositionals: true,
+    options: {
+      backend: { type: 'string' },
+      regions: { type: 'string' },
+      partitions: { type: 'string' },
+      replicas: { type: 'string' },
+      gateways: { type: 'string' },
+      port: { type: 'string' },
+      host: { type: 'string' },
+      data: { type: 'string' },
+      appendfsync: { type: 'string' },
+      'max-value-bytes': { type: 'string' },
+      'log-level': { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  })
+  if (values.help) return 'help'
+  if (positionals.length > 0)
+    throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`)
+  if (values.data === '') throw new UsageError('--data needs a directory')
+  if (values.host === '') throw new UsageError('--host needs an interface')
+  const appendfsync = values.appendfsync ?? 'always'
+  if (appendfsync !== 'always' && appendfsync !== 'everysec')
+    throw new UsageError(
+      `--appendfsync must be always or everysec, not ${JSON.stringify(appendfsync)}`,
+    )
+  const regions = integer('regions', values.regions, 2, 1, 16)
+  const port = integer('port', values.port, 7070, 0, 65_535)
+  if (port !== 0 && port + regions - 1 > 65_535)
+    throw new UsageError(`--port ${port} leaves no room for ${regions} regions`)
+  const options: RedisDevCommand['options'] = {
+    regions,
+    partitions: integer('partitions', values.partitions, 4, 1, 64),
+    replicas: integer('replicas', values.replicas, 3, 1, 9),
+    gateways: integer('gateways', values.gateways, 1, 1, 16),
+    port,
+    host: values.host ?? '127.0.0.1',
+    appendfsync,
+    logLevel: logLevel(values['log-level']),
+    onGatewayExit: (g, code) =>
+      process.stderr.write(
+        `causeway dev: gateway ${g.index} of region ${g.region} (${g.url}, pid ${g.pid}) exited (${code}); the region's other gateways go on\n`,
+      ),
+  }
+  if (values.data !== undefined) options.dataDir = values.data
+  if (values['max-value-bytes'] !== undefined)
+    options.limits = {
+      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
+    }
+  return { options }
+}
+
+/** `causeway dev --backend redis ...`: resolves once every gateway listens (or returns 'help'). */
+export async function runRedisDevCommand(args: string[]): Promise<'help' | undefined> {
+  const command = parseRedisDev(args)
+  if (command === 'help') return 'help'
+  const { options } = command
+  const total = options.regions * options.partitions * options.replicas
+  process.stderr.write(
+    `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas ` +
+      `on ${total} redis-servers (appendfsync ${options.appendfsync}), ${options.gateways} gateway process(es) per region, ` +
+      `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}\n`,
+  )
+  const { startRedisDevCluster } = await import('./dev/redis-dev-cluster.js')
+  await runUntilSignal('causeway dev', startRedisDevCluster(options), (dev) => {
+    process.stderr.write(`causeway dev: config ${dev.configPath}\n`)
+    // Gateways first, so a reader that waits for every region line has them all.
+    for (const g of dev.gateways)
+      process.stdout.write(`gateway ${g.region}.${g.index} ${g.url} pid ${g.pid}\n`)
+    process.stdout.write(`config ${dev.configPath}\n`)
+    for (const [d, url] of dev.urls.entries())
+      process.stdout.write(`region ${d} (${dev.regionNames[d]}) ${url}\n`)
+  })
+  return undefined
+}
+
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.')
+}
+
+// Background events, each kind at most once per 10 s (a region that is down for a while would
+// otherwise log every retry).
+function throttled(name: string): (message: string, error?: unknown) => void {
+  const last = new Map<string, number>()
+  return (message, error) => {
+    const now = Date.now()
+    if (now - (last.get(message) ?? -Infinity) < 10_000) return
+    last.set(message, now)
+    const why =
+      error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`
+    process.stderr.write(`${name}: ${message}${why}\n`)
+  }
+}

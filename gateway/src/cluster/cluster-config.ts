@@ -1,0 +1,373 @@
+/**
+ * The deployment config of a Redis-backed cluster (`causeway gateway --config cluster.json`): the
+ * cluster's id and shape, each region's public URL, its gateways and the Redis server of every
+ * partition replica, auth, limits and shipping options. Every gateway process of every region
+ * reads the same file. It is checked strictly (unknown fields are errors) against a TypeBox
+ * schema, then for what a schema cannot say (counts that must agree, unique names), and every
+ * problem is reported with its path in the file. `docs/operations.md` documents it with an example.
+ */
+import { readFile } from 'node:fs/promises'
+import { DEFAULT_LIMITS, type Limits } from '@causeway/core'
+import { type Static, Type } from 'typebox'
+import { Value } from 'typebox/value'
+
+/** Version of the config format. */
+export const CONFIG_FORMAT = 1
+
+const MAX_REGIONS = 255
+
+const HttpUrl = Type.String({
+  pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
+  description: 'an http:// or https:// base URL, without query or fragment',
+})
+const RedisUrl = Type.String({
+  pattern: '^rediss?://[^\\s]+$',
+  description: 'a Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS)',
+})
+const Ms = (description: string) => Type.Integer({ minimum: 1, maximum: 3_600_000, description })
+
+/** A secret given in the file, or the name of an environment variable holding it. */
+const SecretSchema = Type.Union(
+  [
+    Type.String({ minLength: 16, maxLength: 512 }),
+    Type.Object({ env: Type.String({ minLength: 1 }) }, { additionalProperties: false }),
+  ],
+  {
+    description:
+      'must be a string of 16 to 512 characters, or { "env": "NAME" } to read it from the environment',
+  },
+)
+
+const RegionConfigSchema = Type.Object(
+  {
+    name: Type.String({
+      pattern: '^[A-Za-z][A-Za-z0-9_.-]{0,63}$',
+      description:
+        'letters, digits, _ . or -, starting with a letter (so that it never reads as a region id)',
+    }),
+    url: HttpUrl,
+    gateways: Type.Optional(Type.Array(HttpUrl, { minItems: 1, maxItems: 256 })),
+    replicas: Type.Array(Type.Array(RedisUrl, { minItems: 1, maxItems: 99 }), {
+      minItems: 1,
+      maxItems: 65_536,
+    }),
+  },
+  { additionalProperties: false },
+)
+
+/** The schema of `cluster.json` as written (before defaults and secrets are resolved). */
+export const ClusterConfigFileSchema = Type.Object(
+  {
+    format: Type.Literal(CONFIG_FORMAT),
+    cluster: Type.String({ minLength: 1, maxLength: 128, description: 'the cluster id' }),
+    partitions: Type.Integer({ minimum: 1, maximum: 65_536 }),
+    regions: Type.Array(RegionConfigSchema, { minItems: 1, maxItems: MAX_REGIONS }),
+    auth: Type.Optional(
+      Type.Object(
+        {
+          apiKeys: Type.Optional(Type.Array(SecretSchema, { maxItems: 1024 })),
+          clusterSecret: Type.Optional(SecretSchema),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    limits: Type.Optional(
+      Type.Object(
+        {
+          maxKeyBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: 65_536 })),
+          maxValueBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: 512 * 1024 * 1024 })),
+          maxSkewMs: Type.Optional(Ms('how far ahead of the clock a write may depend')),
+          defaultTimeoutMs: Type.Optional(Ms('deadline of a read that gives none')),
+          maxTimeoutMs: Type.Optional(Ms('longest deadline a call may ask for')),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    shipping: Type.Optional(
+      Type.Object(
+        {
+          batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+          maxBatchBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 })),
+          maxInFlight: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+          leaseMs: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
+          requestTimeoutMs: Type.Optional(Ms('deadline of one request to another region')),
+          retryMaxMs: Type.Optional(Ms('longest pause between shipping retries')),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    redis: Type.Optional(
+      Type.Object(
+        {
+          namespace: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+          commandTimeoutMs: Type.Optional(Ms('deadline of one Redis call')),
+          connectTimeoutMs: Type.Optional(Ms('deadline of a TCP connection to Redis')),
+          reconnectMaxDelayMs: Type.Optional(Ms('longest pause between reconnection attempts')),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+/** `cluster.json` as written. */
+export type ClusterConfigFile = Static<typeof ClusterConfigFileSchema>
+
+/** One region of a {@link ClusterConfig}. */
+export interface RegionConfig {
+  id: number
+  name: string
+  /** Public base URL published in the topology (a load balancer, or the one gateway). */
+  url: string
+  /** Base URLs of the region's gateway processes; other regions ship to them. */
+  gateways: string[]
+  /** `replicas[p][i]`: the Redis URL of replica `i` of partition `p`; index 0 is the leader. */
+  replicas: string[][]
+}
+
+/** Options of cross-region shipping. */
+export interface ShippingConfig {
+  /** Most entries read from the log at once. */
+  batchSize: number
+  /** Most bytes of entries in one request to another region (a single larger entry goes alone). */
+  maxBatchBytes: number
+  /** Most batches read ahead of the acknowledgements. */
+  maxInFlight: number
+  /** How long a gateway's lease to ship a partition lasts unless renewed; it renews every third. */
+  leaseMs: number
+  /** Deadline of one request to another region. */
+  requestTimeoutMs: number
+  /** Longest pause between retries after a failure. */
+  retryMaxMs: number
+}
+
+/** Options of the Redis connections. */
+export interface RedisConfig {
+  /** Part of every Redis key, so clusters (or tenants) sharing servers never collide. */
+  namespace: string
+  commandTimeoutMs: number
+  connectTimeoutMs: number
+  reconnectMaxDelayMs: number
+}
+
+/** A checked config, with defaults filled in and secrets resolved. */
+export interface ClusterConfig {
+  format: typeof CONFIG_FORMAT
+  cluster: string
+  partitions: number
+  regions: RegionConfig[]
+  auth: {
+    /** Bearer tokens clients may use; none means client routes are open. */
+    apiKeys: string[]
+    /** The token gateways of other regions use; required with more than one region. */
+    clusterSecret: string | undefined
+  }
+  limits: Limits
+  shipping: ShippingConfig
+  redis: RedisConfig
+}
+
+/** Defaults of {@link ShippingConfig}. */
+export const DEFAULT_SHIPPING: Readonly<ShippingConfig> = Object.freeze({
+  batchSize: 256,
+  maxBatchBytes: 4 * 1024 * 1024,
+  maxInFlight: 8,
+  leaseMs: 3000,
+  requestTimeoutMs: 10_000,
+  retryMaxMs: 5000,
+})
+
+/** A config that cannot be used; `problems` lists each, with its path in the file. */
+export class ConfigError extends Error {
+  readonly problems: string[]
+  constructor(source: string, problems: string[]) {
+    const shown = problems.slice(0, 12)
+    const more =
+      problems.length > shown.length ? [`... and ${problems.length - shown.length} more`] : []
+    super(`${source} is not a valid cluster config:\n  ${[...shown, ...more].join('\n  ')}`)
+    this.name = 'ConfigError'
+    this.problems = problems
+  }
+}
+
+// `/regions/0/replicas/1/0` → `regions[0].replicas[1][0]`
+function pathOf(pointer: string): string {
+  const parts = pointer.split('/').slice(1)
+  let out = ''
+  for (const part of parts) {
+    const name = part.replaceAll('~1', '/').replaceAll('~0', '~')
+    out += /^[0-9]+$/.test(name) ? `[${name}]` : out === '' ? name : `.${name}`
+  }
+  return out === '' ? '(top level)' : out
+}
+
+// The schema a `#/properties/regions/items/...` path points to, for its description.
+function schemaAt(path: string): { description?: string } | undefined {
+  let node: unknown = ClusterConfigFileSchema
+  for (const part of path.replace(/^#\/?/, '').split('/')) {
+    if (part === '') continue
+    if (typeof node !== 'object' || node === null) return undefined
+    node = (node as Record<string, unknown>)[part.replaceAll('~1', '/').replaceAll('~0', '~')]
+  }
+  return typeof node === 'object' && node !== null ? (node as { description?: string }) : undefined
+}
+
+function schemaProblems(data: unknown): string[] {
+  const problems: string[] = []
+  const errors = [...Value.Errors(ClusterConfigFileSchema, data)]
+  // A union (a secret) fails as a whole: say once what it accepts, not why each branch failed.
+  const unions = new Set(errors.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath))
+  for (const error of errors) {
+    const at = pathOf(error.instancePath)
+    if (unions.has(error.instancePath)) {
+      if (error.keyword === 'anyOf')
+        problems.push(`${at}: ${schemaAt(error.schemaPath)?.description ?? error.message}`)
+      continue
+    }
+    const params = error.params as Record<string, unknown>
+    // TypeBox reports an unknown field twice (as `false` schema and as additionalProperties).
+    if (error.keyword === 'boolean') continue
+    if (error.keyword === 'additionalProperties') {
+      const names = (params['additionalProperties'] as string[] | undefined) ?? []
+      for (const name of names) problems.push(`${at}: unknown field ${JSON.stringify(name)}`)
+      continue
+    }
+    if (error.keyword === 'required') {
+      const names = (params['requiredProperties'] as string[] | undefined) ?? []
+      const missing = names.length > 0 ? names.join(', ') : 'a field'
+      problems.push(`${at}: missing ${missing}`)
+      continue
+    }
+    const description = schemaAt(error.schemaPath)?.description
+    if (error.keyword === 'pattern' && description) problems.push(`${at}: must be ${description}`)
+    else problems.push(`${at}: ${error.message}${description ? ` (${description})` : ''}`)
+  }
+  return [...new Set(problems)]
+}
+
+/**
+ * Checks `data` (the parsed JSON of a config file) and returns the config with defaults filled in
+ * and secrets resolved from `env`. Throws a {@link ConfigError} naming every problem.
+ */
+export function parseClusterConfig(
+  data: unknown,
+  source = 'the config',
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): ClusterConfig {
+  const problems = schemaProblems(data)
+  if (problems.length > 0) throw new ConfigError(source, problems)
+  const file = data as ClusterConfigFile
+
+  const secret = (value: string | { env: string }, at: string): string | undefined => {
+    if (typeof value === 'string') return value
+    const resolved = env[value.env]
+    if (resolved === undefined || resolved.length < 16) {
+      problems.push(
+        `${at}: environment variable ${value.env} is ${resolved === undefined ? 'not set' : 'shorter than 16 characters'}`,
+      )
+      return undefined
+    }
+    return resolved
+  }
+
+  const names = new Set<string>()
+  file.regions.forEach((region, d) => {
+    if (names.has(region.name))
+      problems.push(`regions[${d}].name: ${JSON.stringify(region.name)} names two regions`)
+    names.add(region.name)
+    if (region.replicas.length !== file.partitions)
+      problems.push(
+        `regions[${d}].replicas: has ${region.replicas.length} partitions; the cluster has ${file.partitions}`,
+      )
+    const count = region.replicas[0]?.length ?? 0
+    region.replicas.forEach((list, p) => {
+      if (list.length !== count)
+        problems.push(
+          `regions[${d}].replicas[${p}]: has ${list.length} replicas; partition 0 of the region has ${count} (every partition of a region has as many)`,
+        )
+      if (new Set(list).size !== list.length)
+        problems.push(`regions[${d}].replicas[${p}]: names one server twice`)
+      list.forEach((url, i) => {
+        if (!isRedisUrl(url)) problems.push(`regions[${d}].replicas[${p}][${i}]: not a redis URL`)
+      })
+    })
+  })
+
+  const apiKeys = (file.auth?.apiKeys ?? [])
+    .map((k, i) => secret(k, `auth.apiKeys[${i}]`))
+    .filter((k): k is string => k !== undefined)
+  const clusterSecret =
+    file.auth?.clusterSecret === undefined
+      ? undefined
+      : secret(file.auth.clusterSecret, 'auth.clusterSecret')
+  if (file.regions.length > 1 && file.auth?.clusterSecret === undefined)
+    problems.push('auth.clusterSecret: required with more than one region (regions ship with it)')
+  if (clusterSecret !== undefined && apiKeys.includes(clusterSecret))
+    problems.push('auth: the cluster secret must not also be an API key')
+
+  const limits: Limits = { ...DEFAULT_LIMITS, ...file.limits }
+  if (limits.defaultTimeoutMs > limits.maxTimeoutMs)
+    problems.push(
+      `limits.defaultTimeoutMs: ${limits.defaultTimeoutMs} is above limits.maxTimeoutMs (${limits.maxTimeoutMs})`,
+    )
+  if (problems.length > 0) throw new ConfigError(source, problems)
+
+  return {
+    format: CONFIG_FORMAT,
+    cluster: file.cluster,
+    partitions: file.partitions,
+    regions: file.regions.map((r, id) => ({
+      id,
+      name: r.name,
+      url: trimSlash(r.url),
+      gateways: (r.gateways ?? [r.url]).map(trimSlash),
+      replicas: r.replicas.map((list) => [...list]),
+    })),
+    auth: { apiKeys, clusterSecret },
+    limits,
+    shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
+    redis: {
+      namespace: file.redis?.namespace ?? file.cluster,
+      commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,
+      connectTimeoutMs: file.redis?.connectTimeoutMs ?? 2000,
+      reconnectMaxDelayMs: file.redis?.reconnectMaxDelayMs ?? 1000,
+    },
+  }
+}
+
+/** Reads and checks a config file. Throws a {@link ConfigError} (or the read error). */
+export async function loadClusterConfig(
+  path: string,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): Promise<ClusterConfig> {
+  const text = await readFile(path, 'utf8')
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch (error) {
+    throw new ConfigError(path, [`not valid JSON: ${(error as Error).message}`])
+  }
+  return parseClusterConfig(data, path, env)
+}
+
+/** The region a `--region` argument names (a name or an id), or undefined. */
+export function findRegion(config: ClusterConfig, nameOrId: string): RegionConfig | undefined {
+  if (/^[0-9]+$/.test(nameOrId)) return config.regions[Number(nameOrId)]
+  return config.regions.find((r) => r.name === nameOrId)
+}
+
+function isRedisUrl(text: string): boolean {
+  try {
+    const url = new URL(text)
+    if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') return false
+    const db = url.pathname.length > 1 ? url.pathname.slice(1) : '0'
+    return url.hostname !== '' && /^[0-9]{1,2}$/.test(db)
+  } catch {
+    return false
+  }
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, '')
+}

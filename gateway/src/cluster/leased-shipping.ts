@@ -1,0 +1,124 @@
+/**
+ * Cross-region shipping for one region when it runs several gateway processes: for each
+ * partition, the process holding that partition's lease (a {@link RedisLease} in the local
+ * leader's Redis) runs the FIFO {@link Shipper}s from the local leader to every other region; the
+ * others stand by and take the lease over within a few seconds when the holder dies. A shipper
+ * always resumes from the destination's `sv` (its checkpoint) and the destination applies each
+ * entry once, so a takeover neither loses nor duplicates anything.
+ */
+import type { ShipperStatus } from '@causeway/core'
+import { HttpShippingLink } from '../replication/http-shipping-link.js'
+import { Shipper } from '../replication/shipper.js'
+import type { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
+import type { RegionConfig, ShippingConfig } from './cluster-config.js'
+import { RedisLease } from './shipping-lease.js'
+
+/** Options of {@link LeasedShipping}. */
+export interface LeasedShippingOptions {
+  /** The local region. */
+  region: number
+  /** Every region of the cluster (their gateways are the destinations). */
+  regions: readonly RegionConfig[]
+  /** The local leader of each partition. */
+  leaders: readonly RedisPartitionReplica[]
+  /** The Redis URL of each local leader (where its lease lives). */
+  leaderUrls: readonly string[]
+  secret: string
+  shipping: ShippingConfig
+  /**
+   * This process's lease token.
+   * @default a random UUID per lease
+   */
+  token?: string
+  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
+  fetch?: typeof fetch
+  /** Told about failed shipping attempts (they are retried) and lease changes. */
+  onEvent?: (event: 'acquired' | 'lost' | 'error', partition: number, error?: unknown) => void
+}
+
+/** The leases and shippers of one gateway process. */
+export class LeasedShipping {
+  readonly #options: LeasedShippingOptions
+  readonly #leases: RedisLease[]
+  /** The running shippers of each partition whose lease this process holds. */
+  readonly #shippers = new Map<number, Shipper[]>()
+  readonly #stopping = new Set<Promise<void>>()
+  #closed = false
+
+  constructor(options: LeasedShippingOptions) {
+    this.#options = options
+    this.#leases = options.leaders.map(
+      (leader, p) =>
+        new RedisLease({
+          url: options.leaderUrls[p]!,
+          key: `${leader.keys.prefix}lease:ship`,
+          ttlMs: options.shipping.leaseMs,
+          ...(options.token === undefined ? {} : { token: options.token }),
+          onAcquired: () => this.#startShipping(p),
+          onLost: () => this.#stopShipping(p),
+        }),
+    )
+  }
+
+  /** Starts competing for the leases. */
+  start(): void {
+    for (const lease of this.#leases) lease.start()
+  }
+
+  /** The partitions whose lease this process holds. */
+  held(): number[] {
+    return this.#leases.flatMap((lease, p) => (lease.held ? [p] : []))
+  }
+
+  /** The status of the shippers this process runs. */
+  status(): ShipperStatus[] {
+    return [...this.#shippers.values()].flat().map((s) => s.status())
+  }
+
+  /** Stops shipping and hands the leases back, so another process takes over at once. */
+  async close(): Promise<void> {
+    this.#closed = true
+    await Promise.all(this.#leases.map((lease) => lease.close()))
+    await Promise.all([...this.#stopping])
+  }
+
+  #startShipping(p: number): void {
+    const { region, regions, leaders, secret, shipping, onEvent } = this.#options
+    if (this.#closed || this.#shippers.has(p)) return
+    onEvent?.('acquired', p)
+    const shippers = regions
+      .filter((r) => r.id !== region)
+      .map(
+        (destination) =>
+          new Shipper({
+            source: leaders[p]!,
+            to: destination.id,
+            link: new HttpShippingLink({
+              gateways: destination.gateways,
+              partition: p,
+              origin: region,
+              secret,
+              timeoutMs: shipping.requestTimeoutMs,
+              maxBatchBytes: shipping.maxBatchBytes,
+              ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+            }),
+            batchSize: shipping.batchSize,
+            maxInFlight: shipping.maxInFlight,
+            retryMaxMs: shipping.retryMaxMs,
+            onError: (error) => onEvent?.('error', p, error),
+          }),
+      )
+    this.#shippers.set(p, shippers)
+    for (const shipper of shippers) shipper.start()
+  }
+
+  #stopShipping(p: number): void {
+    const shippers = this.#shippers.get(p)
+    if (!shippers) return
+    this.#shippers.delete(p)
+    if (!this.#closed) this.#options.onEvent?.('lost', p)
+    const stopping = Promise.all(shippers.map((s) => s.stop())).then(() => undefined)
+    this.#stopping.add(stopping)
+    void stopping.finally(() => this.#stopping.delete(stopping))
+  }
+}

@@ -1,0 +1,203 @@
+/**
+ * One region of a Redis-backed cluster, as one gateway process serves it: a
+ * {@link RedisPartitionReplica} per replica named in the config (index 0 of each partition
+ * leads; followers are Redis replicas of their leader, set up by the operator or by
+ * `causeway dev --backend redis`), the {@link RedisRegionService} over them, the receiving side of
+ * shipping, and, with more than one region, {@link LeasedShipping}. The process keeps no state of
+ * its own: any number of them may serve a region.
+ *
+ * A replica whose server is down at start (or whose first connection fails) is opened again in
+ * the background with backoff until it succeeds; meanwhile requests that need it fail fast with
+ * `BACKEND_UNAVAILABLE` and everything else is served. Once open, a replica reconnects by itself.
+ */
+import { CausewayError } from '@causeway/core'
+import type { ShippingReceiver } from '../http/routes/internal.js'
+import type { LogEntry } from '../storage/partition-replica.js'
+import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
+import type { ClusterConfig } from './cluster-config.js'
+import { LeasedShipping } from './leased-shipping.js'
+import { RedisRegionService } from './redis-region-service.js'
+
+/** Options of {@link RedisCluster.start}. */
+export interface RedisClusterOptions {
+  config: ClusterConfig
+  /** The region this process serves (an id of `config.regions`). */
+  region: number
+  /**
+   * Longest pause between attempts to open a replica whose server is down, in ms.
+   * @default 2000
+   */
+  reopenMaxMs?: number
+  /**
+   * This process's shipping-lease token.
+   * @default a random UUID
+   */
+  leaseToken?: string
+  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
+  fetch?: typeof fetch
+  /**
+   * Told about background events: a replica that could not be opened yet (and is retried), one
+   * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
+   * replica.
+   * @default logs them with `console.error`
+   */
+  onEvent?: (message: string, error?: unknown) => void
+}
+
+/** One region of a Redis-backed cluster, served by this process. */
+export class RedisCluster implements ShippingReceiver {
+  readonly config: ClusterConfig
+  readonly region: number
+  readonly service: RedisRegionService
+  /** `replicas[p][i]`. */
+  readonly replicas: readonly (readonly RedisPartitionReplica[])[]
+  readonly #shipping: LeasedShipping | undefined
+  readonly #onEvent: (message: string, error?: unknown) => void
+  readonly #reopenMaxMs: number
+  readonly #timers = new Set<ReturnType<typeof setTimeout>>()
+  readonly #opening = new Set<Promise<void>>()
+  #closing: Promise<void> | undefined
+
+  private constructor(options: RedisClusterOptions) {
+    const { config, region } = options
+    const here = config.regions[region]
+    if (!here) throw new RangeError(`region ${region} is not in the config`)
+    this.config = config
+    this.region = region
+    this.#reopenMaxMs = options.reopenMaxMs ?? 2000
+    this.#onEvent =
+      options.onEvent ??
+      ((message, error) =>
+        console.error(
+          `causeway: ${message}`,
+          error instanceof Error ? error.message : (error ?? ''),
+        ))
+    this.replicas = here.replicas.map((urls, p) =>
+      urls.map(
+        (url, i) =>
+          new RedisPartitionReplica({
+            url,
+            namespace: config.redis.namespace,
+            region,
+            partition: p,
+            replica: i,
+            regions: config.regions.length,
+            commandTimeoutMs: config.redis.commandTimeoutMs,
+            connectTimeoutMs: config.redis.connectTimeoutMs,
+            reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
+          }),
+      ),
+    )
+    const secret = config.auth.clusterSecret
+    this.#shipping =
+      config.regions.length > 1 && secret !== undefined
+        ? new LeasedShipping({
+            region,
+            regions: config.regions,
+            leaders: this.replicas.map((r) => r[0]!),
+            leaderUrls: here.replicas.map((urls) => urls[0]!),
+            secret,
+            shipping: config.shipping,
+            ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
+            ...(options.fetch ? { fetch: options.fetch } : {}),
+            onEvent: (event, p, error) => {
+              if (event === 'error') this.#onEvent(`shipping partition ${p}: will retry`, error)
+              else this.#onEvent(`${event} the shipping lease of partition ${p}`)
+            },
+          })
+        : undefined
+    this.service = new RedisRegionService({
+      cluster: config.cluster,
+      region,
+      regionNames: config.regions.map((r) => r.name),
+      limits: config.limits,
+      replicas: this.replicas,
+      shippers: () => this.#shipping?.status() ?? [],
+    })
+  }
+
+  /**
+   * Opens every replica it can (the others keep being retried in the background) and starts
+   * competing for the shipping leases. Never fails because a Redis server is down.
+   */
+  static async start(options: RedisClusterOptions): Promise<RedisCluster> {
+    const cluster = new RedisCluster(options)
+    await Promise.all(cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)))
+    cluster.#shipping?.start()
+    return cluster
+  }
+
+  /** The partitions whose shipping lease this process holds. */
+  shippingLeases(): number[] {
+    return this.#shipping?.held() ?? []
+  }
+
+  async checkpoint(partition: number, origin: number): Promise<number> {
+    const sv = await this.#leader(partition).refresh()
+    return sv[origin] ?? 0
+  }
+
+  receive(partition: number, origin: number, entries: readonly LogEntry[]): Promise<number> {
+    return this.#leader(partition).receive(origin, entries)
+  }
+
+  /** Stops shipping (handing the leases back), then closes every replica. */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      for (const timer of this.#timers) clearTimeout(timer)
+      this.#timers.clear()
+      await this.#shipping?.close()
+      await Promise.allSettled([...this.#opening])
+      await Promise.all(this.replicas.flat().map((r) => r.close()))
+    })()
+    return this.#closing
+  }
+
+  #leader(partition: number): RedisPartitionReplica {
+    const leader = this.replicas[partition]?.[0]
+    if (!leader) throw new CausewayError('INVALID_REQUEST', `no partition ${partition}`)
+    return leader
+  }
+
+  // One attempt to open `replica`; on failure, another after a backoff, until it opens or the
+  // cluster closes.
+  async #open(replica: RedisPartitionReplica, attempt: number): Promise<void> {
+    if (this.#closing) return
+    const where = `replica ${replica.replica} of partition ${replica.partition} (${replica.backend})`
+    const opening = replica.open()
+    this.#opening.add(opening)
+    try {
+      await opening
+    } catch (error) {
+      if (attempt === 0)
+        this.#onEvent(`cannot open ${where} yet; retrying in the background`, error)
+      const wait = Math.min(this.#reopenMaxMs, 50 * 2 ** Math.min(attempt, 10))
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer)
+        void this.#open(replica, attempt + 1)
+      }, wait)
+      this.#timers.add(timer)
+      return
+    } finally {
+      this.#opening.delete(opening)
+    }
+    if (this.#closing) return
+    if (attempt > 0) this.#onEvent(`opened ${where}`)
+    await this.#checkRole(replica, where)
+  }
+
+  // A follower whose server is not a Redis replica would never see its leader's writes.
+  async #checkRole(replica: RedisPartitionReplica, where: string): Promise<void> {
+    try {
+      const role = await replica.serverRole()
+      const expected = replica.replica === 0 ? 'master' : 'slave'
+      if (role !== expected)
+        this.#onEvent(
+          `${where} is a Redis ${role}, expected a ${expected}` +
+            (expected === 'slave' ? ' (REPLICAOF its leader)' : ''),
+        )
+    } catch {
+      // A server that went away again: nothing to check now.
+    }
+  }
+}

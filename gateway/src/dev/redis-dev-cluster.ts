@@ -1,0 +1,372 @@
+/**
+ * `causeway dev --backend redis`: the real deployment, on one machine. Starts a `redis-server`
+ * per replica (AOF on; followers `--replicaof` their leader) on free loopback ports, writes the
+ * cluster config, runs `causeway gateway --config` processes for every region (N per region
+ * behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on `close()`.
+ *
+ * The Redis servers stay in this process's process group, so a Ctrl-C in the terminal stops them
+ * too, even when this process cannot; gateway processes get their own (see below).
+ *
+ * Data lives under `dataDir` (kept, with the cluster id and secret in its config, so a restart
+ * continues the same cluster) or in a temporary directory removed on close. Ports of the Redis
+ * servers and of gateways behind a balancer are picked afresh on every start.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { randomBytes, randomUUID } from 'node:crypto'
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import type { Limits } from '@causeway/core'
+import {
+  CONFIG_FORMAT,
+  parseClusterConfig,
+  type ClusterConfig,
+  type ClusterConfigFile,
+  type ShippingConfig,
+} from '../cluster/cluster-config.js'
+import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
+import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'
+
+/** The config file `causeway dev --backend redis` writes in its data directory. */
+export const DEV_CONFIG_FILE = 'redis-cluster.json'
+
+/** Options of {@link startRedisDevCluster}. */
+export interface RedisDevClusterOptions {
+  regions: number
+  partitions: number
+  /** Replicas per partition in each region: one leader, the rest its Redis replicas. */
+  replicas: number
+  /**
+   * Gateway processes per region.
+   * @default 1
+   */
+  gateways?: number
+  /**
+   * Base port: region `d`'s URL is on `port + d` (its gateway, or its balancer when it has
+   * several); 0 puts everything on free ports.
+   * @default 7070
+   */
+  port?: number
+  /**
+   * Interface the gateways (and balancers) listen on; Redis always listens on 127.0.0.1.
+   * @default '127.0.0.1'
+   */
+  host?: string
+  /**
+   * Keep the cluster here (Redis data and the config); a temporary directory, removed on close,
+   * when undefined.
+   */
+  dataDir?: string
+  /**
+   * The servers' AOF fsync policy.
+   * @default 'always'
+   */
+  appendfsync?: 'always' | 'everysec'
+  /** @default ['r0', 'r1', ...] */
+  regionNames?: string[]
+  /** Limits that differ from the defaults. */
+  limits?: Partial<Limits>
+  /** Shipping options that differ from the defaults (e.g. a shorter lease in tests). */
+  shipping?: Partial<ShippingConfig>
+  /**
+   * Log level of the gateway processes.
+   * @default 'warn'
+   */
+  logLevel?: string
+  /**
+   * How to run `causeway` for a gateway process.
+   * @default this Node with the `causeway` CLI next to this module
+   */
+  gatewayCommand?: { command: string; args: string[] }
+  /**
+   * The `redis-server` executable.
+   * @default 'redis-server'
+   */
+  redisCommand?: string
+  /** Told when a gateway process ends while the cluster runs. */
+  onGatewayExit?: (gateway: DevGateway, code: number | string) => void
+}
+
+/** A gateway process of a dev cluster. */
+export interface DevGateway {
+  region: number
+  /** Its index among the region's gateways. */
+  index: number
+  url: string
+  pid: number | undefined
+}
+
+/** A Redis server of a dev cluster. */
+export interface DevRedis {
+  region: number
+  partition: number
+  replica: number
+  url: string
+  pid: number | undefined
+}
+
+/** A running Redis-backed dev cluster. */
+export interface RedisDevCluster {
+  config: ClusterConfig
+  configPath: string
+  dataDir: string
+  regionNames: string[]
+  /** Each region's public URL, by region id. */
+  urls: string[]
+  gateways: DevGateway[]
+  redis: DevRedis[]
+  /** Stops the balancers, the gateways (gracefully), then the Redis servers. Idempotent. */
+  close(): Promise<void>
+}
+
+const READY_LINE = /^region (\d+) \(\S+\) (http\S+)$/m
+
+/** Starts a Redis-backed cluster on this machine; see the module comment. */
+export async function startRedisDevCluster(
+  options: RedisDevClusterOptions,
+): Promise<RedisDevCluster> {
+  const { regions, partitions, replicas } = options
+  const perRegion = options.gateways ?? 1
+  const host = options.host ?? '127.0.0.1'
+  const base = options.port ?? 7070
+  const names = options.regionNames ?? Array.from({ length: regions }, (_, d) => `r${d}`)
+  const temporary = options.dataDir === undefined
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'causeway-dev-redis-')))
+  const configPath = join(dataDir, DEV_CONFIG_FILE)
+  const servers: RedisProcess[] = []
+  const children: ChildProcess[] = []
+  const balancers: TcpBalancer[] = []
+  let stopping = false
+
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      stopping = true
+      await Promise.all(balancers.map((b) => b.close()))
+      await Promise.all(children.map((child) => stopChild(child, 15_000)))
+      await Promise.all(servers.map((s) => s.stop()))
+      if (temporary) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 })
+    })())
+
+  try {
+    await mkdir(dataDir, { recursive: true })
+    const previous = await readPrevious(configPath, { regions, partitions, replicas })
+
+    // Leaders first, then their followers (REPLICAOF from the start).
+    const grid: RedisProcess[][][] = []
+    const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
+      for (let attempt = 0; ; attempt++) {
+        try {
+          const server = await startRedisProcess({
+            port: await freePort(),
+            dir: join(dataDir, `r${d}-p${p}-n${i}`),
+            appendfsync: options.appendfsync ?? 'always',
+            ...(leader ? { replicaOf: { host: '127.0.0.1', port: leader.port } } : {}),
+            ...(options.redisCommand ? { command: options.redisCommand } : {}),
+          })
+          servers.push(server)
+          return server
+        } catch (error) {
+          // The free port may have been taken meanwhile; a missing redis-server is final.
+          if (attempt >= 2 || !String(error).includes('Address already in use')) throw error
+        }
+      }
+    }
+    for (let d = 0; d < regions; d++) {
+      grid.push(
+        await Promise.all(
+          Array.from({ length: partitions }, async (_, p) => [await start(d, p, 0)]),
+        ),
+      )
+    }
+    await Promise.all(
+      grid.flatMap((region, d) =>
+        region.map(async (partition, p) => {
+          for (let i = 1; i < replicas; i++) partition.push(await start(d, p, i, partition[0]))
+        }),
+      ),
+    )
+
+    // Ports: a region's public port is its gateway's, or its balancer's.
+    const gatewayPorts: number[][] = []
+    const publicPorts: number[] = []
+    for (let d = 0; d < regions; d++) {
+      const publicPort = base === 0 ? await freePort(host) : base + d
+      publicPorts.push(publicPort)
+      const ports: number[] = []
+      for (let g = 0; g < perRegion; g++)
+        ports.push(perRegion === 1 ? publicPort : await freePort(host))
+      gatewayPorts.push(ports)
+    }
+    const urlOf = (port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+
+    const file: ClusterConfigFile = {
+      format: CONFIG_FORMAT,
+      cluster: previous?.cluster ?? randomUUID(),
+      partitions,
+      regions: names.map((name, d) => ({
+        name,
+        url: urlOf(publicPorts[d]!),
+        gateways: gatewayPorts[d]!.map(urlOf),
+        replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
+      })),
+      auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
+      ...(options.limits ? { limits: options.limits } : {}),
+      ...(options.shipping ? { shipping: options.shipping } : {}),
+    }
+    const config = parseClusterConfig(file, 'the dev cluster config')
+    await writeFile(`${configPath}.tmp`, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })
+    await rename(`${configPath}.tmp`, configPath)
+
+    const gateways: DevGateway[] = []
+    const runner = options.gatewayCommand ?? defaultGatewayCommand()
+    await Promise.all(
+      gatewayPorts.flatMap((ports, d) =>
+        ports.map(async (port, index) => {
+          const child = spawn(
+            runner.command,
+            [
+              ...runner.args,
+              'gateway',
+              '--config',
+              configPath,
+              '--region',
+              String(d),
+              '--port',
+              String(port),
+              '--host',
+              host,
+              '--log-level',
+              options.logLevel ?? 'warn',
+            ],
+            // Its own process group: a Ctrl-C in the terminal reaches only this process, which
+            // then stops each gateway with one SIGTERM (a second signal would cut the drain
+            // short). A gateway exits by itself when this process dies (the IPC channel closes).
+            { stdio: ['ignore', 'pipe', 'inherit', 'ipc'], detached: true },
+          )
+          children.push(child)
+          const url = await readyUrl(child, `gateway ${index} of region ${d}`)
+          const gateway: DevGateway = { region: d, index, url, pid: child.pid }
+          gateways.push(gateway)
+          child.once('exit', (code, signal) => {
+            if (!stopping) options.onGatewayExit?.(gateway, code ?? signal ?? 'unknown')
+          })
+        }),
+      ),
+    )
+    gateways.sort((a, b) => a.region - b.region || a.index - b.index)
+
+    if (perRegion > 1) {
+      for (let d = 0; d < regions; d++) {
+        const targets = gatewayPorts[d]!.map((port) => ({ host, port }))
+        balancers.push(await startTcpBalancer(targets, host, publicPorts[d]!))
+      }
+    }
+
+    return {
+      config,
+      configPath,
+      dataDir,
+      regionNames: names,
+      urls: config.regions.map((r) => r.url),
+      gateways,
+      redis: grid.flatMap((region, d) =>
+        region.flatMap((partition, p) =>
+          partition.map((s, i) => ({
+            region: d,
+            partition: p,
+            replica: i,
+            url: s.url,
+            pid: s.pid,
+          })),
+        ),
+      ),
+      close,
+    }
+  } catch (error) {
+    await close().catch(() => undefined)
+    throw error
+  }
+}
+
+// The cluster id and secret of an earlier start on the same data, checked for the same shape.
+async function readPrevious(
+  path: string,
+  shape: { regions: number; partitions: number; replicas: number },
+): Promise<{ cluster: string; secret: string | undefined } | undefined> {
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch {
+    return undefined
+  }
+  const config = parseClusterConfig(JSON.parse(text), path, {})
+  const was = {
+    regions: config.regions.length,
+    partitions: config.partitions,
+    replicas: config.regions[0]!.replicas[0]!.length,
+  }
+  const differs = (['regions', 'partitions', 'replicas'] as const).filter(
+    (k) => was[k] !== shape[k],
+  )
+  if (differs.length > 0)
+    throw new Error(
+      `${path} is a cluster with ${differs.map((k) => `${k} ${was[k]}`).join(', ')}, but this start asks for ` +
+        `${differs.map((k) => `${k} ${shape[k]}`).join(', ')}. Start with the same shape, or use another data directory.`,
+    )
+  return { cluster: config.cluster, secret: config.auth.clusterSecret }
+}
+
+// This Node running the `causeway` CLI beside this module (TypeScript sources under tsx, or dist).
+function defaultGatewayCommand(): { command: string; args: string[] } {
+  const fromSources = import.meta.url.endsWith('.ts')
+  const cli = fileURLToPath(new URL(fromSources ? '../cli.ts' : '../cli.js', import.meta.url))
+  const execArgv = process.execArgv.filter((a) => !a.startsWith('--inspect'))
+  const loader = fromSources && !execArgv.some((a) => a.includes('tsx')) ? ['--import', 'tsx'] : []
+  return { command: process.execPath, args: [...execArgv, ...loader, cli] }
+}
+
+// Resolves with the URL a gateway process prints once it listens; rejects if it exits first.
+function readyUrl(child: ChildProcess, name: string, timeoutMs = 60_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let out = ''
+    const timer = setTimeout(
+      () => fail(new Error(`${name} did not start in ${timeoutMs} ms`)),
+      timeoutMs,
+    )
+    const onData = (chunk: Buffer) => {
+      out += chunk.toString()
+      const match = READY_LINE.exec(out)
+      if (!match) return
+      cleanup()
+      // Keep draining its output so the pipe never fills.
+      child.stdout?.resume()
+      resolve(match[2]!)
+    }
+    const onExit = (code: number | null, signal: string | null) =>
+      fail(new Error(`${name} exited with ${code ?? signal} before it listened`))
+    const cleanup = () => {
+      clearTimeout(timer)
+      child.stdout?.off('data', onData)
+      child.off('exit', onExit)
+    }
+    const fail = (error: Error) => {
+      cleanup()
+      reject(error)
+    }
+    child.stdout?.on('data', onData)
+    child.once('exit', onExit)
+    child.once('error', fail)
+  })
+}
+
+// SIGTERM (the gateway drains and exits), SIGKILL after `timeoutMs`.
+async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
+  await exited
+  clearTimeout(timer)
+}

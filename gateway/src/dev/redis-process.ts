@@ -1,0 +1,151 @@
+/**
+ * A `redis-server` child process for `causeway dev --backend redis`: loopback only, AOF on, its
+ * own data directory, optionally a replica of another (`--replicaof`). Resolves once the server
+ * accepts connections; rejects with the server's output when it cannot start.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdir } from 'node:fs/promises'
+import { createServer } from 'node:net'
+
+/** Options of {@link startRedisProcess}. */
+export interface RedisProcessOptions {
+  port: number
+  /** Data directory (created if missing); the AOF lives here, so a restart keeps the data. */
+  dir: string
+  /**
+   * Interface to listen on.
+   * @default '127.0.0.1'
+   */
+  host?: string
+  /** Make it a replica of this server. */
+  replicaOf?: { host: string; port: number }
+  /**
+   * AOF fsync policy: `always` acknowledges a write only once it is on disk; `everysec` may lose
+   * the last second of acknowledged writes in a crash, for several times the write throughput.
+   * @default 'always'
+   */
+  appendfsync?: 'always' | 'everysec'
+  /**
+   * The `redis-server` executable.
+   * @default 'redis-server'
+   */
+  command?: string
+  /**
+   * How long to wait for the server to be ready, in ms.
+   * @default 10000
+   */
+  startTimeoutMs?: number
+}
+
+/** A running `redis-server`. */
+export interface RedisProcess {
+  readonly url: string
+  readonly port: number
+  readonly pid: number | undefined
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<void>
+  /** SIGTERM (Redis flushes the AOF and exits); SIGKILL after `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<void>
+}
+
+/** A TCP port on `host` that was free a moment ago. */
+export function freePort(host = '127.0.0.1'): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer()
+    server.once('error', reject)
+    server.listen(0, host, () => {
+      const address = server.address()
+      const port = typeof address === 'object' && address !== null ? address.port : 0
+      server.close(() => (port > 0 ? resolve(port) : reject(new Error('no free port'))))
+    })
+  })
+}
+
+/** Starts a `redis-server`; see {@link RedisProcessOptions}. */
+export async function startRedisProcess(options: RedisProcessOptions): Promise<RedisProcess> {
+  const host = options.host ?? '127.0.0.1'
+  const timeoutMs = options.startTimeoutMs ?? 10_000
+  await mkdir(options.dir, { recursive: true })
+  const args = [
+    '--port',
+    String(options.port),
+    '--bind',
+    host,
+    '--dir',
+    options.dir,
+    '--daemonize',
+    'no',
+    '--appendonly',
+    'yes',
+    '--appendfsync',
+    options.appendfsync ?? 'always',
+    '--save',
+    '',
+    '--logfile',
+    '',
+    // Replicas sync at once (the default waits 5 s for more replicas to share one transfer).
+    '--repl-diskless-sync-delay',
+    '0',
+    // A stopping leader waits at most 1 s for lagging replicas.
+    '--shutdown-timeout',
+    '1',
+  ]
+  if (options.replicaOf)
+    args.push('--replicaof', options.replicaOf.host, String(options.replicaOf.port))
+  const child: ChildProcess = spawn(options.command ?? 'redis-server', args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL')
+      reject(
+        new Error(`redis-server on port ${options.port} not ready in ${timeoutMs} ms:\n${output}`),
+      )
+    }, timeoutMs)
+    const done = (error?: Error) => {
+      clearTimeout(timer)
+      child.stdout?.removeAllListeners('data')
+      child.stderr?.removeAllListeners('data')
+      child.removeListener('exit', onExit)
+      if (error) reject(error)
+      else resolve()
+    }
+    const onExit = (code: number | null) =>
+      done(new Error(`redis-server on port ${options.port} exited with ${code}:\n${output}`))
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      done(
+        error.code === 'ENOENT'
+          ? new Error(
+              'redis-server is not installed (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)',
+            )
+          : error,
+      ),
+    )
+    child.once('exit', onExit)
+    const onOutput = (chunk: Buffer) => {
+      output = (output + chunk.toString()).slice(-16_384)
+      if (output.includes('Ready to accept connections')) done()
+    }
+    child.stdout?.on('data', onOutput)
+    child.stderr?.on('data', onOutput)
+  })
+  // Keep draining its output so the pipes never fill.
+  child.stdout?.resume()
+  child.stderr?.resume()
+  child.on('error', () => {})
+  return {
+    url: `redis://${host}:${options.port}`,
+    port: options.port,
+    pid: child.pid,
+    exited,
+    async stop(stopTimeoutMs = 10_000) {
+      if (child.exitCode !== null || child.signalCode !== null) return
+      child.kill('SIGTERM')
+      const timer = setTimeout(() => child.kill('SIGKILL'), stopTimeoutMs)
+      await exited
+      clearTimeout(timer)
+    },
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * One gateway process of one region of a Redis-backed cluster (`causeway gateway --config`): the
+ * {@link RedisCluster} of that region behind a listening gateway with the config's credentials and
+ * the internal shipping endpoint. `close()` drains it like `causeway dev` does.
+ */
+import type { FastifyServerOptions } from 'fastify'
+import type { ClusterConfig } from './cluster/cluster-config.js'
+import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
+import { buildGateway, type Gateway } from './http/build-gateway.js'
+
+/** Options of {@link startGateway}. */
+export interface GatewayServerOptions {
+  config: ClusterConfig
+  /** The region to serve (an id of `config.regions`). */
+  region: number
+  /**
+   * Port to listen on; 0 lets the OS pick one.
+   * @default 7070
+   */
+  port?: number
+  /**
+   * Interface to listen on.
+   * @default '127.0.0.1'
+   */
+  host?: string
+  /** Fastify's logger. @default false */
+  logger?: FastifyServerOptions['logger']
+  /**
+   * On close, how long requests in flight may take before their connections are cut, in ms.
+   * @default 10000
+   */
+  drainTimeoutMs?: number
+  /** Passed to {@link RedisCluster.start}. */
+  cluster?: Omit<RedisClusterOptions, 'config' | 'region'>
+}
+
+/** A listening gateway process of one region. */
+export interface GatewayServer {
+  cluster: RedisCluster
+  gateway: Gateway
+  /** The URL it listens on. */
+  url: string
+  /** Drains the gateway, then closes the cluster (handing back its shipping leases). */
+  close(): Promise<void>
+}
+
+/** Starts serving `region` of `config`; the Redis servers need not be up yet. */
+export async function startGateway(options: GatewayServerOptions): Promise<GatewayServer> {
+  const { config, region } = options
+  const host = options.host ?? '127.0.0.1'
+  const cluster = await RedisCluster.start({ ...options.cluster, config, region })
+  const gateway = buildGateway({
+    service: cluster.service,
+    regionUrls: config.regions.map((r) => r.url),
+    logger: options.logger ?? false,
+    auth: {
+      apiKeys: config.auth.apiKeys,
+      ...(config.auth.clusterSecret === undefined
+        ? {}
+        : { clusterSecret: config.auth.clusterSecret }),
+    },
+    ...(config.auth.clusterSecret === undefined
+      ? {}
+      : { shipping: { receiver: cluster, maxBatchBytes: config.shipping.maxBatchBytes } }),
+  })
+  let closing: Promise<void> | undefined
+  const close = (): Promise<void> =>
+    (closing ??= (async () => {
+      const force = setTimeout(
+        () => gateway.server.closeAllConnections(),
+        options.drainTimeoutMs ?? 10_000,
+      )
+      force.unref()
+      try {
+        await gateway.close()
+      } finally {
+        clearTimeout(force)
+        await cluster.close()
+      }
+    })())
+  try {
+    await gateway.listen({ host, port: options.port ?? 7070 })
+  } catch (error) {
+    await close().catch(() => undefined)
+    throw error
+  }
+  const address = gateway.server.address()
+  const port = typeof address === 'object' && address !== null ? address.port : 0
+  const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+  return { cluster, gateway, url, close }
+}
