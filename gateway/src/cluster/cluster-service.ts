@@ -3,9 +3,11 @@
  * embedded cluster (LevelDB) and, later, the Redis deployment implement it.
  */
 import type {
+  CausalContext,
   Durability,
   Hlc,
   Limits,
+  Namespaces,
   ReadLevel,
   ReadNeed,
   ReplicaChoice,
@@ -13,6 +15,7 @@ import type {
   WriteLevel,
 } from '@causeway/core'
 import type { Version } from '../storage/partition-replica.js'
+import type { SiblingVersion } from '../storage/sibling-set.js'
 
 /** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */
 export interface ClusterShape {
@@ -24,6 +27,8 @@ export interface ClusterShape {
   epochs: number[]
   limits: Limits
   shipping: 'fifo' | 'causal'
+  /** Configured namespaces and their conflict mode; any other key is last-writer-wins. */
+  namespaces: Namespaces
 }
 
 /** A read, already validated and routed to its partition. */
@@ -38,14 +43,24 @@ export interface ReadRequest {
   level: ReadLevel
 }
 
+/** A sibling as a read returns it: its version, value, and the serving replica's `sv[dc]`. */
+export interface ReadSibling extends SiblingVersion {
+  idx: number
+}
+
 /** What a read returns (NuKV GetReply plus where it was served). */
 export interface ReadResult {
+  /** The version read; in a siblings namespace, the newest sibling (tombstones included). */
   version: Version | undefined
   /** The serving replica's `sv[version.dc]`; undefined when nothing was found. */
   idx?: number
   epoch: number
   replica: number
   waitedMs: number
+  /** Siblings namespaces: every sibling, oldest first by `(ts, dc)`, tombstones included. */
+  siblings?: ReadSibling[]
+  /** Siblings namespaces: the causal context of the siblings (empty for a key never written). */
+  context?: CausalContext
 }
 
 /** A write (put or delete), already validated. */
@@ -57,6 +72,12 @@ export interface WriteRequest {
   dt: Hlc
   durability: Durability
   level: WriteLevel
+  /**
+   * The causal context the writer read (`causeway-context`), for a key of a siblings namespace:
+   * the write supersedes the siblings it covers. Undefined: a blind write (a new sibling). A
+   * context for a last-writer-wins key is refused with `INVALID_CONTEXT`.
+   */
+  context?: CausalContext
   /**
    * The write's dependency vector (`causeway-after` on a write); only the "without HLC"
    * ablation reads it (see `RegionServiceOptions.withoutHlc`).

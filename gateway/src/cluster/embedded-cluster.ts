@@ -5,7 +5,7 @@
  * injected one-way WAN delay). Replica 0 of each (region, partition) leads.
  */
 import { join } from 'node:path'
-import { DEFAULT_LIMITS, type Limits } from '@causeway/core'
+import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@causeway/core'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
@@ -70,6 +70,13 @@ export interface EmbeddedClusterOptions {
    */
   withoutHlc?: boolean
   /**
+   * Namespaces and their conflict mode, e.g. `{ cart: { conflicts: 'siblings' } }`: keys of a
+   * `siblings` namespace (`cart:42`) keep concurrent writes as siblings with a causal context;
+   * every other key is last-writer-wins. Published in the topology.
+   * @default {} (every key last-writer-wins)
+   */
+  namespaces?: Namespaces
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
    * @default logs them with `console.error`
@@ -90,6 +97,8 @@ export class EmbeddedCluster {
   readonly limits: Readonly<Limits>
   /** Where the cluster lives, or undefined in memory. */
   readonly dataDir: string | undefined
+  /** The configured namespaces (checked, with a null prototype). */
+  readonly namespaces: Namespaces
 
   /** `#members[d][p][i]`. */
   readonly #members: PartitionReplica[][][]
@@ -107,6 +116,7 @@ export class EmbeddedCluster {
       limits: Limits
       clocks: (() => number)[]
       withoutHlc: boolean
+      namespaces: Namespaces
       members: PartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
@@ -119,6 +129,7 @@ export class EmbeddedCluster {
     this.regionNames = options.regionNames
     this.limits = Object.freeze({ ...options.limits })
     this.dataDir = options.dataDir
+    this.namespaces = options.namespaces
     this.#members = options.members
     this.#feeds = options.feeds
     this.#shippers = options.shippers
@@ -135,6 +146,7 @@ export class EmbeddedCluster {
           shippers: () => this.#shippers.filter((s) => s.from === d).map((s) => s.status()),
           now: options.clocks[d]!,
           withoutHlc: options.withoutHlc,
+          namespaces: options.namespaces,
         }),
     )
   }
@@ -145,6 +157,7 @@ export class EmbeddedCluster {
     const { regions, partitions, replicas } = layout
     const regionNames = options.regionNames ?? Array.from({ length: regions }, (_, d) => `r${d}`)
     checkRegionNames(regionNames, regions)
+    const namespaces = checkNamespaces(options.namespaces)
     const offsets = options.clockOffsetsMs ?? []
     if (offsets.length > regions || offsets.some((o) => !Number.isFinite(o))) {
       throw new RangeError(`clockOffsetsMs needs at most one finite offset per region (${regions})`)
@@ -233,6 +246,7 @@ export class EmbeddedCluster {
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
       withoutHlc: options.withoutHlc ?? false,
+      namespaces,
       members,
       feeds,
       shippers,

@@ -6,19 +6,23 @@
 import {
   CausewayError,
   HLC_ZERO,
+  type Namespaces,
   type Limits,
   type ReplicaChoice,
   type ReplicaStatus,
   SessionNotAvailableError,
   type ShipperStatus,
   type Status,
+  checkNamespaces,
+  conflictModeOf,
   covers,
   hlcMillis,
   isHlc,
   vectorToObject,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
-import type { PartitionReplica } from '../storage/partition-replica.js'
+import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
+import { contextOf, listSiblings } from '../storage/sibling-set.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -79,6 +83,13 @@ export interface RegionServiceOptions {
    * @default false
    */
   withoutHlc?: boolean
+  /**
+   * Namespaces and their conflict mode (a key's namespace is the text before its first `:`).
+   * Keys of a `siblings` namespace keep concurrent writes as siblings; every other key is
+   * last-writer-wins.
+   * @default {} (every key last-writer-wins)
+   */
+  namespaces?: Namespaces
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -87,6 +98,7 @@ export class RegionService implements ClusterService {
   readonly #options: RegionServiceOptions
   readonly #now: () => number
   readonly #random: () => number
+  readonly #namespaces: Namespaces
 
   constructor(options: RegionServiceOptions) {
     if (options.replicas.length === 0 || options.replicas.some((r) => r.length === 0)) {
@@ -96,6 +108,7 @@ export class RegionService implements ClusterService {
     this.#options = options
     this.#now = options.now ?? Date.now
     this.#random = options.random ?? Math.random
+    this.#namespaces = checkNamespaces(options.namespaces)
   }
 
   shape(): ClusterShape {
@@ -109,6 +122,7 @@ export class RegionService implements ClusterService {
       epochs: replicas.map((_, p) => this.#leader(p).epoch()),
       limits: { ...limits },
       shipping: 'fifo',
+      namespaces: { ...this.#namespaces },
     }
   }
 
@@ -158,6 +172,22 @@ export class RegionService implements ClusterService {
       )
     }
     const waitedMs = performance.now() - started
+    if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
+      const { siblings, sv } = await replica.readSiblings(request.key)
+      const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
+      // The newest sibling stands for the read in the one-version fields.
+      const newest = listed.at(-1)
+      const result: ReadResult = {
+        version: newest && { ts: newest.ts, dc: newest.dc },
+        epoch: replica.epoch(),
+        replica: replica.replica,
+        waitedMs,
+        siblings: listed,
+        context: contextOf(siblings),
+      }
+      if (newest) result.idx = newest.idx
+      return result
+    }
     const { version, sv } = await replica.read(request.key)
     const result: ReadResult = {
       version,
@@ -182,15 +212,24 @@ export class RegionService implements ClusterService {
         { dt, aheadMs, maxSkewMs },
       )
     }
-    const leader = this.#leader(partition)
-    if (this.#options.withoutHlc) {
-      await this.#awaitDependencies(leader, request)
-      const entry = await leader.write(request.key, request.value, HLC_ZERO)
-      if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
-      return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
+    if (!siblings && request.context !== undefined) {
+      throw new CausewayError(
+        'INVALID_CONTEXT',
+        `${JSON.stringify(request.key)} is in a last-writer-wins namespace; a causal context applies only to siblings namespaces`,
+      )
     }
-    const entry = await leader.write(request.key, request.value, dt)
+    const leader = this.#leader(partition)
+    if (this.#options.withoutHlc) await this.#awaitDependencies(leader, request)
+    const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
+    const entry = siblings
+      ? await leader.writeSibling(request.key, request.value, writeDt, request.context ?? [])
+      : await leader.write(request.key, request.value, writeDt)
     if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
+    return this.#written(entry, leader)
+  }
+
+  #written(entry: LogEntry, leader: PartitionReplica): WriteResult {
     return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
   }
 

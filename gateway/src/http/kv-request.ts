@@ -1,18 +1,22 @@
 /**
  * Turns the parts of a `/v1/kv/:key` request that the route schemas cannot check (the key's
- * UTF-8 length, the `causeway-after` and `causeway-dt` headers, limits from the cluster's shape)
+ * UTF-8 length, the `causeway-after`, `causeway-dt` and `causeway-context` headers, limits from
+ * the cluster's shape)
  * into a validated `ReadRequest` or `WriteRequest`. Everything is checked before the cluster
  * service is called, so a bad request never writes anything.
  */
 import {
   CausewayError,
   HEADER_AFTER,
+  HEADER_CONTEXT,
   HEADER_DT,
   HLC_ZERO,
   checkKey,
+  decodeCausalContext,
   isHlc,
   parseReadNeed,
   partitionOf,
+  type CausalContext,
   type Durability,
   type Hlc,
   type ReadLevel,
@@ -61,6 +65,12 @@ function parseDt(header: string | undefined): Hlc {
     'INVALID_HLC',
     `invalid ${HEADER_DT} ${JSON.stringify(header.slice(0, 32))}: an HLC is 16 lowercase hex digits`,
   )
+}
+
+/** A write's `causeway-context`, decoded strictly (`INVALID_CONTEXT` when it is not one). */
+function parseContext(header: string | undefined, shape: ClusterShape): CausalContext | undefined {
+  if (header === undefined) return undefined
+  return decodeCausalContext(header.trim(), { regions: shape.regionNames.length })
 }
 
 function checkTimeout(timeoutMs: number | undefined, shape: ClusterShape): number {
@@ -114,6 +124,7 @@ export function parseWrite(
   checkKey(key, shape.limits.maxKeyBytes)
   const level = query.level ?? 'session'
   const dt = parseDt(singleHeader(headers, HEADER_DT))
+  const context = parseContext(singleHeader(headers, HEADER_CONTEXT), shape)
   if (value !== undefined) {
     const bytes = Buffer.byteLength(value.json)
     if (bytes > shape.limits.maxValueBytes) {
@@ -132,6 +143,8 @@ export function parseWrite(
     durability: query.durability ?? 'leader',
     level,
   }
+  // Whether the key's namespace takes a context is the cluster service's to say.
+  if (context !== undefined) request.context = context
   // Only the "without HLC" benchmark ablation sends (and reads) a write's dependency vector.
   const need = parseNeed(singleHeader(headers, HEADER_AFTER), shape)
   if (need !== undefined && level !== 'eventual') request.need = need

@@ -2,15 +2,24 @@
  * The body of a read reply. The service keeps values as JSON text, so the reply splices that text
  * in as it is instead of parsing it only for Fastify to stringify it again (for a 64 KiB value
  * that round trip costs more than the rest of the request; see `docs/protocol.md`).
+ *
+ * A read of a siblings namespace lists every sibling (tombstones included) with its version and
+ * value, and the causal context to send back with a superseding write. `found` says whether any
+ * sibling holds a value; `value` is set only when exactly one does (otherwise the caller must
+ * choose or merge); `ts`, `dc` and `idx` name the newest sibling.
  */
-import type { ReadReply } from '@causeway/core'
+import { type ReadReply, encodeCausalContext } from '@causeway/core'
 import type { ReadResult } from '../cluster/cluster-service.js'
 
-/** The reply fields other than `value`, in the shape of the wire schema. */
+/** The reply fields other than `value` and `siblings`, in the shape of the wire schema. */
 export function readReplyFields(result: ReadResult, region: number): ReadReply {
   const version = result.version
+  const found =
+    result.siblings !== undefined
+      ? result.siblings.some((s) => s.value !== undefined)
+      : version !== undefined && version.value !== undefined
   const reply: ReadReply = {
-    found: version !== undefined && version.value !== undefined,
+    found,
     epoch: result.epoch,
     region,
     replica: result.replica,
@@ -22,14 +31,31 @@ export function readReplyFields(result: ReadResult, region: number): ReadReply {
     reply.dc = version.dc
     if (result.idx !== undefined) reply.idx = result.idx
   }
+  if (result.context !== undefined) reply.context = contextHeader(result)
   return reply
 }
 
-/** The JSON text of a read reply, with the stored value text spliced in. */
+/** The `causeway-context` of a siblings read; undefined for a last-writer-wins read. */
+export function contextHeader(result: ReadResult): string | undefined {
+  return result.context === undefined ? undefined : encodeCausalContext(result.context)
+}
+
+/** The JSON text of a read reply, with the stored value texts spliced in. */
 export function readReplyJson(result: ReadResult, region: number): string {
   const fields = JSON.stringify(readReplyFields(result, region))
-  const value = result.version?.value
-  if (value === undefined) return fields
-  // `fields` is a non-empty object ending in `}`: append `,"value":<text>` before that brace.
-  return fields.slice(0, -1) + ',"value":' + value + '}'
+  // `fields` is a non-empty object ending in `}`: append members before that brace.
+  let extra = ''
+  if (result.siblings !== undefined) {
+    const live = result.siblings.filter((s) => s.value !== undefined)
+    if (live.length === 1) extra += ',"value":' + live[0]!.value
+    const listed = result.siblings.map((s) => {
+      const head = JSON.stringify({ ts: s.ts, dc: s.dc, idx: s.idx })
+      return s.value === undefined ? head : head.slice(0, -1) + ',"value":' + s.value + '}'
+    })
+    extra += ',"siblings":[' + listed.join(',') + ']'
+  } else {
+    const value = result.version?.value
+    if (value !== undefined) extra = ',"value":' + value
+  }
+  return extra === '' ? fields : fields.slice(0, -1) + extra + '}'
 }

@@ -74,6 +74,7 @@ describe('RegionService', () => {
         epochs: [1, 1],
         limits: { ...DEFAULT_LIMITS, maxSkewMs: 1234 },
         shipping: 'fifo',
+        namespaces: {},
       })
     })
   })

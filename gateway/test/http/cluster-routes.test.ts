@@ -26,6 +26,7 @@ describe('topology, status and health', () => {
       epochs: [1, 1],
       limits: { ...DEFAULT_LIMITS },
       shipping: 'fifo',
+      namespaces: {},
     })
   })
 

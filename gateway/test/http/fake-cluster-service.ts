@@ -53,6 +53,7 @@ export class FakeClusterService implements ClusterService {
       epochs: new Array<number>(partitions).fill(1),
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       shipping: 'fifo',
+      namespaces: {},
     }
     this.#sv = Array.from({ length: partitions }, () => new Array<number>(regions).fill(0))
   }

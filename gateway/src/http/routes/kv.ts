@@ -6,6 +6,7 @@
 import {
   ErrorReplySchema,
   HEADER_AFTER,
+  HEADER_CONTEXT,
   HEADER_DT,
   KeyParamsSchema,
   PutBodySchema,
@@ -21,7 +22,7 @@ import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
-import { readReplyJson } from '../read-reply.js'
+import { contextHeader, readReplyJson } from '../read-reply.js'
 
 /** Options of the kv routes plugin. */
 export interface KvRoutesOptions {
@@ -47,6 +48,14 @@ const WriteHeadersSchema = Type.Object({
       pattern: '^[0-9a-f]{16}$',
       description: "the write's HLC dependency: 16 lowercase hex digits",
       examples: ['00018f2a3b4c0001'],
+    }),
+  ),
+  // Decoded (strictly) by kv-request, so a bad one is INVALID_CONTEXT rather than a schema error.
+  [HEADER_CONTEXT]: Type.Optional(
+    Type.String({
+      description:
+        'siblings namespaces only: the causal context of a read (its `context`); the write supersedes the siblings that read returned. Without it the write adds a sibling.',
+      examples: ['wQIAAwIB'],
     }),
   ),
 })
@@ -89,6 +98,8 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       metrics.observeReadWait(read.level, result.waitedMs)
       // Already JSON: Fastify sends a string with a JSON content type as it is.
       const body = readReplyJson(result, service.region) as unknown as ReadReply
+      const context = contextHeader(result)
+      if (context !== undefined) reply.header(HEADER_CONTEXT, context)
       return reply.type('application/json; charset=utf-8').send(body)
     },
   )

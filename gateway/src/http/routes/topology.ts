@@ -22,6 +22,7 @@ export function topologyOf(shape: ClusterShape, regionUrls: readonly string[]): 
     epochs: [...shape.epochs],
     limits: { ...shape.limits },
     shipping: shape.shipping,
+    namespaces: { ...shape.namespaces },
   }
 }
 
