@@ -1,0 +1,236 @@
+/**
+ * Where a request of one region goes among the replicas of a partition, and what it waits for:
+ * NuKV Algorithm 2's routing as the set service uses it (the same rules as `RegionService`'s
+ * kv reads and writes): a read picks an available replica, preferring one whose `sv` already
+ * covers the session's vector, and waits (on `sv` events, with a deadline) until it does; a
+ * write goes to the leader, with a dependency time no further ahead than `maxSkewMs`.
+ */
+import {
+  CausewayError,
+  SessionNotAvailableError,
+  covers,
+  hlcMillis,
+  isHlc,
+  vectorToObject,
+  type Hlc,
+  type Limits,
+  type ReadNeed,
+  type ReplicaChoice,
+} from '@causeway/core'
+import type { PartitionReplica } from '../storage/partition-replica.js'
+
+/** What a {@link ReplicaRouter} routes over (a subset of `RegionServiceOptions`). */
+export interface ReplicaRouterOptions {
+  region: number
+  regionNames: readonly string[]
+  limits: Limits
+  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
+  replicas: readonly (readonly PartitionReplica[])[]
+  /** The highest idx region `d`'s leader of partition `p` has written, when known. */
+  written?: (d: number, p: number) => number | undefined
+  /** Whether replica `i` of partition `p` can serve now. @default always */
+  available?: (p: number, i: number) => boolean
+  /** The region's wall clock in ms. @default Date.now */
+  now?: () => number
+  /** Chooses among equally good replicas. @default Math.random */
+  random?: () => number
+}
+
+/** A replica chosen for a read, once it covers the read's vector. */
+export interface ServingReplica {
+  replica: PartitionReplica
+  waitedMs: number
+}
+
+/** Routes one region's requests to its partition replicas. */
+export class ReplicaRouter {
+  readonly region: number
+  readonly #options: ReplicaRouterOptions
+  readonly #now: () => number
+  readonly #random: () => number
+
+  constructor(options: ReplicaRouterOptions) {
+    this.region = options.region
+    this.#options = options
+    this.#now = options.now ?? Date.now
+    this.#random = options.random ?? Math.random
+  }
+
+  /** The number of regions. */
+  get regions(): number {
+    return this.#options.regionNames.length
+  }
+
+  /** The leader of partition `p`. */
+  leader(p: number): PartitionReplica {
+    return this.#partition(p)[0]!
+  }
+
+  /** Every replica of partition `p` that may serve a read now (throws when none may). */
+  serving(p: number): readonly PartitionReplica[] {
+    const replicas = this.#partition(p)
+    const available = this.#options.available
+    if (!available) return replicas
+    const serving = replicas.filter((_, i) => available(p, i))
+    if (serving.length === 0) throw this.#unavailable(p, replicas)
+    return serving
+  }
+
+  /**
+   * Checks a read vector against the partition's epoch and what its origins have written:
+   * `EPOCH_MISMATCH`, `INVALID_VECTOR`, `VECTOR_UNREACHABLE`.
+   */
+  checkNeed(p: number, need: ReadNeed | undefined): void {
+    if (need === undefined) return
+    const epoch = this.leader(p).epoch()
+    if (need.epoch !== undefined && need.epoch !== epoch) {
+      throw new CausewayError(
+        'EPOCH_MISMATCH',
+        `the session's vector is from epoch ${need.epoch} of partition ${p}, which is now at epoch ${epoch}`,
+        { partition: p, epoch: need.epoch, current: epoch },
+      )
+    }
+    const regions = this.regions
+    if (need.need.length !== regions) {
+      throw new CausewayError(
+        'INVALID_VECTOR',
+        `a read vector has one entry per region (${regions}), not ${need.need.length}`,
+      )
+    }
+    need.need.forEach((idx, d) => {
+      const written = this.#options.written?.(d, p)
+      if (written !== undefined && idx > written) {
+        throw new CausewayError(
+          'VECTOR_UNREACHABLE',
+          `the read needs entry ${idx} of region ${d} in partition ${p}, but that region has written only ${written}`,
+          { partition: p, region: d, need: idx, written },
+        )
+      }
+    })
+  }
+
+  /** Picks a replica for a read and waits until it covers `need` (or throws at the deadline). */
+  async serve(
+    p: number,
+    need: ReadNeed | undefined,
+    choice: ReplicaChoice,
+    timeoutMs: number,
+  ): Promise<ServingReplica> {
+    this.checkNeed(p, need)
+    const replica = this.#choose(p, this.serving(p), choice, need?.need)
+    return { replica, waitedMs: await this.wait(p, replica, need, timeoutMs) }
+  }
+
+  /** Waits until `replica` covers `need`; resolves to the ms waited. */
+  async wait(
+    p: number,
+    replica: PartitionReplica,
+    need: ReadNeed | undefined,
+    timeoutMs: number,
+  ): Promise<number> {
+    const started = performance.now()
+    if (need === undefined) return 0
+    const deadline = Date.now() + timeoutMs
+    if (!(await replica.waitFor(need.need, deadline))) {
+      if (Date.now() < deadline) {
+        throw new CausewayError(
+          'SHUTTING_DOWN',
+          `replica ${replica.replica} of partition ${p} stopped while the request waited`,
+        )
+      }
+      throw new SessionNotAvailableError(
+        `replica ${replica.replica} of partition ${p} in region ${this.region} did not reach the ` +
+          `session's vector within ${timeoutMs} ms`,
+        {
+          need: vectorToObject(need.need),
+          sv: vectorToObject(replica.sv()),
+          region: this.region,
+          partition: p,
+          replica: replica.replica,
+          role: replica.replica === 0 ? 'leader' : 'follower',
+          timeoutMs,
+        },
+      )
+    }
+    return performance.now() - started
+  }
+
+  /** Refuses a write dependency too far ahead of this region's clock (`CLOCK_SKEW_EXCEEDED`). */
+  checkDependency(dt: Hlc): void {
+    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
+    const aheadMs = hlcMillis(dt) - this.#now()
+    const { maxSkewMs } = this.#options.limits
+    if (aheadMs > maxSkewMs) {
+      throw new CausewayError(
+        'CLOCK_SKEW_EXCEEDED',
+        `the write depends on a time ${Math.round(aheadMs)} ms ahead of region ${this.region}'s clock; at most ${maxSkewMs} ms is allowed`,
+        { dt, aheadMs, maxSkewMs },
+      )
+    }
+  }
+
+  /** Resolves once a majority of the partition's replicas (the leader among them) applied `idx`. */
+  async majority(p: number, idx: number): Promise<void> {
+    const replicas = this.#partition(p)
+    const needed = Math.floor(replicas.length / 2)
+    if (needed === 0) return
+    const need = new Array<number>(this.regions).fill(0)
+    need[this.region] = idx
+    const deadline = Date.now() + this.#options.limits.maxTimeoutMs
+    const followers = replicas.slice(1)
+    const confirmed = await new Promise<number>((resolve) => {
+      let yes = 0
+      let answered = 0
+      for (const follower of followers) {
+        void follower.waitFor(need, deadline).then((applied) => {
+          answered++
+          if (applied) yes++
+          if (yes >= needed || answered === followers.length) resolve(yes)
+        })
+      }
+    })
+    if (confirmed < needed) {
+      throw new CausewayError(
+        'BACKEND_UNAVAILABLE',
+        `write ${this.region}:${idx} is durable at the leader but only ${confirmed + 1} of ${replicas.length} replicas confirmed it`,
+        { region: this.region, idx, confirmed: confirmed + 1, replicas: replicas.length },
+      )
+    }
+  }
+
+  #partition(p: number): readonly PartitionReplica[] {
+    const replicas = this.#options.replicas[p]
+    if (!replicas) throw new CausewayError('INVALID_REQUEST', `partition ${p} does not exist`)
+    return replicas
+  }
+
+  #unavailable(p: number, replicas: readonly PartitionReplica[]): CausewayError {
+    return new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `no replica of partition ${p} in region ${this.region} that the request may use is reachable`,
+      { region: this.region, partition: p, backends: replicas.map((r) => r.backend) },
+    )
+  }
+
+  #choose(
+    p: number,
+    serving: readonly PartitionReplica[],
+    choice: ReplicaChoice,
+    need: readonly number[] | undefined,
+  ): PartitionReplica {
+    const leader = this.leader(p)
+    const leaderServes = serving.includes(leader)
+    if (choice === 'leader') {
+      if (!leaderServes) throw this.#unavailable(p, [leader])
+      return leader
+    }
+    const fallback = leaderServes ? leader : serving[0]!
+    if (choice === 'follower') return this.#pick(serving.filter((r) => r !== leader)) ?? fallback
+    const ready = need ? serving.filter((r) => covers(r.sv(), need)) : serving
+    return this.#pick(ready) ?? fallback
+  }
+
+  #pick(replicas: readonly PartitionReplica[]): PartitionReplica | undefined {
+    return replicas[Math.floor(this.#random() * replicas.length)]
+  }
+}

@@ -1,0 +1,172 @@
+/**
+ * The sets' ordered keys inside a replica's LevelDB keyspace. The replica's store has string
+ * keys and values, and Bigset keys are bytes; a byte string is stored as the string of the same
+ * code units (`latin1`), whose UTF-8 (classic-level) and UTF-16 (memory-level `utf8`) orders are
+ * both the bytes' order, so element keys iterate exactly as the codec intends.
+ *
+ * - {@link StoreKv} reads the store (optionally at an explicit snapshot);
+ * - {@link CommitKv} is the overlay one commit plans against: reads see the commit's own earlier
+ *   writes, and the writes come out as one list for the replica's atomic batch.
+ */
+import type { KvRange, KvWrite, OrderedKv } from '@causeway/core'
+import type { AbstractSnapshot } from 'abstract-level'
+import type { StringLevel } from './level-replica.js'
+
+/** Every set key starts with these bytes (`b/`); the replica's other keys never do. */
+export const SET_NAMESPACE = 'b/'
+
+/** A byte string as a store key or value. */
+export function toStoreString(bytes: Uint8Array): string {
+  return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
+}
+
+/** Inverse of {@link toStoreString}. */
+export function fromStoreString(text: string): Uint8Array {
+  const buffer = Buffer.from(text, 'latin1')
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+}
+
+/** One operation of the replica's batch. */
+export type StoreOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+
+interface StringRange {
+  gt?: string
+  gte?: string
+  lt?: string
+  lte?: string
+}
+
+function stringRange(range: KvRange): StringRange {
+  const out: StringRange = {}
+  if (range.gt !== undefined) out.gt = toStoreString(range.gt)
+  if (range.gte !== undefined) out.gte = toStoreString(range.gte)
+  if (range.lt !== undefined) out.lt = toStoreString(range.lt)
+  if (range.lte !== undefined) out.lte = toStoreString(range.lte)
+  return out
+}
+
+function inRange(key: string, r: StringRange): boolean {
+  if (r.gt !== undefined && !(key > r.gt)) return false
+  if (r.gte !== undefined && !(key >= r.gte)) return false
+  if (r.lt !== undefined && !(key < r.lt)) return false
+  if (r.lte !== undefined && !(key <= r.lte)) return false
+  return true
+}
+
+/** Reads of the store, at `snapshot` when given. Writes go through the replica's commits. */
+export class StoreKv implements OrderedKv {
+  readonly #db: StringLevel
+  readonly #snapshot: AbstractSnapshot | undefined
+
+  constructor(db: StringLevel, snapshot?: AbstractSnapshot) {
+    this.#db = db
+    this.#snapshot = snapshot
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    const value = await this.#db.get(toStoreString(key), this.#options())
+    return value === undefined ? undefined : fromStoreString(value)
+  }
+
+  /** Several values at once, from one (implicit or explicit) snapshot. */
+  async getMany(keys: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    const values = await this.#db.getMany(keys.map(toStoreString), this.#options())
+    return values.map((v) => (v === undefined ? undefined : fromStoreString(v)))
+  }
+
+  batch(): Promise<void> {
+    throw new Error('set writes go through the replica commit (CommitKv)')
+  }
+
+  async *keys(range: KvRange): AsyncGenerator<Uint8Array> {
+    const options = { ...stringRange(range), ...this.#options() } as Record<string, unknown>
+    if (range.limit !== undefined) options.limit = range.limit
+    for await (const key of this.#db.keys(options)) yield fromStoreString(key)
+  }
+
+  #options(): { snapshot?: AbstractSnapshot } {
+    return this.#snapshot === undefined ? {} : { snapshot: this.#snapshot }
+  }
+}
+
+/**
+ * The store as one commit sees it: its own pending writes over the store. Keys are iterated by
+ * merging the store's range with the pending keys in it, so a plan that reads an element's keys
+ * after an earlier plan of the same commit wrote some sees them.
+ */
+export class CommitKv implements OrderedKv {
+  readonly #db: StringLevel
+  /** Pending writes: a value, or `null` for a delete. */
+  readonly #pending = new Map<string, string | null>()
+
+  constructor(db: StringLevel) {
+    this.#db = db
+  }
+
+  async get(key: Uint8Array): Promise<Uint8Array | undefined> {
+    const k = toStoreString(key)
+    const pending = this.#pending.get(k)
+    if (pending !== undefined) return pending === null ? undefined : fromStoreString(pending)
+    const value = await this.#db.get(k)
+    return value === undefined ? undefined : fromStoreString(value)
+  }
+
+  /** Several values at once; those not written by this commit come from one store snapshot. */
+  async getMany(keys: readonly Uint8Array[]): Promise<(Uint8Array | undefined)[]> {
+    const texts = keys.map(toStoreString)
+    const missing = texts.filter((k) => !this.#pending.has(k))
+    const stored = missing.length > 0 ? await this.#db.getMany(missing) : []
+    const fromStore = new Map(missing.map((k, i) => [k, stored[i]]))
+    return texts.map((k) => {
+      const value = this.#pending.has(k) ? this.#pending.get(k) : fromStore.get(k)
+      return value === undefined || value === null ? undefined : fromStoreString(value)
+    })
+  }
+
+  async batch(writes: readonly KvWrite[]): Promise<void> {
+    for (const w of writes) {
+      this.#pending.set(toStoreString(w.key), w.type === 'put' ? toStoreString(w.value) : null)
+    }
+  }
+
+  /** Writes a string value (sizes, stamps) under a byte key. */
+  putText(key: Uint8Array, value: string): void {
+    this.#pending.set(toStoreString(key), value)
+  }
+
+  async *keys(range: KvRange): AsyncGenerator<Uint8Array> {
+    const r = stringRange(range)
+    const limit = range.limit ?? Infinity
+    if (limit <= 0) return
+    const pending = [...this.#pending.keys()].filter((k) => inRange(k, r)).sort()
+    let p = 0
+    let count = 0
+    for await (const key of this.#db.keys(r)) {
+      while (p < pending.length && pending[p]! < key) {
+        const k = pending[p++]!
+        if (this.#pending.get(k) === null) continue
+        yield fromStoreString(k)
+        if (++count >= limit) return
+      }
+      if (p < pending.length && pending[p] === key) p++
+      if (this.#pending.get(key) === null) continue
+      yield fromStoreString(key)
+      if (++count >= limit) return
+    }
+    for (; p < pending.length; p++) {
+      const k = pending[p]!
+      if (this.#pending.get(k) === null) continue
+      yield fromStoreString(k)
+      if (++count >= limit) return
+    }
+  }
+
+  /** The commit's writes, for the replica's batch. */
+  ops(): StoreOp[] {
+    const out: StoreOp[] = []
+    for (const [key, value] of this.#pending) {
+      out.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+    }
+    return out
+  }
+}

@@ -1,0 +1,460 @@
+/**
+ * The sets of a {@link LevelPartitionReplica} (see `../set-replica.ts`): Bigsets keys in the
+ * replica's own LevelDB keyspace (`level-set-kv.ts`), written by the replica's commit queue so a
+ * set write, its log entry and `sv` land in one atomic batch.
+ *
+ * Per set, under `BigsetKeys.forSet(name, 'b/')`: the set-clock (`c`), the set-tombstone (`d`),
+ * one empty-valued key per (element, dot) (`e…`), the exact element count (`n`, ASCII decimal)
+ * and the stamp (`v`, JSON `{ seen, ts }`).
+ *
+ * Writes, in the replica's commit (so nothing else writes the store in between): each set entry
+ * is planned against the clocks as the commit's earlier entries left them (`CommitKv`):
+ * - a local write (`stage` registered it when the leader accepted it) runs Algorithm 1; an add
+ *   supersedes the element's dots live at the leader, so re-adding keeps one key per element, and
+ *   a remove without a context removes the dots live at the leader;
+ * - a shipped or replicated entry runs Algorithm 2 on its delta.
+ * Every write reads the touched elements' keys (one seek each, whatever the set's size) so the
+ * element count stays exact, and updates the stamp.
+ *
+ * Removes only touch the clocks: a removed dot goes into the set-tombstone, which hides its key.
+ * Compaction deletes covered keys and trims the tombstone, never rewriting the set: in the
+ * background, a short while after the remove (targeted: the remove names the keys), during scans
+ * (a scan reports the covered keys it walks over), and on demand as a full pass over one set.
+ */
+import {
+  BigsetKeys,
+  CausewayError,
+  checkElement,
+  decodeClock,
+  decodeSetSize,
+  deltaToJSON,
+  encodeSetSize,
+  hasSeen,
+  isEmptyClock,
+  planApplyDelta,
+  planCompaction,
+  readElementDots,
+  scanEntries,
+  scanRange,
+  storedElementKeys,
+  type BigsetClocks,
+  type BigsetDelta,
+  type Dot,
+  type DotClock,
+  type ElementKey,
+  type OrderedKv,
+  type SetEntry,
+  type WritePlan,
+} from '@causeway/core'
+import {
+  advanceStamp,
+  emptyStamp,
+  setActor,
+  type SetMembership,
+  type SetReplicaStream,
+  type SetScan,
+  type SetScanOptions,
+  type SetSize,
+  type SetStamp,
+  type SetWrite,
+} from '../set-replica.js'
+import { deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
+import { CommitKv, SET_NAMESPACE, StoreKv, type StoreOp, toStoreString } from './level-set-kv.js'
+import type { StringLevel } from './level-replica.js'
+
+/** Options of {@link LevelSets}. */
+export interface LevelSetsOptions {
+  db: StringLevel
+  region: number
+  regions: number
+  /** The replica's current epoch (dots are minted under `setActor(region, epoch)`). */
+  epoch: () => number
+  /** Asks the replica to run a commit soon, so pending compaction is written. */
+  requestCommit: () => Promise<void>
+  /**
+   * How long after a remove its covered keys are compacted, in ms (removes within that time share
+   * one compaction batch).
+   * @default 50
+   */
+  compactDelayMs?: number
+  /** Told about failed background compactions (they are retried by the next one). */
+  onError?: (error: unknown) => void
+}
+
+/** The tag of the stamp key, after the codec's `c`/`d`/`e`/`n` (left to backends). */
+const TAG_STAMP = 0x76 // 'v'
+/** Most covered keys kept for targeted compaction per replica; the rest wait for a scan or pass. */
+const MAX_TARGETS = 100_000
+/** Keys a full compaction pass hands to one commit. */
+const PASS_CHUNK = 1000
+
+interface SetState {
+  readonly keys: BigsetKeys
+  clocks: BigsetClocks
+  size: number
+  stamp: SetStamp
+  touched: boolean
+}
+
+interface Targets {
+  /** Covered keys by their store key. */
+  readonly covered: Map<string, ElementKey>
+  /** Set when a full pass met every covered key of this tombstone: trim all of it. */
+  passStart?: DotClock
+}
+
+/** The keys of set `name` in a LevelDB replica. */
+export function levelSetKeys(name: string): BigsetKeys {
+  return BigsetKeys.forSet(name, SET_NAMESPACE)
+}
+
+function stampKey(keys: BigsetKeys): Uint8Array {
+  const key = new Uint8Array(keys.prefix.length + 1)
+  key.set(keys.prefix)
+  key[keys.prefix.length] = TAG_STAMP
+  return key
+}
+
+const decoder = new TextDecoder()
+
+function decodeStamp(bytes: Uint8Array | undefined, regions: number): SetStamp {
+  if (bytes === undefined) return emptyStamp(regions)
+  const parsed = JSON.parse(decoder.decode(bytes)) as SetStamp
+  const seen = new Array<number>(regions).fill(0)
+  parsed.seen.forEach((idx, d) => {
+    if (d < regions) seen[d] = idx
+  })
+  return { seen, ts: parsed.ts }
+}
+
+/** The entries of a commit that are set writes: `key` (the set name) and `setDelta`. */
+export interface SetCommitEntry {
+  origin: number
+  idx: number
+  key: string
+  ts: string
+  /** Empty for a local write until its commit plans it. */
+  setDelta?: string
+}
+
+/** The sets of one LevelDB replica: planning inside commits, reads, compaction. */
+export class LevelSets {
+  readonly #db: StringLevel
+  readonly #region: number
+  readonly #regions: number
+  readonly #epoch: () => number
+  readonly #requestCommit: () => Promise<void>
+  readonly #compactDelayMs: number
+  readonly #onError: (error: unknown) => void
+  /** Local writes accepted by the leader and not yet planned. */
+  readonly #staged = new WeakMap<SetCommitEntry, SetWrite>()
+  /** Parsed deltas of received entries (validated once, planned at commit). */
+  readonly #parsed = new WeakMap<SetCommitEntry, BigsetDelta>()
+  /** Covered keys waiting for compaction, per set name. */
+  readonly #targets = new Map<string, Targets>()
+  #targetCount = 0
+  #timer: ReturnType<typeof setTimeout> | undefined
+  #closed = false
+
+  constructor(options: LevelSetsOptions) {
+    this.#db = options.db
+    this.#region = options.region
+    this.#regions = options.regions
+    this.#epoch = options.epoch
+    this.#requestCommit = options.requestCommit
+    this.#compactDelayMs = options.compactDelayMs ?? 50
+    this.#onError = options.onError ?? (() => {})
+  }
+
+  /** Registers a local write for its commit (the leader validated it with `checkSetWrite`). */
+  stage(entry: SetCommitEntry, write: SetWrite): void {
+    this.#staged.set(entry, write)
+  }
+
+  /** Validates a received entry's delta; throws `INVALID_REQUEST` when malformed. */
+  check(entry: SetCommitEntry): void {
+    if (this.#staged.has(entry) || this.#parsed.has(entry)) return
+    if (typeof entry.setDelta !== 'string')
+      throw new CausewayError('INVALID_REQUEST', 'a set entry needs its delta')
+    this.#parsed.set(entry, parseSetDelta(entry.setDelta))
+  }
+
+  /** Stops background compaction (the replica is closing). */
+  close(): void {
+    this.#closed = true
+    clearTimeout(this.#timer)
+    this.#timer = undefined
+  }
+
+  /**
+   * Plans the set entries of one commit, in order, plus any pending compaction, and returns the
+   * store operations. Fills in `setDelta` of local writes. Must run inside the replica's commit:
+   * no other write may reach the store until these operations are written.
+   */
+  async commitOps(entries: readonly SetCommitEntry[]): Promise<StoreOp[]> {
+    const kv = new CommitKv(this.#db)
+    const states = new Map<string, SetState>()
+    const load = async (name: string): Promise<SetState> => {
+      let state = states.get(name)
+      if (state === undefined) {
+        const keys = levelSetKeys(name)
+        const [clock, tombstone, size, stamp] = await kv.getMany([
+          keys.clock,
+          keys.tombstone,
+          keys.size,
+          stampKey(keys),
+        ])
+        state = {
+          keys,
+          clocks: { clock: decodeClock(clock), tombstone: decodeClock(tombstone) },
+          size: decodeSetSize(size),
+          stamp: decodeStamp(stamp, this.#regions),
+          touched: false,
+        }
+        states.set(name, state)
+      }
+      return state
+    }
+
+    let targeted = false
+    for (const entry of entries) {
+      const state = await load(entry.key)
+      const plan = await this.#plan(kv, state, entry)
+      await kv.batch(plan.writes)
+      state.clocks = plan.clocks
+      state.size += plan.sizeDelta ?? 0
+      state.stamp = advanceStamp(state.stamp, entry.origin, entry.idx, entry.ts)
+      state.touched = true
+      if (this.#target(entry.key, plan.delta, plan.clocks.tombstone)) targeted = true
+    }
+
+    // Compaction of keys covered before this commit (never of this commit's own removes, so a
+    // remove stays a write of clocks only).
+    for (const [name, targets] of this.#takeTargets()) {
+      const state = await load(name)
+      const covered = [...targets.covered.values()].filter((k) =>
+        hasSeen(state.clocks.tombstone, k.dot),
+      )
+      if (covered.length === 0 && targets.passStart === undefined) continue
+      const options = targets.passStart === undefined ? {} : { passStart: targets.passStart }
+      const plan = planCompaction(state.keys, state.clocks.tombstone, covered, options)
+      await kv.batch(plan.writes)
+      state.clocks = { clock: state.clocks.clock, tombstone: plan.tombstone }
+    }
+
+    for (const state of states.values()) {
+      if (!state.touched) continue
+      kv.putText(state.keys.size, decoder.decode(encodeSetSize(state.size)))
+      kv.putText(stampKey(state.keys), JSON.stringify(state.stamp))
+    }
+    if (targeted) this.#scheduleCompaction()
+    return kv.ops()
+  }
+
+  async #plan(
+    kv: OrderedKv,
+    state: SetState,
+    entry: SetCommitEntry,
+  ): Promise<WritePlan & { delta: BigsetDelta }> {
+    const staged = this.#staged.get(entry)
+    if (staged === undefined) {
+      const delta = this.#parsed.get(entry) ?? parseSetDelta(entry.setDelta ?? '')
+      const live = await this.#live(kv, state, deltaElements(delta))
+      return { ...planApplyDelta(state.keys, state.clocks, delta, { live }), delta }
+    }
+    this.#staged.delete(entry)
+    const live = await this.#live(
+      kv,
+      state,
+      staged.elements.map((e) => e.element),
+    )
+    const actor = setActor(this.#region, this.#epoch())
+    const plan = planLocalWrite(state.keys, state.clocks, staged, live, actor)
+    entry.setDelta = JSON.stringify(deltaToJSON(plan.delta))
+    return plan
+  }
+
+  // The live dots of each touched element, before the write (one seek per element).
+  async #live(
+    kv: OrderedKv,
+    state: SetState,
+    elements: readonly string[],
+  ): Promise<Map<string, Dot[]>> {
+    const live = new Map<string, Dot[]>()
+    for (const element of elements) {
+      if (!live.has(element))
+        live.set(element, await readElementDots(kv, state.keys, element, state.clocks.tombstone))
+    }
+    return live
+  }
+
+  // Remembers the keys a delta's contexts moved into the tombstone, for targeted compaction.
+  #target(name: string, delta: BigsetDelta, tombstone: DotClock): boolean {
+    let added = false
+    const keys = levelSetKeys(name)
+    const ops = [...delta.adds, ...delta.removes]
+    for (const op of ops) {
+      for (const d of op.ctx) {
+        if (this.#targetCount >= MAX_TARGETS) return added
+        if (!hasSeen(tombstone, d)) continue
+        added = this.#addTarget(name, keys, { element: op.element, dot: d }) || added
+      }
+    }
+    return added
+  }
+
+  #addTarget(name: string, keys: BigsetKeys, k: ElementKey): boolean {
+    let targets = this.#targets.get(name)
+    if (targets === undefined) this.#targets.set(name, (targets = { covered: new Map() }))
+    const storeKey = toStoreString(keys.element(k.element, k.dot))
+    if (targets.covered.has(storeKey)) return false
+    targets.covered.set(storeKey, k)
+    this.#targetCount++
+    return true
+  }
+
+  #takeTargets(): Map<string, Targets> {
+    const taken = new Map(this.#targets)
+    this.#targets.clear()
+    this.#targetCount = 0
+    return taken
+  }
+
+  #scheduleCompaction(): void {
+    if (this.#closed || this.#timer !== undefined) return
+    this.#timer = setTimeout(() => {
+      this.#timer = undefined
+      if (this.#targets.size > 0) this.#requestCommit().catch(this.#onError)
+    }, this.#compactDelayMs)
+  }
+
+  // ---- reads ----
+
+  /** See `ReplicaSets.has`: the element's keys, the tombstone and the stamp, from one snapshot. */
+  async has(name: string, element: string): Promise<SetMembership> {
+    checkElement(element)
+    const keys = levelSetKeys(name)
+    return this.#atSnapshot(async (kv) => {
+      const [tombstone, stamp] = await kv.getMany([keys.tombstone, stampKey(keys)])
+      const dots = await readElementDots(kv, keys, element, decodeClock(tombstone))
+      return { dots, stamp: decodeStamp(stamp, this.#regions) }
+    })
+  }
+
+  /** See `ReplicaSets.size`. */
+  async size(name: string): Promise<SetSize> {
+    const keys = levelSetKeys(name)
+    const [size, stamp] = await new StoreKv(this.#db).getMany([keys.size, stampKey(keys)])
+    return { size: decodeSetSize(size), stamp: decodeStamp(stamp, this.#regions) }
+  }
+
+  /**
+   * See `ReplicaSets.scan`: one snapshot for the whole walk, so the stamp matches what it
+   * returned. Covered keys met on the way are handed to compaction.
+   */
+  scan(name: string, options: SetScanOptions = {}): SetScan {
+    const keys = levelSetKeys(name)
+    scanRange(keys, options) // validates from/after before anything is opened
+    let stamp: SetStamp | undefined
+    const walk = async function* (this: LevelSets): AsyncGenerator<SetEntry> {
+      const snapshot = this.#db.snapshot()
+      const kv = new StoreKv(this.#db, snapshot)
+      let met = false
+      try {
+        const [tombstone, stampBytes] = await kv.getMany([keys.tombstone, stampKey(keys)])
+        stamp = decodeStamp(stampBytes, this.#regions)
+        const onCovered = (k: ElementKey) => {
+          if (this.#targetCount < MAX_TARGETS && this.#addTarget(name, keys, k)) met = true
+        }
+        yield* scanEntries(kv, keys, decodeClock(tombstone), { ...options, onCovered })
+      } finally {
+        await snapshot.close()
+        if (met) this.#scheduleCompaction()
+      }
+    }
+    return {
+      [Symbol.asyncIterator]: () => walk.call(this),
+      stamp: async () => {
+        if (stamp !== undefined) return stamp
+        // Not iterated: the stamp as of now covers the nothing it returned.
+        const [bytes] = await new StoreKv(this.#db).getMany([stampKey(keys)])
+        return decodeStamp(bytes, this.#regions)
+      },
+    }
+  }
+
+  /** See `ReplicaSets.stream`: the set-clock and entries from one snapshot. */
+  async stream(
+    name: string,
+    options: Pick<SetScanOptions, 'from' | 'after'> = {},
+  ): Promise<SetReplicaStream> {
+    const keys = levelSetKeys(name)
+    const snapshot = this.#db.snapshot()
+    const kv = new StoreKv(this.#db, snapshot)
+    try {
+      const [clock, tombstone, stampBytes] = await kv.getMany([
+        keys.clock,
+        keys.tombstone,
+        stampKey(keys),
+      ])
+      const stamp = decodeStamp(stampBytes, this.#regions)
+      const range = { from: options.from, after: options.after }
+      const walk = scanEntries(kv, keys, decodeClock(tombstone), range)
+      return {
+        clock: decodeClock(clock),
+        entries: (async function* () {
+          try {
+            yield* walk
+          } finally {
+            await snapshot.close()
+          }
+        })(),
+        stamp: async () => stamp,
+      }
+    } catch (error) {
+      await snapshot.close()
+      throw error
+    }
+  }
+
+  /**
+   * A full compaction pass over one set: walks every element key once (from a snapshot), has
+   * the covered ones deleted in chunks, then trims every tombstone dot the pass started with.
+   */
+  async compact(name: string): Promise<{ deleted: number }> {
+    const keys = levelSetKeys(name)
+    const snapshot = this.#db.snapshot()
+    let deleted = 0
+    try {
+      const kv = new StoreKv(this.#db, snapshot)
+      const passStart = decodeClock(await kv.get(keys.tombstone))
+      if (isEmptyClock(passStart)) return { deleted: 0 }
+      let chunk = 0
+      for await (const k of storedElementKeys(kv, keys, scanRange(keys))) {
+        if (!hasSeen(passStart, k.dot)) continue
+        if (this.#addTarget(name, keys, k)) chunk++
+        deleted++
+        if (chunk >= PASS_CHUNK) {
+          chunk = 0
+          await this.#requestCommit()
+        }
+      }
+      let targets = this.#targets.get(name)
+      if (targets === undefined) this.#targets.set(name, (targets = { covered: new Map() }))
+      targets.passStart = passStart
+      await this.#requestCommit()
+      return { deleted }
+    } finally {
+      await snapshot.close()
+    }
+  }
+
+  async #atSnapshot<T>(read: (kv: StoreKv) => Promise<T>): Promise<T> {
+    const snapshot = this.#db.snapshot()
+    try {
+      return await read(new StoreKv(this.#db, snapshot))
+    } finally {
+      await snapshot.close()
+    }
+  }
+}
