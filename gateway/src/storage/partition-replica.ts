@@ -9,6 +9,7 @@
  * `sv`, log and data always agree, also after a crash.
  */
 import type { CausalContext, Hlc } from '@causeway/core'
+import type { ReplicaSets } from './set-replica.js'
 import type { SiblingSet } from './sibling-set.js'
 
 /** A stored version of a key. `value` is the JSON text of the value; absent for a tombstone. */
@@ -36,6 +37,11 @@ export interface LogEntry {
    * sibling of region `origin`, stamped `ts`. Applying the entry merges this set into the key's.
    */
   siblings?: string
+  /**
+   * A set write (Bigsets, `set-replica.ts`): `key` is the set name and this the delta the origin
+   * leader planned, as `JSON.stringify(deltaToJSON(delta))`. Applying the entry applies the delta.
+   */
+  setDelta?: string
 }
 
 /** A read: the winning version and the `sv` it was read at, taken atomically. */
@@ -61,6 +67,8 @@ export interface PartitionReplica {
   readonly replica: number
   /** A short description of the backend, e.g. `level:memory` or `redis://127.0.0.1:6380`. */
   readonly backend: string
+  /** The sets (Bigsets) stored in this partition, written through its log. */
+  readonly sets?: ReplicaSets
 
   /** Opens (or reopens) the store and loads `sv`, counter, HLC and epoch from it. */
   open(): Promise<void>

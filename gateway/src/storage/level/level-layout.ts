@@ -7,6 +7,7 @@
  * - `l/<origin:3>/<idx:16>`: a log entry, zero-padded decimals so key order is numeric order.
  * - `d/<key>`: the winning version of `key`.
  * - `s/<key>`: the sibling set of `key` in a siblings namespace (its text form, `sibling-set.ts`).
+ * - `b/...`: the keys of sets (Bigsets), binary keys as latin1 strings (`level-set-kv.ts`).
  *
  * Values are compact strings rather than JSON objects so a value (already JSON text) is never
  * escaped a second time.
@@ -70,23 +71,26 @@ export function decodeVersion(text: string): Version {
 const BODY_NONE = 0
 const BODY_VALUE = 1
 const BODY_SIBLINGS = 2
+const BODY_SET_DELTA = 3
 
 /**
- * `[key, ts, at, body]` as JSON, a newline, then the body: nothing (a tombstone), the value, or
- * the sibling set of a siblings-namespace write. JSON never holds a raw newline, so the first one
+ * `[key, ts, at, body]` as JSON, a newline, then the body: nothing (a tombstone), the value,
+ * the sibling set of a siblings-namespace write, or the delta of a set write. JSON never holds a raw newline, so the first one
  * ends the header. Origin and idx live in the LevelDB key.
  */
 export function encodeEntry(entry: LogEntry): string {
   const body =
-    entry.siblings !== undefined
-      ? BODY_SIBLINGS
-      : entry.value !== undefined
-        ? BODY_VALUE
-        : BODY_NONE
+    entry.setDelta !== undefined
+      ? BODY_SET_DELTA
+      : entry.siblings !== undefined
+        ? BODY_SIBLINGS
+        : entry.value !== undefined
+          ? BODY_VALUE
+          : BODY_NONE
   return (
     JSON.stringify([entry.key, entry.ts, entry.at, body]) +
     '\n' +
-    (entry.siblings ?? entry.value ?? '')
+    (entry.setDelta ?? entry.siblings ?? entry.value ?? '')
   )
 }
 
@@ -97,6 +101,7 @@ export function decodeEntry(origin: number, idx: number, text: string): LogEntry
   const entry: LogEntry = { origin, idx, key, ts, at }
   if (body === BODY_VALUE) entry.value = text.slice(newline + 1)
   else if (body === BODY_SIBLINGS) entry.siblings = text.slice(newline + 1)
+  else if (body === BODY_SET_DELTA) entry.setDelta = text.slice(newline + 1)
   return entry
 }
 

@@ -38,7 +38,11 @@ import {
   mergeSiblings,
   writeSibling,
 } from '../sibling-set.js'
+import type { ReplicaSets, SetLogEntry, SetWrite } from '../set-replica.js'
+import { checkSetWrite } from '../set-writes.js'
 import { supersedes } from '../version-order.js'
+import type { StoreOp } from './level-set-kv.js'
+import { LevelSets } from './level-sets.js'
 import {
   LAYOUT_FORMAT,
   META_KEY,
@@ -101,6 +105,8 @@ type Mutation =
   | { kind: 'write'; entry: LogEntry; sibling?: SiblingWrite; settle: Settle<LogEntry> }
   | { kind: 'receive'; origin: number; entries: readonly LogEntry[]; settle: Settle<number> }
   | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
+  // No entry: a commit for the sets' pending compaction (see level-sets.ts).
+  | { kind: 'sets'; settle: Settle<void> }
 
 interface Settle<T> {
   resolve: (value: T) => void
@@ -138,6 +144,9 @@ export class LevelPartitionReplica implements PartitionReplica {
   #closing: Promise<void> | undefined
   readonly #waiters = new CoverageWaiters()
   readonly #listeners = new Set<AdvanceListener>()
+  readonly #sets: LevelSets
+  /** The sets of this partition (`level-sets.ts`). */
+  readonly sets: ReplicaSets
 
   constructor(options: LevelReplicaOptions) {
     this.region = options.region
@@ -159,6 +168,14 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
     this.#sv = new Array<number>(this.#regions).fill(0)
     this.#clock = new HybridClock({ now: this.#now })
+    this.#sets = new LevelSets({
+      db: this.#db,
+      region: this.region,
+      regions: this.#regions,
+      epoch: () => this.#epoch,
+      requestCommit: () => this.#commitSets(),
+    })
+    this.sets = this.#setsView()
   }
 
   async open(): Promise<void> {
@@ -193,6 +210,7 @@ export class LevelPartitionReplica implements PartitionReplica {
 
   async #close(): Promise<void> {
     this.#state = 'closing'
+    this.#sets.close()
     // Graceful: what was already accepted is committed (and acknowledged) before the store closes.
     await this.#draining
     this.#waiters.closeAll()
@@ -231,6 +249,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     value: string | undefined,
     dt: Hlc,
     sibling: SiblingWrite | undefined,
+    set?: SetWrite,
   ): Promise<LogEntry> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
@@ -249,6 +268,12 @@ export class LevelPartitionReplica implements PartitionReplica {
       return Promise.reject(error) // an exhausted clock; no idx was taken
     }
     const entry: LogEntry = { origin: this.region, idx: ++this.#counter, key, ts, at: this.#now() }
+    if (set !== undefined) {
+      // Planned when the batch commits, against the set's clocks at that point.
+      entry.setDelta = ''
+      this.#sets.stage(entry, set)
+      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
+    }
     if (sibling !== undefined) {
       // The set is made when the batch commits, from the key's set at that point.
       return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, sibling, settle }))
@@ -277,6 +302,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       )
     try {
       for (const e of entries) checkLoggedSiblings(e, this.#regions)
+      for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -290,6 +316,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     if (bad) return Promise.reject(invalid(`malformed entry ${bad.origin}:${bad.idx}`))
     try {
       for (const e of entries) checkLoggedSiblings(e, this.#regions)
+      for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
     } catch (error) {
       return Promise.reject(error)
     }
@@ -340,6 +367,44 @@ export class LevelPartitionReplica implements PartitionReplica {
   onAdvance(listener: AdvanceListener): () => void {
     this.#listeners.add(listener)
     return () => this.#listeners.delete(listener)
+  }
+
+  /** A full compaction pass over set `name` (removes are otherwise compacted in the background). */
+  compactSet(name: string): Promise<{ deleted: number }> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    return this.#sets.compact(name)
+  }
+
+  // The sets as `ReplicaSets`: reads refused like the replica's own, writes through #write.
+  #setsView(): ReplicaSets {
+    const open = () => {
+      const refused = this.#refusal()
+      if (refused) throw refused
+    }
+    return {
+      write: (name, write, dt) => {
+        try {
+          checkSetWrite(write)
+        } catch (error) {
+          return Promise.reject(error)
+        }
+        return this.#write(name, undefined, dt, undefined, write) as Promise<SetLogEntry>
+      },
+      has: async (name, element) => (open(), this.#sets.has(name, element)),
+      size: async (name) => (open(), this.#sets.size(name)),
+      stream: async (name, options) => (open(), this.#sets.stream(name, options)),
+      scan: (name, options) => {
+        open()
+        return this.#sets.scan(name, options)
+      },
+    }
+  }
+
+  // A commit with no entry, for pending set compaction; nothing when the replica is not open.
+  #commitSets(): Promise<void> {
+    if (this.#refusal()) return Promise.resolve()
+    return this.#enqueue<void>((settle) => ({ kind: 'sets', settle }))
   }
 
   // Why an operation is refused now, if it is.
@@ -394,7 +459,7 @@ export class LevelPartitionReplica implements PartitionReplica {
           sv[m.origin] = entry.idx
           accepted.push(entry)
         }
-      } else {
+      } else if (m.kind === 'apply') {
         const gapped = new Set<number>()
         for (const entry of m.entries) {
           if (gapped.has(entry.origin) || entry.idx <= sv[entry.origin]!) continue
@@ -408,7 +473,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       }
     }
 
-    if (accepted.length > 0) {
+    if (accepted.length > 0 || mutations.some((m) => m.kind === 'sets')) {
       for (const entry of accepted) this.#clock.observe(entry.ts)
       await this.#db.batch(await this.#operations(accepted, siblingWrites, sv), this.#durable)
     }
@@ -436,10 +501,12 @@ export class LevelPartitionReplica implements PartitionReplica {
     siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>,
     sv: number[],
   ) {
-    type Put = { type: 'put'; key: string; value: string }
-    const ops: Put[] = []
+    // Set writes plan first: a local one's delta (its log row) is made here.
+    const isSetWrite = (e: LogEntry) => e.setDelta !== undefined
+    const ops: StoreOp[] = await this.#sets.commitOps(accepted.filter(isSetWrite))
     const isSibling = (e: LogEntry) => e.siblings !== undefined || siblingWrites.has(e)
-    const keys = [...new Set(accepted.filter((e) => !isSibling(e)).map((e) => e.key))]
+    const isKv = (e: LogEntry) => !isSibling(e) && !isSetWrite(e)
+    const keys = [...new Set(accepted.filter(isKv).map((e) => e.key))]
     const setKeys = [...new Set(accepted.filter(isSibling).map((e) => e.key))]
     const stored = await this.#db.getMany([...keys.map(dataKey), ...setKeys.map(siblingsKey)])
     const winners = new Map<string, Version | undefined>()
@@ -455,6 +522,10 @@ export class LevelPartitionReplica implements PartitionReplica {
     const changed = new Set<string>()
     const changedSets = new Set<string>()
     for (const entry of accepted) {
+      if (isSetWrite(entry)) {
+        ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
+        continue
+      }
       const write = siblingWrites.get(entry)
       if (write !== undefined || entry.siblings !== undefined) {
         const local = sets.get(entry.key)!
@@ -576,6 +647,8 @@ function isValidEntry(e: LogEntry, regions: number): boolean {
     typeof e.key === 'string' &&
     isHlc(e.ts) &&
     (e.value === undefined || typeof e.value === 'string') &&
-    (e.siblings === undefined || (typeof e.siblings === 'string' && e.value === undefined))
+    (e.siblings === undefined || (typeof e.siblings === 'string' && e.value === undefined)) &&
+    (e.setDelta === undefined ||
+      (typeof e.setDelta === 'string' && e.value === undefined && e.siblings === undefined))
   )
 }

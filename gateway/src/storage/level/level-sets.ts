@@ -154,7 +154,6 @@ export class LevelSets {
   readonly #targets = new Map<string, Targets>()
   #targetCount = 0
   #timer: ReturnType<typeof setTimeout> | undefined
-  #closed = false
 
   constructor(options: LevelSetsOptions) {
     this.#db = options.db
@@ -179,9 +178,8 @@ export class LevelSets {
     this.#parsed.set(entry, parseSetDelta(entry.setDelta))
   }
 
-  /** Stops background compaction (the replica is closing). */
+  /** Cancels a scheduled compaction (the replica is closing; covered keys stay hidden). */
   close(): void {
-    this.#closed = true
     clearTimeout(this.#timer)
     this.#timer = undefined
   }
@@ -321,11 +319,12 @@ export class LevelSets {
   }
 
   #scheduleCompaction(): void {
-    if (this.#closed || this.#timer !== undefined) return
+    if (this.#timer !== undefined) return
     this.#timer = setTimeout(() => {
       this.#timer = undefined
       if (this.#targets.size > 0) this.#requestCommit().catch(this.#onError)
     }, this.#compactDelayMs)
+    this.#timer.unref?.()
   }
 
   // ---- reads ----
