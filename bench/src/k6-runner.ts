@@ -226,3 +226,83 @@ export async function runPlan(
     await rm(dir, { recursive: true, force: true })
   }
 }
+
+function median(values: number[]): number {
+  const finite = values.filter(Number.isFinite).sort((a, b) => a - b)
+  if (finite.length === 0) return NaN
+  const mid = finite.length >> 1
+  return finite.length % 2 ? finite[mid]! : (finite[mid - 1]! + finite[mid]!) / 2
+}
+
+function medianLatency(all: (LatencyStats | undefined)[]): LatencyStats | undefined {
+  const present = all.filter((l): l is LatencyStats => l !== undefined)
+  if (present.length === 0) return undefined
+  return {
+    avg: median(present.map((l) => l.avg)),
+    p50: median(present.map((l) => l.p50)),
+    p90: median(present.map((l) => l.p90)),
+    p99: median(present.map((l) => l.p99)),
+    max: Math.max(...present.map((l) => l.max)),
+    count: present.reduce((sum, l) => sum + l.count, 0),
+  }
+}
+
+/**
+ * One result from the rounds of the same scenario (run interleaved with the others): the median
+ * of each statistic, so one round disturbed by other work on the machine does not decide it.
+ * Counts (calls, retries, errors) are summed.
+ */
+export function combineRounds(name: string, rounds: readonly ScenarioResult[]): ScenarioResult {
+  if (rounds.length === 1) return { ...rounds[0]!, name }
+  const result: ScenarioResult = {
+    name,
+    ops: rounds.reduce((sum, r) => sum + r.ops, 0),
+    throughput: median(rounds.map((r) => r.throughput)),
+    latency: medianLatency(rounds.map((r) => r.latency))!,
+    failed: median(rounds.map((r) => r.failed)),
+    retries: rounds.reduce((sum, r) => sum + r.retries, 0),
+    errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+  }
+  const get = medianLatency(rounds.map((r) => r.get))
+  const put = medianLatency(rounds.map((r) => r.put))
+  if (get) result.get = get
+  if (put) result.put = put
+  const waits = rounds.map((r) => r.readWaitMs).filter((w): w is number => w !== undefined)
+  if (waits.length > 0) result.readWaitMs = median(waits)
+  return result
+}
+
+/**
+ * Runs `rounds` rounds of a group of scenarios that are compared with each other, alternating
+ * their order (A B C, C B A, A B C, ...) so drift and bursts of other work spread over all of
+ * them, and combines each scenario's rounds with {@link combineRounds}. Names get `_r<round>`.
+ */
+export function interleave(
+  groups: readonly (readonly PlannedScenario[])[],
+  rounds: number,
+): { plan: PlannedScenario[]; combine(results: ScenarioResult[]): ScenarioResult[][] } {
+  const plan: PlannedScenario[] = []
+  const at: number[][][] = groups.map((g) => g.map(() => []))
+  groups.forEach((group, g) => {
+    for (let round = 0; round < rounds; round++) {
+      const order = group.map((_, i) => i)
+      if (round % 2 === 1) order.reverse()
+      for (const i of order) {
+        at[g]![i]!.push(plan.length)
+        plan.push({ ...group[i]!, name: `${group[i]!.name}_r${round}` })
+      }
+    }
+  })
+  return {
+    plan,
+    combine: (results) =>
+      groups.map((group, g) =>
+        group.map((s, i) =>
+          combineRounds(
+            s.name,
+            at[g]![i]!.map((k) => results[k]!),
+          ),
+        ),
+      ),
+  }
+}

@@ -5,10 +5,12 @@ import { describe, expect, it } from 'vitest'
 import { devArgs, startCluster } from '../src/cluster-process.js'
 import {
   findK6,
+  interleave,
   planFile,
   planSeconds,
   scenarioResults,
   type PlannedScenario,
+  type ScenarioResult,
 } from '../src/k6-runner.js'
 import { chartPng, lineChart } from '../src/report/chart.js'
 import { replaceSection, table } from '../src/report/markdown.js'
@@ -87,6 +89,43 @@ describe('harness', () => {
     expect(a!.get?.avg).toBe(1)
     expect(a!.put?.avg).toBe(3)
     expect(b).toMatchObject({ ops: 0, throughput: 0 })
+  })
+
+  it('interleaves compared scenarios in alternating order and takes the median of their rounds', () => {
+    const { plan, combine } = interleave([[scenario('a'), scenario('b')], [scenario('c')]], 3)
+    expect(plan.map((s) => s.name)).toEqual([
+      'a_r0',
+      'b_r0',
+      'b_r1',
+      'a_r1',
+      'a_r2',
+      'b_r2',
+      'c_r0',
+      'c_r1',
+      'c_r2',
+    ])
+    const result = (name: string, throughput: number, avg: number) => ({
+      name,
+      ops: 10,
+      throughput,
+      latency: { avg, p50: avg, p90: avg, p99: avg, max: avg, count: 10 },
+      failed: 0,
+      retries: 1,
+      errors: 0,
+    })
+    // One disturbed round (b_r1: 10 ops/s) does not move the median.
+    const measured = plan.map((s) =>
+      result(s.name, s.name === 'b_r1' ? 10 : 100, s.name === 'b_r1' ? 50 : 2),
+    )
+    const [[a, b], [c]] = combine(measured) as [
+      [ReturnType<typeof combineRounds>, ReturnType<typeof combineRounds>],
+      [ReturnType<typeof combineRounds>],
+    ]
+    expect(b).toMatchObject({ name: 'b', throughput: 100, ops: 30, retries: 3 })
+    expect(b.latency.avg).toBe(2)
+    expect(b.latency.max).toBe(50)
+    expect(a.name).toBe('a')
+    expect(c.name).toBe('c')
   })
 
   it('passes the cluster configuration to causeway dev', () => {

@@ -63,7 +63,8 @@ export function utf8Decode(bytes: Uint8Array, fatal: boolean): string {
   let text = ''
   for (let i = 0; i < bytes.length;) {
     const b = bytes[i]!
-    const extra = b < 0x80 ? 0 : b >= 0xf0 && b < 0xf5 ? 3 : b >= 0xe0 ? 2 : b >= 0xc2 ? 1 : -1
+    // Lead bytes: 0xxxxxxx, 110xxxxx (from C2), 1110xxxx, 11110xxx (up to F4); the rest never lead.
+    const extra = b < 0x80 ? 0 : b < 0xc2 ? -1 : b < 0xe0 ? 1 : b < 0xf0 ? 2 : b < 0xf5 ? 3 : -1
     let c = extra === 0 ? b : extra === 1 ? b & 31 : extra === 2 ? b & 15 : b & 7
     let ok = extra >= 0 && i + extra < bytes.length
     for (let k = 1; ok && k <= extra; k++) {

@@ -1,3 +1,6 @@
+// k6's modules exist only inside k6; their types come with this file wherever it is compiled.
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
+/// <reference path="./k6-modules.d.ts" />
 /**
  * A `Transport` for the SDK on k6's `k6/http`, so every k6 virtual user runs the real SDK and
  * carries a real session (hrm/hwm, dtR/dtW). `http.asyncRequest` returns a promise, so the SDK's

@@ -7,7 +7,7 @@
 import { fileURLToPath } from 'node:url'
 import { startChild } from '../child-server.js'
 import { type ClusterConfig, startCluster } from '../cluster-process.js'
-import { type PlannedScenario, type ScenarioResult, runPlan } from '../k6-runner.js'
+import { type PlannedScenario, type ScenarioResult, interleave, runPlan } from '../k6-runner.js'
 import { fixed, table, times, whole } from '../report/markdown.js'
 import { type RedisRow, ioredisBenchmark, redisBenchmark, startRedis } from '../redis-limits.js'
 import type { Suite, SuiteContext } from '../suite.js'
@@ -18,6 +18,8 @@ export interface GatewayResults {
   vus: number
   durationS: number
   warmupS: number
+  /** Interleaved rounds per row; each number is the median over them. */
+  rounds: number
   scenarios: (ScenarioResult & { label: string; group: string })[]
   redis: RedisRow[]
 }
@@ -89,8 +91,9 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
     replicas: 3,
   }
   const vus = 32
-  const durationS = ctx.quick ? 2.5 : 10
-  const warmupS = ctx.quick ? 1 : 2
+  const durationS = ctx.quick ? 2.5 : 5
+  const warmupS = 1
+  const rounds = ctx.quick ? 1 : 3
   ctx.log(`cluster: causeway dev, ${ctx.backend}, 2 regions × 4 partitions × 3 replicas`)
   const dev = await startCluster(cluster)
   const noopScript = fileURLToPath(new URL('../noop-server.js', import.meta.url))
@@ -101,7 +104,7 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
     )
     try {
       const plan = rows(dev.urls, noop.address)
-      const planned: PlannedScenario[] = plan.map((r) => ({
+      const scenario = (r: Row): PlannedScenario => ({
         name: r.name,
         exec: r.exec,
         vus,
@@ -113,10 +116,24 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
           WARMUP_S: String(warmupS),
           ...r.env,
         },
-      }))
-      ctx.log(`k6: ${planned.length} scenarios × ${durationS} s, ${vus} VUs each`)
-      const results = await runPlan(planned)
-      scenarios = results.map((r, i) => ({ ...r, label: plan[i]!.label, group: plan[i]!.group }))
+      })
+      // The rows compared with each other run side by side, in alternating order per round.
+      const groups = [
+        ['put_eventual', 'put_session'],
+        ['get_eventual', 'get_session'],
+        ['mix_eventual', 'mix_session'],
+        ['raw_gateway_get', 'noop_get'],
+        ['raw_gateway_put', 'noop_put'],
+      ].map((names) => names.map((n) => scenario(plan.find((r) => r.name === n)!)))
+      const { plan: planned, combine } = interleave(groups, rounds)
+      ctx.log(
+        `k6: ${planned.length} scenarios × ${durationS} s, ${vus} VUs each (${rounds} round${rounds > 1 ? 's' : ''})`,
+      )
+      const results = combine(await runPlan(planned)).flat()
+      scenarios = results.map((r) => {
+        const row = plan.find((p) => p.name === r.name)!
+        return { ...r, label: row.label, group: row.group }
+      })
     } finally {
       await noop.stop()
     }
@@ -134,7 +151,7 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
   } finally {
     await redis.stop()
   }
-  return { cluster, vus, durationS, warmupS, scenarios, redis: redisRows }
+  return { cluster, vus, durationS, warmupS, rounds, scenarios, redis: redisRows }
 }
 
 function report(r: GatewayResults): string {
@@ -178,8 +195,8 @@ function report(r: GatewayResults): string {
   ])
   return [
     `One \`causeway dev\` cluster (${r.cluster.backend}; ${r.cluster.regions} regions × ${r.cluster.partitions} partitions × ${r.cluster.replicas} replicas, no injected lag), ` +
-      `${r.vus} k6 virtual users (half homed in each region), each doing one call at a time; ${r.durationS} s per row, the first ${r.warmupS} s not recorded. ` +
-      `16-byte keys over ${KEYS.toLocaleString('en-US')} keys, ${VALUE_BYTES}-byte values. The rows ran one after the other in one k6 run.`,
+      `${r.vus} k6 virtual users (half homed in each region), each doing one call at a time; ${r.durationS} s per row, the first ${r.warmupS} s not recorded, ${r.rounds} round${r.rounds > 1 ? 's (medians shown)' : ''}. ` +
+      `16-byte keys over ${KEYS.toLocaleString('en-US')} keys, ${VALUE_BYTES}-byte values. The rows ran in one k6 run, each pair that is compared side by side in alternating order.`,
     '',
     '**Session guarantees against eventual consistency** (the SDK in every k6 VU; throughput in calls/s, latency in ms):',
     '',
@@ -222,7 +239,7 @@ function report(r: GatewayResults): string {
 export const gatewaySuite: Suite<GatewayResults> = {
   name: 'gateway',
   title: 'Gateway throughput: session vs eventual, and the limits of this machine',
-  estimateS: (quick) => (quick ? 40 : 150),
+  estimateS: (quick) => (quick ? 40 : 200),
   async run(ctx) {
     const results = await run(ctx)
     return { results, markdown: report(results), charts: [] }

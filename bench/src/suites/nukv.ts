@@ -7,17 +7,24 @@
  * started with `--without-hlc`: writes wait for their dependencies) and with HLC (the normal
  * cluster). Client load stepped as in Figures 2–3, 100% local traffic and 10% remote traffic
  * (emulated 16 ms round trip between regions, both for shipping and for a client calling the
- * other region), and the write-proportion sweep of Figures 6–7. Every case is compared with E
- * measured in the same cluster run, at the same load.
+ * other region), and the write-proportion sweep of Figures 6–7. Both clusters run side by side
+ * and one k6 run interleaves every case at every point; each case is compared with E measured
+ * on its own cluster at the same point.
  */
 import { type ClusterConfig, startCluster } from '../cluster-process.js'
-import { type PlannedScenario, type ScenarioResult, runPlan } from '../k6-runner.js'
+import { type PlannedScenario, type ScenarioResult, interleave, runPlan } from '../k6-runner.js'
 import { lineChart } from '../report/chart.js'
 import { fixed, table, times, whole } from '../report/markdown.js'
 import type { Chart, Suite, SuiteContext } from '../suite.js'
 import { CASES, type CaseName, paperLatencyByThreads, paperLatencyByWrites } from './nukv-paper.js'
 
-type Traffic = 'local' | 'remote'
+/**
+ * `local`: every call in the client's home region. `remote`: 10% of calls in the other region,
+ * the client paying the inter-region round trip to get there (the paper's setup). `near`: the
+ * same 10%, but the client reaches the other region as fast as its own (a client between the
+ * two, or one that moved), so shipping is slower than the client and session guarantees wait.
+ */
+type Traffic = 'local' | 'remote' | 'near'
 
 /** One measured point. */
 export interface NukvRow {
@@ -45,6 +52,8 @@ export interface NukvResults {
   clusters: ClusterConfig[]
   durationS: number
   warmupS: number
+  /** Interleaved rounds per case and point; each number is the median over them. */
+  rounds: number
   remoteRttMs: number
   keys: number
   rows: NukvRow[]
@@ -89,25 +98,20 @@ function points(quick: boolean): {
 } {
   const threads = quick ? [10] : [10, 20, 30, 40, 50]
   const sweepThreads = quick ? 10 : 40
-  const writes = quick ? [1] : [0, 0.25, 0.75, 1] // 0.5 comes from the load sweep
+  const writes = quick ? [] : [0, 0.25, 0.75, 1] // 0.5 comes from the load sweep
   const load: Point[] = []
   const sweep: Point[] = []
   for (const traffic of ['local', 'remote'] as const) {
     for (const t of threads) load.push({ traffic, threads: t, writeRatio: 0.5 })
-    if (quick && traffic === 'local') continue
     for (const w of writes) sweep.push({ traffic, threads: sweepThreads, writeRatio: w })
   }
+  // The harsher variant, at the headline load only.
+  sweep.push({ traffic: 'near', threads: sweepThreads, writeRatio: 0.5 })
   return { load, sweep, threads, sweepThreads }
 }
 
-async function measureRun(
-  ctx: SuiteContext,
-  hlc: boolean,
-  all: Point[],
-  durationS: number,
-  warmupS: number,
-): Promise<{ cluster: ClusterConfig; rows: NukvRow[] }> {
-  const cluster: ClusterConfig = {
+function clusterConfig(ctx: SuiteContext, hlc: boolean): ClusterConfig {
+  return {
     backend: ctx.backend,
     regions: REGIONS,
     partitions: 8,
@@ -115,108 +119,110 @@ async function measureRun(
     wanDelayMs: WAN_ONE_WAY_MS,
     withoutHlc: !hlc,
   }
-  const run = hlc ? 'hlc' : 'without-hlc'
-  const planned: { scenario: PlannedScenario; base: keyof typeof LEVELS; point: Point }[] = []
-  for (const point of all) {
-    // Cases interleaved at each point, so E and the others see the same conditions.
-    for (const base of Object.keys(LEVELS) as (keyof typeof LEVELS)[]) {
-      const level = LEVELS[base]
-      planned.push({
-        base,
-        point,
-        scenario: {
-          name: scenarioName(run.replace('-', '_'), base, point),
-          exec: 'mixed',
-          vus: point.threads * REGIONS,
-          durationS,
-          env: {
-            READ_LEVEL: level.read,
-            WRITE_LEVEL: level.write,
-            WRITE_RATIO: String(point.writeRatio),
-            REMOTE_RATIO: point.traffic === 'remote' ? '0.1' : '0',
-            REMOTE_RTT_MS: String(2 * WAN_ONE_WAY_MS),
-            REPLICA: 'random',
-            HOME_REGION: 'spread',
-            KEYS: String(KEYS),
-            KEY_BYTES: '16',
-            VALUE_BYTES: '64',
-            WARMUP_S: String(warmupS),
-            WITHOUT_HLC: hlc ? 'false' : 'true',
-          },
+}
+
+type Run = NukvRow['run']
+const RUNS: Run[] = ['hlc', 'without-hlc']
+const BASES = Object.keys(LEVELS) as (keyof typeof LEVELS)[]
+
+/**
+ * Both clusters run side by side (the idle one costs next to nothing) and one k6 run measures
+ * all seven cases, plus E on each cluster, interleaved at every load point.
+ */
+async function run(ctx: SuiteContext): Promise<NukvResults> {
+  const durationS = ctx.quick ? 2.5 : 3.5
+  const warmupS = 1
+  const rounds = ctx.quick ? 1 : 3
+  const { load, sweep } = points(ctx.quick)
+  const all = [...load, ...sweep]
+  const configs = RUNS.map((r) => clusterConfig(ctx, r === 'hlc'))
+  const cases = RUNS.flatMap((run) => BASES.map((base) => ({ run, base })))
+  const groups = (urls: string[][]): PlannedScenario[][] =>
+    all.map((point) =>
+      cases.map(({ run, base }) => ({
+        name: scenarioName(run.replace('-', '_'), base, point),
+        exec: 'mixed' as const,
+        vus: point.threads * REGIONS,
+        durationS,
+        env: {
+          CAUSEWAY_URL: urls[RUNS.indexOf(run)]![0]!,
+          READ_LEVEL: LEVELS[base].read,
+          WRITE_LEVEL: LEVELS[base].write,
+          WRITE_RATIO: String(point.writeRatio),
+          REMOTE_RATIO: point.traffic === 'local' ? '0' : '0.1',
+          REMOTE_RTT_MS: point.traffic === 'remote' ? String(2 * WAN_ONE_WAY_MS) : '0',
+          REPLICA: 'random',
+          HOME_REGION: 'spread',
+          KEYS: String(KEYS),
+          KEY_BYTES: '16',
+          VALUE_BYTES: '64',
+          WARMUP_S: String(warmupS),
+          WITHOUT_HLC: run === 'hlc' ? 'false' : 'true',
         },
-      })
-    }
-  }
-  ctx.log(
-    `cluster ${run}: causeway dev ${hlc ? '' : '--without-hlc '}(${ctx.backend}, 2 regions × 8 partitions × 3 replicas, WAN ${WAN_ONE_WAY_MS} ms one way); ` +
-      `k6: ${planned.length} scenarios × ${durationS} s`,
-  )
-  const dev = await startCluster(cluster)
-  let results: ScenarioResult[]
-  try {
-    results = await runPlan(
-      planned.map((p) => ({
-        ...p.scenario,
-        env: { ...p.scenario.env, CAUSEWAY_URL: dev.urls[0]! },
       })),
     )
+  ctx.log(
+    `clusters: causeway dev and causeway dev --without-hlc (${ctx.backend}, 2 regions × 8 partitions × 3 replicas, WAN ${WAN_ONE_WAY_MS} ms one way)`,
+  )
+  const devs = []
+  let results: ScenarioResult[][]
+  try {
+    for (const config of configs) devs.push(await startCluster(config))
+    const { plan, combine } = interleave(groups(devs.map((d) => d.urls)), rounds)
+    ctx.log(
+      `k6: ${plan.length} scenarios × ${durationS} s (${all.length} points × 8 cases × ${rounds} round${rounds > 1 ? 's' : ''})`,
+    )
+    results = combine(await runPlan(plan))
   } finally {
-    await dev.stop()
+    await Promise.all(devs.map((d) => d.stop()))
   }
-  const rows = results.map((r, i) => {
-    const { base, point } = planned[i]!
-    return { base, point, r }
-  })
-  const eventual = (p: Point): ScenarioResult | undefined =>
-    rows.find(
+  const measured = all.flatMap((point, g) =>
+    cases.map(({ run, base }, i) => ({ run, base, point, r: results[g]![i]! })),
+  )
+  const eventual = (run: Run, p: Point): ScenarioResult | undefined =>
+    measured.find(
       (x) =>
+        x.run === run &&
         x.base === 'E' &&
         x.point.traffic === p.traffic &&
         x.point.threads === p.threads &&
         x.point.writeRatio === p.writeRatio,
     )?.r
+  const rows = measured.map(({ run, base, point, r }): NukvRow => {
+    const e = eventual(run, point)
+    return {
+      case: caseName(base, run === 'hlc'),
+      run,
+      traffic: point.traffic,
+      threadsPerRegion: point.threads,
+      writeRatio: point.writeRatio,
+      throughputPerRegion: r.throughput / REGIONS,
+      latencyMs: r.latency.avg,
+      p99Ms: r.latency.p99,
+      getMs: r.get?.avg,
+      putMs: r.put?.avg,
+      readWaitMs: r.readWaitMs,
+      failed: r.failed,
+      latencyVsE: e ? r.latency.avg / e.latency.avg : NaN,
+      throughputVsE: e ? r.throughput / e.throughput : NaN,
+    }
+  })
   return {
-    cluster,
-    rows: rows.map(({ base, point, r }) => {
-      const e = eventual(point)
-      return {
-        case: caseName(base, hlc),
-        run,
-        traffic: point.traffic,
-        threadsPerRegion: point.threads,
-        writeRatio: point.writeRatio,
-        throughputPerRegion: r.throughput / REGIONS,
-        latencyMs: r.latency.avg,
-        p99Ms: r.latency.p99,
-        getMs: r.get?.avg,
-        putMs: r.put?.avg,
-        readWaitMs: r.readWaitMs,
-        failed: r.failed,
-        latencyVsE: e ? r.latency.avg / e.latency.avg : NaN,
-        throughputVsE: e ? r.throughput / e.throughput : NaN,
-      }
-    }),
-  }
-}
-
-async function run(ctx: SuiteContext): Promise<NukvResults> {
-  const durationS = ctx.quick ? 2.5 : 8
-  const warmupS = ctx.quick ? 1 : 2
-  const { load, sweep } = points(ctx.quick)
-  const all = [...load, ...sweep]
-  const withHlc = await measureRun(ctx, true, all, durationS, warmupS)
-  const without = await measureRun(ctx, false, all, durationS, warmupS)
-  return {
-    clusters: [withHlc.cluster, without.cluster],
+    clusters: configs,
     durationS,
     warmupS,
+    rounds,
     remoteRttMs: 2 * WAN_ONE_WAY_MS,
     keys: KEYS,
-    rows: [...withHlc.rows, ...without.rows],
+    rows,
   }
 }
 
-const TRAFFIC: Record<Traffic, string> = { local: '100% local', remote: '10% remote' }
+const TRAFFIC: Record<Traffic, string> = {
+  local: '100% local',
+  remote: '10% remote',
+  near: '10% remote, no client delay',
+}
 
 /** The rows plotted and tabulated: E from the HLC run stands for E (the other E is in the JSON). */
 function shown(rows: NukvRow[]): NukvRow[] {
@@ -269,7 +275,7 @@ function report(r: NukvResults, quick: boolean): string {
           times(x?.throughputVsE),
           fixed(x?.readWaitMs, 3),
           fixed(paper),
-          paper && paperE ? times(paper / paperE) : traffic === 'local' ? '≤ +1 ms' : '–',
+          paper && paperE ? times(paper / paperE) : traffic === 'local' ? '≤ +1 ms' : 'n/a',
         ]
       }),
     )
@@ -292,10 +298,10 @@ function report(r: NukvResults, quick: boolean): string {
   const writes = [
     ...new Set(
       shown(r.rows)
-        .filter((x) => x.threadsPerRegion === sweepThreads)
+        .filter((x) => x.threadsPerRegion === sweepThreads && x.traffic !== 'near')
         .map((x) => x.writeRatio),
     ),
-  ].sort()
+  ].sort((a, b) => a - b)
   const sweepTable = (traffic: Traffic) =>
     table(
       [
@@ -317,21 +323,28 @@ function report(r: NukvResults, quick: boolean): string {
   const failed = r.rows.filter((x) => x.failed > 0)
   return [
     `Setup: 2 regions × 3 replicas (8 partitions), \`causeway dev --${r.clusters[0]!.backend === 'memory' ? 'memory' : r.clusters[0]!.backend} --wan-delay ${WAN_ONE_WAY_MS}\` ` +
-      `for the HLC cases and the same plus \`--without-hlc\` for M/E, E/M, M/M; 16-byte keys over ${r.keys.toLocaleString('en-US')} keys, 64-byte values. ` +
+      `for the HLC cases and a second one with \`--without-hlc\` for M/E, E/M, M/M, both running side by side; 16-byte keys over ${r.keys.toLocaleString('en-US')} keys, 64-byte values. ` +
       `Each k6 VU is one client thread with its own SDK session, homed in one region; reads pick one of the region's 3 replicas at random. ` +
       `"10% remote": a tenth of the calls go to the other region, paying an emulated ${r.remoteRttMs} ms round trip (the paper: ~15 ms). ` +
-      `${r.durationS} s per point, the first ${r.warmupS} s not recorded. "vs E" is the ratio to E measured in the same cluster run at the same load and mix ` +
-      `(E of the without-HLC run, for M/E, E/M, M/M). Latency is the time on the wire per call as the SDK sees it (retries and emulated delay included).`,
+      `Each case ran ${r.rounds} time${r.rounds > 1 ? 's' : ''} per point for ${r.durationS} s (the first ${r.warmupS} s not recorded), interleaved with the other cases of that point (on both clusters, in one k6 run) in alternating order; ` +
+      `${r.rounds > 1 ? 'the numbers are medians over the rounds' : 'one round'}. "vs E" is the ratio to E measured at the same point on the same cluster ` +
+      `(E of the without-HLC cluster, for M/E, E/M, M/M). Latency is the time on the wire per call as the SDK sees it (retries and emulated delay included).`,
     '',
     `**Headline: ${head} client threads per region, 50:50 put:get, 10% remote traffic** (paper: Figure 3a at ${head} threads):`,
     '',
     headline('remote'),
     '',
-    `E measured again in the without-HLC run: ${fixed(eOther('remote')?.latencyMs)} ms, ${whole(eOther('remote')?.throughputPerRegion)} ops/s per region (the spread between the two E runs is the noise floor).`,
+    `E measured on the without-HLC cluster: ${fixed(eOther('remote')?.latencyMs)} ms, ${whole(eOther('remote')?.throughputPerRegion)} ops/s per region (E is the same protocol on both clusters: the spread between the two is the noise floor).`,
     '',
     `**100% local traffic, ${head} threads per region** (paper: Figure 2, where every level stays within 1 ms of E):`,
     '',
     headline('local'),
+    '',
+    `**Harsher than the paper: 10% remote traffic where the client reaches the other region with no delay, ${head} threads per region.** ` +
+      `Shipping still takes ${WAN_ONE_WAY_MS} ms one way, so a session call in the other region can arrive before what it depends on; ` +
+      'this is where waiting shows, and where HLC spares writes from it:',
+    '',
+    headline('near'),
     '',
     '**Load sweep, 50:50, 10% remote** (Figures 3a–b):',
     '',
@@ -365,8 +378,10 @@ function report(r: NukvResults, quick: boolean): string {
 function charts(r: NukvResults, quick: boolean): Chart[] {
   const { sweepThreads } = points(quick)
   const data = shown(r.rows).map((x) => ({ ...x, traffic: TRAFFIC[x.traffic] }))
-  const load = data.filter((x) => x.writeRatio === 0.5)
-  const sweep = data.filter((x) => x.threadsPerRegion === sweepThreads)
+  const load = data.filter((x) => x.writeRatio === 0.5 && x.traffic !== TRAFFIC.near)
+  const sweep = data.filter(
+    (x) => x.threadsPerRegion === sweepThreads && x.traffic !== TRAFFIC.near,
+  )
   const series = { field: 'case', title: 'case', sort: [...CASES] }
   const facet = { field: 'traffic', title: '', sort: ['100% local', '10% remote'] }
   const threads = { field: 'threadsPerRegion', title: 'client threads per region' }
@@ -429,7 +444,7 @@ export const nukvSuite: Suite<NukvResults> = {
     'NuKV reproduction (paper section 6): the cost of session guarantees, with and without HLC',
   estimateS: (quick) => {
     const { load, sweep } = points(quick)
-    return 2 * 4 * (load.length + sweep.length) * ((quick ? 2.5 : 8) + 0.5) + 20
+    return 8 * (load.length + sweep.length) * (quick ? 3 : 3 * 4) + 20
   },
   async run(ctx) {
     const results = await run(ctx)
