@@ -117,10 +117,7 @@ describe('harness', () => {
     const measured = plan.map((s) =>
       result(s.name, s.name === 'b_r1' ? 10 : 100, s.name === 'b_r1' ? 50 : 2),
     )
-    const [[a, b], [c]] = combine(measured) as [
-      [ReturnType<typeof combineRounds>, ReturnType<typeof combineRounds>],
-      [ReturnType<typeof combineRounds>],
-    ]
+    const [[a, b], [c]] = combine(measured) as [[ScenarioResult, ScenarioResult], [ScenarioResult]]
     expect(b).toMatchObject({ name: 'b', throughput: 100, ops: 30, retries: 3 })
     expect(b.latency.avg).toBe(2)
     expect(b.latency.max).toBe(50)
