@@ -7,9 +7,10 @@
  * |------------------------------|--------|----------------------------------------------------|
  * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`       |
  * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`) |
- * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone), `s` (a sibling write's set) |
+ * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone), `s` (a sibling write's set), `b` (a set write's delta) |
  * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
  * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
+ * | `<prefix>b:<encoded set>:…`  | (several) | a set (Bigsets): clock, elements, size, stamp (see `redis-sets.ts`) |
  * | `<prefix>wait`               | string | a counter `waitReplicas` bumps to have an offset to `WAIT` for |
  *
  * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so

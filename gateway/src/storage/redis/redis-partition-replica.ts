@@ -31,6 +31,8 @@ import type {
 } from '../partition-replica.js'
 import { checkContext, checkLoggedSiblings, decodeSiblingSet } from '../sibling-set.js'
 import { backendError } from './backend-error.js'
+import { RedisSets, ingestWithSets } from './redis-sets.js'
+import { SET_SCRIPTS } from './set-scripts.js'
 import { ReplicaKeys } from './key-layout.js'
 import {
   INGEST_FIELDS,
@@ -103,6 +105,8 @@ export class RedisPartitionReplica implements PartitionReplica {
   readonly backend: string
   /** The Redis key names of this replica. */
   readonly keys: ReplicaKeys
+  /** The sets of this partition (`redis-sets.ts`). */
+  readonly sets: RedisSets
 
   readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now'>>
   readonly #now: (() => number) | undefined
@@ -143,6 +147,20 @@ export class RedisPartitionReplica implements PartitionReplica {
     this.keys = new ReplicaKeys(options.namespace, options.region, options.partition)
     this.#now = options.now
     this.#stable = new StableVector(options.regions)
+    this.sets = new RedisSets({
+      region: this.region,
+      regions: options.regions,
+      prefix: this.keys.prefix,
+      metaKey: this.keys.meta,
+      svKey: this.keys.sv,
+      logKey: (origin) => this.keys.log(origin),
+      epoch: () => this.#epoch,
+      now: () => (this.#now ? String(Math.floor(this.#now())) : ''),
+      writer: () => this.#live().writer,
+      reader: () => this.#live().reader,
+      run: (client, operation, call) => this.#run(client, operation, call),
+      advance: (sv) => this.#stable.advance(sv),
+    })
   }
 
   /** True while every connection to the server is ready. */
@@ -325,12 +343,27 @@ export class RedisPartitionReplica implements PartitionReplica {
           'INVALID_REQUEST',
           `entry of region ${entry.origin} in a batch of ${origin}`,
         )
-    const sv = await this.#ingest('receive', 'batch', entries)
+    const sv = entries.some((e) => e.setDelta !== undefined)
+      ? await this.#ingestWithSets('receive', 'batch', entries)
+      : await this.#ingest('receive', 'batch', entries)
     return sv[origin] ?? 0
   }
 
   async apply(entries: readonly LogEntry[]): Promise<void> {
-    await this.#ingest('apply', 'per-origin', entries)
+    if (entries.some((e) => e.setDelta !== undefined))
+      await this.#ingestWithSets('apply', 'per-origin', entries)
+    else await this.#ingest('apply', 'per-origin', entries)
+  }
+
+  // Entries with set writes among them: set entries go through the set scripts, one by one.
+  #ingestWithSets(
+    operation: string,
+    mode: 'batch' | 'per-origin',
+    entries: readonly LogEntry[],
+  ): Promise<number[]> {
+    for (const e of entries) if (e.setDelta === undefined) this.#checkEntry(e)
+    const others = (run: readonly LogEntry[]) => this.#ingest(operation, mode, run)
+    return ingestWithSets(this.sets, entries, mode, others, this.sv())
   }
 
   async read(key: string): Promise<ReplicaRead> {
@@ -389,6 +422,8 @@ export class RedisPartitionReplica implements PartitionReplica {
       if (value !== undefined) entry.value = value
       const siblings = f.get('s')
       if (siblings !== undefined) entry.siblings = siblings
+      const setDelta = f.get('b')
+      if (setDelta !== undefined) entry.setDelta = setDelta
       return entry
     })
   }
@@ -600,6 +635,7 @@ export class RedisPartitionReplica implements PartitionReplica {
       READ_SCRIPT,
       READ_SIBLINGS_SCRIPT,
       LOAD_SCRIPT,
+      ...SET_SCRIPTS,
     ])
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }

@@ -36,6 +36,7 @@ import {
   type WritePlan,
 } from '@causeway/core'
 import type { Redis } from 'ioredis'
+import type { LogEntry } from '../partition-replica.js'
 import {
   setActor,
   type ReplicaSets,
@@ -469,4 +470,56 @@ function contended(name: string): CausewayError {
     'BACKEND_UNAVAILABLE',
     `set ${JSON.stringify(name)} changed under ${MAX_ATTEMPTS} attempts to write it; retry`,
   )
+}
+
+/**
+ * Ingests shipped (`'batch'`: a gap stops everything after it) or replicated (`'per-origin'`: a
+ * gap stops only its origin) entries of which some are set writes: runs of other entries go
+ * through `ingestOthers` (the replica's own script), set entries one by one, all in order.
+ * Every entry is validated before anything is written. Resolves to the last `sv`.
+ */
+export async function ingestWithSets(
+  sets: RedisSets,
+  entries: readonly LogEntry[],
+  mode: 'batch' | 'per-origin',
+  ingestOthers: (entries: readonly LogEntry[]) => Promise<number[]>,
+  sv: number[],
+): Promise<number[]> {
+  for (const e of entries) if (e.setDelta !== undefined) checkSetEntry(e)
+  const stopped = new Set<number>()
+  let i = 0
+  while (i < entries.length) {
+    const entry = entries[i]!
+    if (entry.setDelta !== undefined) {
+      i++
+      if (stopped.has(entry.origin)) continue
+      const result = await sets.ingest(entry as SetLogEntry)
+      sv = result.sv
+      if (result.status === 'GAP') {
+        stopped.add(entry.origin)
+        if (mode === 'batch') break
+      }
+      continue
+    }
+    const run: LogEntry[] = []
+    while (i < entries.length && entries[i]!.setDelta === undefined) {
+      const e = entries[i++]!
+      if (!stopped.has(e.origin)) run.push(e)
+    }
+    if (run.length === 0) continue
+    sv = await ingestOthers(run)
+    for (const e of run) if (e.idx > (sv[e.origin] ?? 0)) stopped.add(e.origin)
+    if (mode === 'batch' && stopped.size > 0) break
+  }
+  return sv
+}
+
+/** Validates a shipped set entry; throws `INVALID_REQUEST`. */
+function checkSetEntry(entry: LogEntry): void {
+  if (typeof entry.setDelta !== 'string' || entry.value !== undefined)
+    throw new CausewayError('INVALID_REQUEST', 'a set entry carries a delta and nothing else')
+  if (!Number.isSafeInteger(entry.idx) || entry.idx < 1 || !isHlc(entry.ts))
+    throw new CausewayError('INVALID_REQUEST', `bad set entry ${entry.origin}:${entry.idx}`)
+  if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
+  parseSetDelta(entry.setDelta)
 }
