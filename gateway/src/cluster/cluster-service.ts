@@ -15,6 +15,7 @@ import type {
   WriteLevel,
 } from '@causeway/core'
 import type { Version } from '../storage/partition-replica.js'
+import type { SetService } from './region-sets.js'
 import type { SiblingVersion } from '../storage/sibling-set.js'
 
 /** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */
@@ -91,6 +92,11 @@ export interface WriteResult {
   dc: number
   idx: number
   epoch: number
+  /**
+   * Siblings namespaces: the writer's context plus this write, when that is exactly what the
+   * result's history holds (see `RegionService.write`); a write with it supersedes this one.
+   */
+  context?: CausalContext
 }
 
 /** One region of the cluster, as the gateway's routes use it. */
@@ -110,4 +116,6 @@ export interface ClusterService {
    */
   write(request: WriteRequest): Promise<WriteResult>
   status(): Promise<Status>
+  /** The sets of this region (`/v1/sets`); absent in services without them. */
+  readonly sets?: SetService
 }

@@ -4,6 +4,7 @@
  * writes go to the partition leader, stamped with an HLC past the session's dependency time.
  */
 import {
+  type CausalContext,
   CausewayError,
   HLC_ZERO,
   type Namespaces,
@@ -22,7 +23,8 @@ import {
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
-import { contextOf, listSiblings } from '../storage/sibling-set.js'
+import { contextOf, decodeSiblingSet, listSiblings } from '../storage/sibling-set.js'
+import { RegionSets, type SetService } from './region-sets.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -90,11 +92,19 @@ export interface RegionServiceOptions {
    * @default {} (every key last-writer-wins)
    */
   namespaces?: Namespaces
+  /**
+   * The secret set element contexts are signed with (`set-contexts.ts`); every gateway of the
+   * cluster needs the same one.
+   * @default a random secret per process
+   */
+  contextSecret?: Uint8Array
 }
 
 /** One region of a cluster, served from its partition replicas. */
 export class RegionService implements ClusterService {
   readonly region: number
+  /** The sets of this region (`/v1/sets`). */
+  readonly sets: SetService
   readonly #options: RegionServiceOptions
   readonly #now: () => number
   readonly #random: () => number
@@ -105,6 +115,7 @@ export class RegionService implements ClusterService {
       throw new RangeError('every partition needs at least one replica')
     }
     this.region = options.region
+    this.sets = new RegionSets(options)
     this.#options = options
     this.#now = options.now ?? Date.now
     this.#random = options.random ?? Math.random
@@ -226,11 +237,35 @@ export class RegionService implements ClusterService {
       ? await leader.writeSibling(request.key, request.value, writeDt, request.context ?? [])
       : await leader.write(request.key, request.value, writeDt)
     if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
-    return this.#written(entry, leader)
+    const result: WriteResult = {
+      ts: entry.ts,
+      dc: this.region,
+      idx: entry.idx,
+      epoch: leader.epoch(),
+    }
+    if (siblings) {
+      const context = this.#contextAfter(entry, request.context ?? [])
+      if (context) result.context = context
+    }
+    return result
   }
 
-  #written(entry: LogEntry, leader: PartitionReplica): WriteResult {
-    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+  /**
+   * The context a sibling write hands back: the writer's context with this region's counter at
+   * the write's dot. It is exact (covers what the writer saw and the write, nothing else) only when
+   * the writer had seen every earlier dot of this region for the key, i.e. its counter for the
+   * region is the dot's minus one; otherwise the leader held versions the writer never saw, and
+   * no context is given rather than one that would supersede them.
+   */
+  #contextAfter(entry: LogEntry, context: CausalContext): CausalContext | undefined {
+    const set = decodeSiblingSet(entry.siblings!)
+    const dot = set.entries.find(([actor]) => actor === this.region)![1]
+    const seen = context.find(([actor]) => actor === this.region)?.[1] ?? 0
+    if (seen !== dot - 1) return undefined
+    return [
+      ...context.filter(([actor]) => actor !== this.region),
+      [this.region, dot] as const,
+    ].sort((a, b) => a[0] - b[0])
   }
 
   async status(): Promise<Status> {

@@ -165,6 +165,25 @@ describe('siblings namespaces over HTTP', () => {
     expect(done.body).toMatchObject({ found: true, value: 'merged', dc: 1 })
   })
 
+  it('hands back a context with a write only when it is exactly what was seen plus the write', async () => {
+    const key = 'cart:chained'
+    const first = await put(r0, key, 1)
+    expect(first.body.context).toBe(encodeCausalContext([[0, 1]]))
+    // Chained without reading: each write supersedes the one before.
+    const second = await put(r0, key, 2, first.body.context as string)
+    expect(second.body.context).toBe(encodeCausalContext([[0, 2]]))
+    expect(values(await get(r0, key))).toEqual([2])
+    // A blind write beside it: the leader holds a version this writer never saw.
+    const blind = await put(r0, key, 3)
+    expect(blind.body).not.toHaveProperty('context')
+    // A write with the old context keeps the blind write and hands back no context either.
+    const stale = await put(r0, key, 4, second.body.context as string)
+    expect(stale.body).not.toHaveProperty('context')
+    expect(values(await get(r0, key))).toEqual([3, 4])
+    // Last-writer-wins writes never carry one.
+    expect((await put(r0, 'user:chained', 1)).body).not.toHaveProperty('context')
+  })
+
   it('refuses bad contexts with INVALID_CONTEXT and writes nothing', async () => {
     const key = 'cart:bad'
     await put(r0, key, 'kept')

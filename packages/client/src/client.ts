@@ -4,25 +4,38 @@
  * vector (reads) or dependency time (writes) its level picks, and records the reply in the
  * session. Reads fall back to the region's leader and the home region on
  * `SESSION_NOT_AVAILABLE` (see `read-retry.ts`); writes are never retried.
+ *
+ * Keys of a `siblings` namespace (see the topology's `namespaces`) read as every concurrent
+ * version plus a causal context; a write that passes the context back supersedes what was read.
+ * The client passes it back by itself when the value written is the very object (or array) that
+ * a read of the key returned as its only value, or that was last written to it (see
+ * `WriteOptions.context` and `docs/siblings.md`).
  */
 import {
   CausewayError,
+  type ConflictMode,
   HLC_ZERO,
   type Hlc,
+  type Namespaces,
+  type ReadReply,
   type ReplicaChoice,
   type Session,
   SessionNotAvailableError,
   type Topology,
   type WriteLevel,
   checkKey,
+  checkNamespaces,
+  conflictModeOf,
+  decodeCausalContext,
   formatReadNeed,
   partitionOf,
   utf8Length,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
-import { HEADER_AFTER, HEADER_DT } from '@causeway/core'
+import { HEADER_AFTER, HEADER_CONTEXT, HEADER_DT } from '@causeway/core'
 import {
   type ReadOptions,
+  type ResolveOptions,
   type ResolvedDefaults,
   type WriteOptions,
   checkDurability,
@@ -45,13 +58,43 @@ import {
 import { type RegionRoute, findRegion } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
 
+/** One concurrent version of a key in a siblings namespace. */
+export interface Sibling<T = unknown> {
+  /** The value; undefined for a tombstone. */
+  value: T | undefined
+  /** True for a tombstone (a delete). */
+  deleted: boolean
+  /** HLC the version's leader stamped it with. */
+  ts: Hlc
+  /** Region where it was written. */
+  dc: number
+}
+
 /** What `get` resolves to. */
 export interface ReadResult<T = unknown> {
   /** Whether the key holds a value (false for a key never written or deleted). */
   found: boolean
-  /** The value; undefined when not found. */
+  /**
+   * The value; undefined when not found. In a siblings namespace, set only when exactly one
+   * version holds a value: with several, look at `siblings` (or use `db.resolve`).
+   */
   value: T | undefined
-  /** HLC of the returned version (also of a tombstone); undefined for a key never written. */
+  /**
+   * Siblings namespaces: the values of every concurrent version, oldest first, tombstones left
+   * out (`[]` for a key never written or only deleted). Undefined for a last-writer-wins key.
+   */
+  siblings: T[] | undefined
+  /** Siblings namespaces: every concurrent version, tombstones included, oldest first. */
+  versions: Sibling<T>[] | undefined
+  /**
+   * Siblings namespaces: the causal context of these versions. A `put` or `delete` with
+   * `{ context }` supersedes them (and only them). Undefined for a last-writer-wins key.
+   */
+  context: string | undefined
+  /**
+   * HLC of the returned version (also of a tombstone); undefined for a key never written. In a
+   * siblings namespace, of the newest version.
+   */
   ts: Hlc | undefined
   /** Origin region of the returned version. */
   dc: number | undefined
@@ -81,6 +124,22 @@ export interface WriteResult {
   epoch: number
   /** Id of the region that took the write. */
   region: number
+  /**
+   * Siblings namespaces: the context of exactly what the write superseded plus the write itself,
+   * when the leader can give it (it cannot when the key had versions of this region the writer
+   * had not seen). A next write with it supersedes this one without reading again.
+   */
+  context: string | undefined
+}
+
+/** What `resolve` resolves to. */
+export interface ResolveResult<T = unknown> {
+  /** The key's value after the call: the merged value, or the only one when nothing needed merging. */
+  value: T | undefined
+  /** The read the merge was made from. */
+  read: ReadResult<T>
+  /** The write of the merged value; undefined when there was nothing to resolve. */
+  written: WriteResult | undefined
 }
 
 /** Called after a reply changed (or may have changed) the session. */
@@ -126,6 +185,12 @@ export class Causeway {
   readonly #maxKeyBytes: number
   readonly #maxValueBytes: number
   readonly #maxTimeoutMs: number
+  readonly #namespaces: Namespaces
+  /**
+   * The context each object or array a read returned (as the key's only value) or a write wrote
+   * belongs with, so writing that object back supersedes what was read. Weak: forgotten with it.
+   */
+  readonly #contexts = new WeakMap<object, { key: string; context: string }>()
 
   /** @internal Use `connect()`. */
   constructor(init: CausewayInit) {
@@ -141,6 +206,7 @@ export class Causeway {
     this.#maxKeyBytes = init.topology.limits.maxKeyBytes
     this.#maxValueBytes = init.topology.limits.maxValueBytes
     this.#maxTimeoutMs = init.topology.limits.maxTimeoutMs
+    this.#namespaces = checkNamespaces(init.topology.namespaces)
   }
 
   /** Whether `close()` was called. */
@@ -152,6 +218,14 @@ export class Causeway {
   partitionOf(key: string): number {
     checkKey(key, this.#maxKeyBytes)
     return partitionOf(key, this.#partitions)
+  }
+
+  /**
+   * How concurrent writes to `key` are resolved: `'siblings'` when its namespace (the text before
+   * its first `:`) is configured so, otherwise `'lww'` (last writer wins).
+   */
+  conflictMode(key: string): ConflictMode {
+    return conflictModeOf(key, this.#namespaces)
   }
 
   /**
@@ -215,10 +289,17 @@ export class Causeway {
         if (res.status === 200) {
           const reply = checkReadReply(res.body, this.regions.length)
           this.session.observeRead(p, reply)
+          // Each sibling is a version of its own region: the session must cover them all.
+          for (const s of reply.siblings ?? [])
+            this.session.observeRead(p, { epoch: reply.epoch, ts: s.ts, dc: s.dc, idx: s.idx })
           this.#changed()
+          const value = reply.found ? (reply.value as T | undefined) : undefined
+          if (reply.context !== undefined && typeof value === 'object' && value !== null)
+            this.#contexts.set(value, { key, context: reply.context })
           return {
             found: reply.found,
-            value: reply.found ? (reply.value as T) : undefined,
+            value,
+            ...siblingsOf<T>(reply),
             ts: reply.ts,
             dc: reply.dc,
             idx: reply.idx,
@@ -250,15 +331,68 @@ export class Causeway {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
-    return this.#write('PUT', key, this.#encodeValue(value), options)
+    const context = this.#contextFor(key, value, options?.context)
+    const written = await this.#write('PUT', key, this.#encodeValue(value), options, context)
+    if (typeof value === 'object' && value !== null && this.conflictMode(key) === 'siblings') {
+      // Writing the same object again then supersedes this write, and only it.
+      if (written.context !== undefined)
+        this.#contexts.set(value, { key, context: written.context })
+      else this.#contexts.delete(value)
+    }
+    return written
   }
 
-  /** Deletes `key` (writes a tombstone); otherwise exactly like {@link Causeway.put}. */
+  /**
+   * Deletes `key` (writes a tombstone); otherwise exactly like {@link Causeway.put}. In a siblings
+   * namespace, pass the context of a read (`{ context: r.context }`) to delete what it returned:
+   * without one, the tombstone is one more sibling and the other versions stay.
+   */
   async delete(key: string, options?: WriteOptions): Promise<WriteResult> {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
-    return this.#write('DELETE', key, undefined, options)
+    const context = this.#contextFor(key, undefined, options?.context)
+    return this.#write('DELETE', key, undefined, options, context)
+  }
+
+  /**
+   * Resolves the siblings of `key` (a siblings namespace): reads it, and when it has more than one
+   * version, writes `merge(values, read)` back with the read's context, which supersedes every
+   * version read; a merge that returns `undefined` deletes them instead. Versions written
+   * concurrently with the call stay as siblings of the result. With `force`, the write happens
+   * even when there is a single version (a read-modify-write).
+   * @throws `INVALID_REQUEST` for a key of a last-writer-wins namespace.
+   */
+  async resolve<T = unknown>(
+    key: string,
+    merge: (siblings: T[], read: ReadResult<T>) => T | undefined | Promise<T | undefined>,
+    options: ResolveOptions = {},
+  ): Promise<ResolveResult<T>> {
+    this.#throwIfClosed()
+    checkKey(key, this.#maxKeyBytes)
+    if (this.conflictMode(key) !== 'siblings') {
+      throw new CausewayError(
+        'INVALID_REQUEST',
+        `resolve needs a key of a siblings namespace; ${JSON.stringify(key)} is last-writer-wins`,
+      )
+    }
+    const { write, durability, force, ...readOptions } = options
+    const read = await this.get<T>(key, readOptions)
+    const versions = read.versions ?? []
+    if (versions.length <= 1 && force !== true)
+      return { value: read.value, read, written: undefined }
+    const merged = await merge(read.siblings ?? [], read)
+    const writeOptions: WriteOptions = { context: read.context ?? null }
+    if (write !== undefined) writeOptions.write = write
+    if (durability !== undefined) writeOptions.durability = durability
+    if (options.region !== undefined) writeOptions.region = options.region
+    if (options.timeoutMs !== undefined) writeOptions.timeoutMs = options.timeoutMs
+    if (options.signal !== undefined) writeOptions.signal = options.signal
+    const written =
+      merged === undefined
+        ? await this.delete(key, writeOptions)
+        : await this.put(key, merged, writeOptions)
+    return { value: merged, read, written }
   }
 
   /**
@@ -283,11 +417,38 @@ export class Causeway {
     if (this.#ownsTransport) await this.#transport.close?.()
   }
 
+  /**
+   * The context a write sends: an explicit one (checked), none for `null`, or, in a siblings
+   * namespace, the one remembered for the very object being written to the same key.
+   */
+  #contextFor(
+    key: string,
+    value: unknown,
+    explicit: string | null | undefined,
+  ): string | undefined {
+    if (explicit === null) return undefined
+    const siblings = this.conflictMode(key) === 'siblings'
+    if (explicit !== undefined) {
+      if (!siblings) {
+        throw new CausewayError(
+          'INVALID_CONTEXT',
+          `${JSON.stringify(key)} is in a last-writer-wins namespace; a context applies only to siblings namespaces`,
+        )
+      }
+      decodeCausalContext(explicit, { regions: this.regions.length })
+      return explicit
+    }
+    if (!siblings || typeof value !== 'object' || value === null) return undefined
+    const known = this.#contexts.get(value)
+    return known?.key === key ? known.context : undefined
+  }
+
   async #write(
     method: 'PUT' | 'DELETE',
     key: string,
     body: string | undefined,
     options: WriteOptions | undefined,
+    context: string | undefined,
   ): Promise<WriteResult> {
     const d = this.defaults
     const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
@@ -301,6 +462,7 @@ export class Causeway {
     const dt = this.session.writeDependency(level)
     const headers = { ...this.#headers }
     if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
+    if (context !== undefined) headers[HEADER_CONTEXT] = context
     if (body !== undefined) headers['content-type'] = 'application/json'
     const url =
       region.url +
@@ -326,7 +488,14 @@ export class Causeway {
     const reply = checkWriteReply(res.body, this.regions.length)
     this.session.observeWrite(p, reply)
     this.#changed()
-    return { ts: reply.ts, dc: reply.dc, idx: reply.idx, epoch: reply.epoch, region: reply.region }
+    return {
+      ts: reply.ts,
+      dc: reply.dc,
+      idx: reply.idx,
+      epoch: reply.epoch,
+      region: reply.region,
+      context: reply.context,
+    }
   }
 
   #encodeValue(value: unknown): string {
@@ -383,6 +552,23 @@ export class Causeway {
         })
       }
     }
+  }
+}
+
+/** The sibling fields of a read result, from its reply. */
+function siblingsOf<T>(reply: ReadReply): Pick<ReadResult<T>, 'siblings' | 'versions' | 'context'> {
+  if (reply.siblings === undefined)
+    return { siblings: undefined, versions: undefined, context: reply.context }
+  const versions = reply.siblings.map((s): Sibling<T> => ({
+    value: s.value as T | undefined,
+    deleted: !('value' in s),
+    ts: s.ts,
+    dc: s.dc,
+  }))
+  return {
+    siblings: versions.filter((v) => !v.deleted).map((v) => v.value as T),
+    versions,
+    context: reply.context,
   }
 }
 

@@ -9,10 +9,18 @@ export {
   Causeway,
   type CausewayInit,
   type ReadResult,
+  type ResolveResult,
   type SessionListener,
+  type Sibling,
   type WriteResult,
 } from './client.js'
-export type { CallDefaults, ConnectOptions, ReadOptions, WriteOptions } from './options.js'
+export type {
+  CallDefaults,
+  ConnectOptions,
+  ReadOptions,
+  ResolveOptions,
+  WriteOptions,
+} from './options.js'
 export type { RegionRef, RegionRoute } from './topology.js'
 export {
   type FetchTransportOptions,
@@ -44,6 +52,7 @@ export {
   type ReadLevel,
   type ReplicaChoice,
   type SessionJSON,
+  type ConflictMode,
   type Topology,
   type WriteLevel,
 } from '@causeway/core'

@@ -101,6 +101,25 @@ export interface WriteOptions {
   timeoutMs?: number
   /** Aborts the call; it then rejects with the signal's reason (the write may have been applied). */
   signal?: AbortSignal
+  /**
+   * Siblings namespaces only: the causal context of a read (`r.context`, or a write's
+   * `context`). The write supersedes exactly the versions that read returned; versions it did not
+   * see stay as siblings. `null` makes the write blind (a new sibling) whatever the value.
+   * @default the context remembered for `value` when it is the very object or array that this
+   * client's last read of the key returned as its only value, or last wrote to the key; otherwise
+   * none (a blind write). A copy (`{ ...r.value }`) is a new object: pass `r.context` with it.
+   */
+  context?: string | null
+}
+
+/** Options of `resolve`: those of its read, and of its write. */
+export interface ResolveOptions extends Omit<ReadOptions, 'retry'> {
+  /** Write level of the merged value. @default defaults.write ?? 'session' */
+  write?: WriteLevel
+  /** When the merged write is acknowledged. @default defaults.durability ?? 'leader' */
+  durability?: Durability
+  /** Write back even when the key has a single version (a read-modify-write). @default false */
+  force?: boolean
 }
 
 /** Defaults with every field filled in. */

@@ -3,7 +3,13 @@
  * be refused before it can corrupt the vectors; hand-written checks keep this to a few compares
  * per call and keep schema code out of the browser bundle.
  */
-import { CausewayError, type ReadReply, type WriteReply, isHlc } from '@causeway/core'
+import {
+  CausewayError,
+  type ReadReply,
+  type SiblingReply,
+  type WriteReply,
+  isHlc,
+} from '@causeway/core'
 
 function isIndex(v: unknown, min: number): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= min
@@ -29,11 +35,28 @@ export function checkReadReply(body: unknown, regions: number): ReadReply {
     (r.ts !== undefined && !isHlc(r.ts)) ||
     (r.dc !== undefined && !isRegion(r.dc, regions)) ||
     (r.idx !== undefined && !isIndex(r.idx, 0)) ||
-    (r.found && (r.ts === undefined || r.dc === undefined || r.idx === undefined))
+    (r.found && (r.ts === undefined || r.dc === undefined || r.idx === undefined)) ||
+    (r.context !== undefined && typeof r.context !== 'string') ||
+    (r.siblings !== undefined && !areSiblings(r.siblings, regions))
   ) {
     throw malformed('read', body)
   }
   return r as ReadReply
+}
+
+function areSiblings(siblings: unknown, regions: number): boolean {
+  return (
+    Array.isArray(siblings) &&
+    siblings.every((s: Partial<SiblingReply> | null) => {
+      return (
+        typeof s === 'object' &&
+        s !== null &&
+        isHlc(s.ts) &&
+        isRegion(s.dc, regions) &&
+        isIndex(s.idx, 0)
+      )
+    })
+  )
 }
 
 /** A `PUT`/`DELETE /v1/kv/:key` reply, or `INTERNAL` when it is malformed. */
@@ -46,7 +69,8 @@ export function checkWriteReply(body: unknown, regions: number): WriteReply {
     !isRegion(r.dc, regions) ||
     !isIndex(r.idx, 1) ||
     !isIndex(r.epoch, 1) ||
-    !isRegion(r.region, regions)
+    !isRegion(r.region, regions) ||
+    (r.context !== undefined && typeof r.context !== 'string')
   ) {
     throw malformed('write', body)
   }

@@ -2,7 +2,7 @@
  * What the SDK learns from `GET /v1/topology`, checked before use, and how a call's `region`
  * option (a name or an id) becomes a gateway URL.
  */
-import { CausewayError, type SessionScope, type Topology } from '@causeway/core'
+import { CausewayError, type SessionScope, type Topology, checkNamespaces } from '@causeway/core'
 import { PROTOCOL_VERSION } from '@causeway/core'
 
 /** One region as the client routes to it. */
@@ -60,6 +60,12 @@ export function checkTopology(body: unknown): Topology {
     !isInt(l.maxTimeoutMs, 0)
   ) {
     throw malformed('bad limits')
+  }
+  try {
+    // Optional: a gateway that predates namespaces publishes none (every key last-writer-wins).
+    checkNamespaces(t.namespaces)
+  } catch (error) {
+    throw malformed(`bad namespaces (${(error as Error).message})`)
   }
   return body as Topology
 }

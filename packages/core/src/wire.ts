@@ -119,6 +119,12 @@ export const WriteReplySchema = Type.Object({
   idx: Type.Integer({ minimum: 1 }),
   epoch: Type.Integer({ minimum: 1 }),
   region: RegionId,
+  context: Type.Optional(
+    Type.String({
+      description:
+        'siblings namespaces, when exact: the causal context of what the write superseded plus the write itself, for a next write that supersedes it',
+    }),
+  ),
 })
 export type WriteReply = Static<typeof WriteReplySchema>
 

@@ -14,6 +14,7 @@ import {
   ReadReplySchema,
   WriteQuerySchema,
   WriteReplySchema,
+  encodeCausalContext,
   type ReadReply,
   type WriteReply,
 } from '@causeway/core'
@@ -61,7 +62,15 @@ const WriteHeadersSchema = Type.Object({
 })
 
 function writeReply(result: WriteResult, region: number): WriteReply {
-  return { ts: result.ts, dc: result.dc, idx: result.idx, epoch: result.epoch, region }
+  const reply: WriteReply = {
+    ts: result.ts,
+    dc: result.dc,
+    idx: result.idx,
+    epoch: result.epoch,
+    region,
+  }
+  if (result.context !== undefined) reply.context = encodeCausalContext(result.context)
+  return reply
 }
 
 /** The kv routes. */
