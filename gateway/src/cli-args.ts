@@ -1,4 +1,5 @@
 /** What the `causeway` commands share to read their command lines. */
+import { isNamespaceName } from '@causeway/core'
 
 /** A mistake on the command line: the CLI prints it with the usage and exits 2. */
 export class UsageError extends Error {}
@@ -21,6 +22,22 @@ export function integer(
   if (value < min || value > max)
     throw new UsageError(`--${name} must be between ${min} and ${max}, not ${value}`)
   return value
+}
+
+/** The namespaces `--siblings NS` (repeatable) marks as siblings namespaces. */
+export function siblingNamespaces(
+  names: readonly string[] | undefined,
+): Record<string, { conflicts: 'siblings' }> | undefined {
+  if (names === undefined || names.length === 0) return undefined
+  const out: Record<string, { conflicts: 'siblings' }> = Object.create(null)
+  for (const name of names) {
+    if (!isNamespaceName(name))
+      throw new UsageError(
+        `--siblings needs a namespace name (1 to 128 characters without ':'), not ${JSON.stringify(name)}`,
+      )
+    out[name] = { conflicts: 'siblings' }
+  }
+  return out
 }
 
 /** Checks `--log-level`. */

@@ -4,7 +4,14 @@
  * `redis-server`s and gateway processes on this machine).
  */
 import { parseArgs } from 'node:util'
-import { UsageError, integer, logLevel, loggerFor, runUntilSignal } from './cli-args.js'
+import {
+  UsageError,
+  integer,
+  logLevel,
+  loggerFor,
+  runUntilSignal,
+  siblingNamespaces,
+} from './cli-args.js'
 import type { RedisDevClusterOptions } from './dev/redis-dev-cluster.js'
 
 /** Usage of `causeway gateway`. */
@@ -18,7 +25,7 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --max-value-bytes, --log-level as above):
+--host, --max-value-bytes, --log-level, --siblings as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -132,6 +139,7 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       appendfsync: { type: 'string' },
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
+      siblings: { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -164,6 +172,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  const namespaces = siblingNamespaces(values.siblings)
+  if (namespaces !== undefined) options.namespaces = namespaces
   if (values['max-value-bytes'] !== undefined)
     options.limits = {
       maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),

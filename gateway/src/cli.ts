@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { UsageError, integer } from './cli-args.js'
+import { UsageError, integer, siblingNamespaces } from './cli-args.js'
 import {
   DEV_REDIS_USAGE,
   GATEWAY_USAGE,
@@ -38,6 +38,8 @@ Options of dev:
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
   --without-hlc          benchmark ablation: writes wait for their dependency vector
                          instead of using the HLC (NuKV section 6)       [default: off]
+  --siblings NS          keep concurrent writes to keys NS:... as siblings with a
+                         causal context (docs/siblings.md); repeatable  [default: none]
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
@@ -75,6 +77,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
+      siblings: { type: 'string', multiple: true },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -119,6 +122,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
     }
   }
+  const namespaces = siblingNamespaces(values.siblings)
+  if (namespaces !== undefined) options.namespaces = namespaces
   return { options, logLevel }
 }
 
@@ -136,7 +141,8 @@ async function runDev(command: DevCommand): Promise<void> {
   process.stderr.write(
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
-      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}\n`,
+      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `${options.namespaces ? `, siblings namespaces ${Object.keys(options.namespaces).join(', ')}` : ''}\n`,
   )
   // Loaded only now, so help and usage errors answer without loading the server.
   const { startDevCluster } = await import('./dev-server.js')

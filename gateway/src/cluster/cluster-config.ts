@@ -7,7 +7,13 @@
  * problem is reported with its path in the file. `docs/operations.md` documents it with an example.
  */
 import { readFile } from 'node:fs/promises'
-import { DEFAULT_LIMITS, type Limits } from '@causeway/core'
+import {
+  CONFLICT_MODES,
+  DEFAULT_LIMITS,
+  type Limits,
+  type Namespaces,
+  checkNamespaces,
+} from '@causeway/core'
 import { type Static, Type } from 'typebox'
 import { Value } from 'typebox/value'
 
@@ -96,6 +102,16 @@ export const ClusterConfigFileSchema = Type.Object(
         { additionalProperties: false },
       ),
     ),
+    namespaces: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.Object({ conflicts: Type.Enum([...CONFLICT_MODES]) }, { additionalProperties: false }),
+        {
+          description:
+            "conflict mode by key namespace (the text before a key's first `:`): `siblings` keeps concurrent writes as siblings; unlisted namespaces are `lww`",
+        },
+      ),
+    ),
     redis: Type.Optional(
       Type.Object(
         {
@@ -166,6 +182,8 @@ export interface ClusterConfig {
   limits: Limits
   shipping: ShippingConfig
   redis: RedisConfig
+  /** Key namespaces and their conflict mode (checked, null prototype); `{}`: all `lww`. */
+  namespaces: Namespaces
 }
 
 /** Defaults of {@link ShippingConfig}. */
@@ -203,14 +221,16 @@ function pathOf(pointer: string): string {
 }
 
 // The schema a `#/properties/regions/items/...` path points to, for its description.
-function schemaAt(path: string): { description?: string } | undefined {
+function schemaAt(path: string): { description?: string; const?: unknown } | undefined {
   let node: unknown = ClusterConfigFileSchema
   for (const part of path.replace(/^#\/?/, '').split('/')) {
     if (part === '') continue
     if (typeof node !== 'object' || node === null) return undefined
     node = (node as Record<string, unknown>)[part.replaceAll('~1', '/').replaceAll('~0', '~')]
   }
-  return typeof node === 'object' && node !== null ? (node as { description?: string }) : undefined
+  return typeof node === 'object' && node !== null
+    ? (node as { description?: string; const?: unknown })
+    : undefined
 }
 
 function schemaProblems(data: unknown): string[] {
@@ -239,8 +259,14 @@ function schemaProblems(data: unknown): string[] {
       problems.push(`${at}: missing ${missing}`)
       continue
     }
-    const description = schemaAt(error.schemaPath)?.description
-    if (error.keyword === 'pattern' && description) problems.push(`${at}: must be ${description}`)
+    const schema = schemaAt(error.schemaPath)
+    const description = schema?.description
+    if (error.keyword === 'const')
+      problems.push(
+        `${at}: must be ${JSON.stringify(schema?.const)} (this version reads format ${CONFIG_FORMAT})`,
+      )
+    else if (error.keyword === 'pattern' && description)
+      problems.push(`${at}: must be ${description}`)
     else problems.push(`${at}: ${error.message}${description ? ` (${description})` : ''}`)
   }
   return [...new Set(problems)]
@@ -311,6 +337,12 @@ export function parseClusterConfig(
     problems.push(
       `limits.defaultTimeoutMs: ${limits.defaultTimeoutMs} is above limits.maxTimeoutMs (${limits.maxTimeoutMs})`,
     )
+  let namespaces: Namespaces = {}
+  try {
+    namespaces = checkNamespaces(file.namespaces)
+  } catch (error) {
+    problems.push(`namespaces: ${(error as Error).message}`)
+  }
   if (problems.length > 0) throw new ConfigError(source, problems)
 
   return {
@@ -327,6 +359,7 @@ export function parseClusterConfig(
     auth: { apiKeys, clusterSecret },
     limits,
     shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
+    namespaces,
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,
       commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,

@@ -111,6 +111,7 @@ export class RedisCluster implements ShippingReceiver {
       region,
       regionNames: config.regions.map((r) => r.name),
       limits: config.limits,
+      namespaces: config.namespaces,
       replicas: this.replicas,
       shippers: () => this.#shipping?.status() ?? [],
     })

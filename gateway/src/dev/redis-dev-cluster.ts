@@ -17,7 +17,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Limits } from '@causeway/core'
+import type { Limits, Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
   parseClusterConfig,
@@ -69,6 +69,11 @@ export interface RedisDevClusterOptions {
   limits?: Partial<Limits>
   /** Shipping options that differ from the defaults (e.g. a shorter lease in tests). */
   shipping?: Partial<ShippingConfig>
+  /**
+   * Key namespaces and their conflict mode, written to the config.
+   * @default {} (every key last-writer-wins)
+   */
+  namespaces?: Namespaces
   /**
    * Log level of the gateway processes.
    * @default 'warn'
@@ -214,6 +219,7 @@ export async function startRedisDevCluster(
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
+      ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
     }
     const config = parseClusterConfig(file, 'the dev cluster config')
     await writeFile(`${configPath}.tmp`, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })

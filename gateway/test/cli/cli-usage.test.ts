@@ -27,6 +27,7 @@ describe('causeway CLI usage', () => {
     [['dev', '--data', '/tmp/x', '--memory'], 'use either --data DIR or --memory, not both'],
     [['dev', '--bogus'], "Unknown option '--bogus'"],
     [['dev', '--log-level', 'loud'], '--log-level must be one of'],
+    [['dev', '--siblings', 'cart:1'], '--siblings needs a namespace name'],
   ]
   it.each(cases)('causeway %j exits 2 with %j', async (args, message) => {
     const { code, stdout, stderr } = await runCli(args)

@@ -47,12 +47,30 @@ async function get(url: string, key: string, query = '', after?: WriteReply) {
 
 describe('causeway dev', () => {
   it('with --wan-delay 800, a read in region 1 after a write in region 0 waits for it with causeway-after', async () => {
-    const cli = dev(['--memory', '--wan-delay', '800', '--max-value-bytes', '2000'])
+    const cli = dev([
+      '--memory',
+      '--wan-delay',
+      '800',
+      '--max-value-bytes',
+      '2000',
+      '--siblings',
+      'cart',
+      '--siblings',
+      'doc',
+    ])
     const [r0, r1] = (await urlsOf(cli, 2)) as [string, string]
     const topology = (await (await fetch(`${r1}/v1/topology`)).json()) as {
       limits: { maxValueBytes: number }
+      namespaces: unknown
     }
     expect(topology.limits.maxValueBytes).toBe(2000)
+    expect(topology.namespaces).toEqual({
+      cart: { conflicts: 'siblings' },
+      doc: { conflicts: 'siblings' },
+    })
+    await put(r0, 'cart:1', 'x')
+    await put(r0, 'cart:1', 'y')
+    expect((await get(r0, 'cart:1')).body.siblings).toHaveLength(2)
     let eventualMisses = 0
     for (const key of ['a', 'b', 'c']) {
       const w = await put(r0, key, { key })
