@@ -374,7 +374,12 @@ export async function loadClusterConfig(
   path: string,
   env: Readonly<Record<string, string | undefined>> = process.env,
 ): Promise<ClusterConfig> {
-  const text = await readFile(path, 'utf8')
+  let text: string
+  try {
+    text = await readFile(path, 'utf8')
+  } catch (error) {
+    throw new Error(`cannot read the cluster config ${path}: ${(error as Error).message}`)
+  }
   let data: unknown
   try {
     data = JSON.parse(text)

@@ -1,0 +1,133 @@
+/** The deployment config: defaults, strictness, and errors that name what is wrong and where. */
+import { describe, expect, it } from 'vitest'
+import {
+  ConfigError,
+  DEFAULT_SHIPPING,
+  findRegion,
+  parseClusterConfig,
+} from '../../src/cluster/cluster-config.js'
+
+const SECRET = 'a-cluster-secret-of-some-length'
+
+function valid(): Record<string, unknown> {
+  return {
+    format: 1,
+    cluster: 'prod-1',
+    partitions: 2,
+    regions: [
+      {
+        name: 'eu',
+        url: 'https://eu.example.com/',
+        gateways: ['http://10.0.0.1:7070', 'http://10.0.0.2:7070'],
+        replicas: [
+          ['redis://10.0.1.1:6379', 'redis://10.0.1.2:6379'],
+          ['redis://:pw@10.0.1.3:6379/2', 'redis://10.0.1.4:6379/2'],
+        ],
+      },
+      {
+        name: 'us',
+        url: 'https://us.example.com',
+        replicas: [['rediss://10.1.1.1:6380'], ['redis://10.1.1.3:6379']],
+      },
+    ],
+    auth: { apiKeys: ['client-key-0123456789'], clusterSecret: SECRET },
+  }
+}
+
+function problems(data: unknown, env: Record<string, string> = {}): string[] {
+  try {
+    parseClusterConfig(data, 'cluster.json', env)
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError)
+    expect((error as Error).message).toMatch(/^cluster\.json is not a valid cluster config:/)
+    return (error as ConfigError).problems
+  }
+  throw new Error('expected the config to be refused')
+}
+
+describe('cluster config', () => {
+  it('fills in defaults: region ids, gateways = [url], limits, shipping, namespace = cluster', () => {
+    const config = parseClusterConfig(valid())
+    expect(config.regions.map((r) => [r.id, r.name, r.url])).toEqual([
+      [0, 'eu', 'https://eu.example.com'],
+      [1, 'us', 'https://us.example.com'],
+    ])
+    expect(config.regions[1]!.gateways).toEqual(['https://us.example.com'])
+    expect(config.regions[0]!.gateways).toHaveLength(2)
+    expect(config.limits.maxKeyBytes).toBe(512)
+    expect(config.shipping).toEqual(DEFAULT_SHIPPING)
+    expect(config.redis.namespace).toBe('prod-1')
+    expect(config.auth).toEqual({ apiKeys: ['client-key-0123456789'], clusterSecret: SECRET })
+    expect(findRegion(config, 'us')?.id).toBe(1)
+    expect(findRegion(config, '0')?.name).toBe('eu')
+    expect(findRegion(config, '2')).toBeUndefined()
+  })
+
+  it('reads secrets from the environment', () => {
+    const data = {
+      ...valid(),
+      auth: { apiKeys: [{ env: 'KEY' }], clusterSecret: { env: 'SECRET' } },
+    }
+    const config = parseClusterConfig(data, 'x', { KEY: 'k'.repeat(20), SECRET: 's'.repeat(20) })
+    expect(config.auth).toEqual({ apiKeys: ['k'.repeat(20)], clusterSecret: 's'.repeat(20) })
+    expect(problems(data, { KEY: 'short' })).toEqual([
+      'auth.apiKeys[0]: environment variable KEY is shorter than 16 characters',
+      'auth.clusterSecret: environment variable SECRET is not set',
+    ])
+  })
+
+  it('refuses unknown fields and wrong types, naming each with its path', () => {
+    const data = valid()
+    ;(data as { extra?: number }).extra = 1
+    const regions = data.regions as Record<string, unknown>[]
+    regions[0]!.replica = []
+    ;(regions[1]!.replicas as string[][])[1]![0] = 'http://not-redis:6379'
+    data.partitions = '2'
+    expect(problems(data)).toEqual([
+      '(top level): unknown field "extra"',
+      'partitions: must be integer',
+      'regions[0]: unknown field "replica"',
+      'regions[1].replicas[1][0]: must be a Redis URL: redis://[user:password@]host:port[/db] (rediss:// for TLS)',
+    ])
+  })
+
+  it('says what is missing', () => {
+    expect(problems({ format: 1 })).toEqual(['(top level): missing cluster, partitions, regions'])
+    expect(problems({ ...valid(), format: 2 })).toEqual([
+      'format: must be 1 (this version reads format 1)',
+    ])
+  })
+
+  it('checks what a schema cannot: counts, names, secrets', () => {
+    const data = valid()
+    const regions = data.regions as { name: string; replicas: string[][] }[]
+    regions[1]!.name = 'eu'
+    regions[1]!.replicas.push(['redis://x:1'])
+    regions[0]!.replicas[1]!.pop()
+    regions[0]!.replicas[0]![1] = regions[0]!.replicas[0]![0]!
+    expect(problems(data)).toEqual([
+      'regions[0].replicas[0]: names one server twice',
+      'regions[0].replicas[1]: has 1 replicas; partition 0 of the region has 2 (every partition of a region has as many)',
+      'regions[1].name: "eu" names two regions',
+      'regions[1].replicas: has 3 partitions; the cluster has 2',
+    ])
+    expect(problems({ ...valid(), auth: { apiKeys: [SECRET], clusterSecret: SECRET } })).toEqual([
+      'auth: the cluster secret must not also be an API key',
+    ])
+    expect(problems({ ...valid(), auth: {} })).toEqual([
+      'auth.clusterSecret: required with more than one region (regions ship with it)',
+    ])
+    expect(problems({ ...valid(), auth: { clusterSecret: 'short' } })).toEqual([
+      'auth.clusterSecret: must be a string of 16 to 512 characters, or { "env": "NAME" } to read it from the environment',
+    ])
+    expect(
+      problems({ ...valid(), limits: { defaultTimeoutMs: 9000, maxTimeoutMs: 8000 } }),
+    ).toEqual(['limits.defaultTimeoutMs: 9000 is above limits.maxTimeoutMs (8000)'])
+  })
+
+  it('refuses region names that read as ids', () => {
+    const data = valid()
+    ;(data.regions as { name: string }[])[0]!.name = '1'
+    expect(problems(data)[0]).toMatch(/^regions\[0\]\.name: must be letters, digits/)
+  })
+})
