@@ -21,6 +21,7 @@ import { handleError, handleFrameworkError, handleNotFound, validationError } fr
 import { healthRoute } from './routes/health.js'
 import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
+import { setRoutes } from './routes/sets.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
 import { openApiOptions, openApiRoute } from './routes/openapi.js'
@@ -147,6 +148,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(openApiRoute)
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })
+  if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })
   app.register(statusRoute, { service })
   app.register(healthRoute, { region: service.region })
   app.register(metricsRoute, { service, metrics })

@@ -98,18 +98,22 @@ export const SetWriteElementSchema = Type.Union([
 ])
 export type SetWriteElement = Static<typeof SetWriteElementSchema>
 
-/** Body of `POST /v1/sets/:name/add` and `/remove`. */
+/**
+ * Body of `POST /v1/sets/:name/add` and `/remove`. Its items are checked by the gateway itself
+ * (each a {@link SetWriteElementSchema}), so that a number is refused rather than coerced to a
+ * string and a bad element is reported with its index.
+ */
 export const SetWriteBodySchema = Type.Object(
   {
-    elements: Type.Array(SetWriteElementSchema, {
+    elements: Type.Array(Type.Unknown(), {
       minItems: 1,
       maxItems: MAX_SET_WRITE_ELEMENTS,
-      description: `1 to ${MAX_SET_WRITE_ELEMENTS} elements`,
+      description: `1 to ${MAX_SET_WRITE_ELEMENTS} elements, each a string (the element) or { "element": string, "ctx"?: string } (with a context from has or scan)`,
     }),
   },
   { additionalProperties: false, required: ['elements'] },
 )
-export type SetWriteBody = Static<typeof SetWriteBodySchema>
+export type SetWriteBody = { elements: SetWriteElement[] }
 
 /** What every set read reply carries besides its answer. */
 const readMeta = {

@@ -23,12 +23,15 @@ export interface MetricsRouteOptions {
   metrics: GatewayMetrics
 }
 
+const SET_READS = new Set(['set-has', 'set-size', 'set-scan'])
+const SET_WRITES = new Set(['set-add', 'set-remove'])
+
 // Only known levels become label values, so a client cannot blow up the series count.
 function levelLabel(operation: string, query: unknown): string {
   const level = (query as { level?: unknown } | undefined)?.level
-  if (operation === 'get')
+  if (operation === 'get' || SET_READS.has(operation))
     return level === undefined ? 'session' : isReadLevel(level) ? level : 'invalid'
-  if (operation === 'put' || operation === 'delete') {
+  if (operation === 'put' || operation === 'delete' || SET_WRITES.has(operation)) {
     return level === undefined ? 'session' : isWriteLevel(level) ? level : 'invalid'
   }
   return ''
