@@ -45,8 +45,15 @@ function commandLine(names: string[], quick: boolean, backend: Backend): string 
   return `npm run bench -- ${args.join(' ')}`
 }
 
+/** Where a run's results go: the suite's name, with the backend unless it is the default. */
+function runId(suite: Suite, backend: Backend): string {
+  return backend === 'memory' ? suite.name : `${suite.name}-${backend}`
+}
+
 async function writeReport(
   suite: Suite,
+  id: string,
+  title: string,
   output: SuiteOutput<unknown>,
   docsDir: string,
   header: string,
@@ -55,12 +62,12 @@ async function writeReport(
   await mkdir(images, { recursive: true })
   const pictures: string[] = []
   for (const chart of output.charts) {
-    const file = `${suite.name}-${chart.file}.png`
+    const file = `${id}-${chart.file}.png`
     await writeFile(`${images}/${file}`, await chartPng(chart.spec))
     pictures.push(`![${chart.title}](benchmarks/${file})`)
   }
   const body = [
-    `## ${suite.title}`,
+    `## ${title}`,
     '',
     header,
     '',
@@ -76,7 +83,7 @@ async function writeReport(
     document =
       '# Benchmarks\n\nGenerated sections are replaced by `npm run bench`; text outside them is kept.\n'
   }
-  await writeFile(path, replaceSection(document, suite.name, body))
+  await writeFile(path, replaceSection(document, id, body))
   return path
 }
 
@@ -142,15 +149,19 @@ async function main(): Promise<number> {
       machine: facts,
       results: output.results,
     }
-    const resultsPath = repo(`bench/results/${suite.name}.json`)
+    const id = runId(suite, backend)
+    const resultsPath = repo(`bench/results/${id}.json`)
     await mkdir(repo('bench/results'), { recursive: true })
     await writeFile(resultsPath, JSON.stringify(record, null, 2) + '\n')
     const header = [
       `Command: \`${command}\` (${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${Math.round(seconds)} s).`,
       `Machine: ${describeMachine(facts)}`,
     ].join('\n')
+    const title = backend === 'memory' ? suite.title : `${suite.title} (${backend} backend)`
     const docs = await writeReport(
       suite,
+      id,
+      title,
       output,
       quick ? repo('bench/results/tmp') : repo('docs'),
       header,

@@ -36,6 +36,8 @@ export interface ClusterProcess {
   urls: string[]
   /** The process id (to find its profile, for instance). */
   pid: number
+  /** The Redis deployment's cluster config file (`--backend redis` only). */
+  configPath?: string
   /** Stops it gracefully (SIGTERM), killing it if it does not exit in time. */
   stop(): Promise<void>
 }
@@ -54,6 +56,7 @@ export function causewayCommand(): string[] {
 
 /** The `causeway dev` arguments for a configuration (`--port 0`: the OS picks free ports). */
 export function devArgs(config: ClusterConfig, dataDir: string | undefined): string[] {
+  if (config.backend === 'redis') return redisDevArgs(config)
   const args = [
     'dev',
     '--regions',
@@ -74,10 +77,41 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
     String(config.replicaLagMs ?? 0),
   ]
   if (config.backend === 'memory') args.push('--memory')
-  else if (config.backend === 'disk') args.push('--data', dataDir!)
-  else args.push('--backend', 'redis')
+  else args.push('--data', dataDir!)
   if (config.withoutHlc) args.push('--without-hlc')
   return args
+}
+
+/**
+ * `causeway dev --backend redis`: a redis-server per replica and a gateway process per region
+ * (data in a temporary directory it removes). It has no injected delays and no ablation.
+ */
+function redisDevArgs(config: ClusterConfig): string[] {
+  const unsupported = [
+    config.wanDelayMs ? '--wan-delay' : '',
+    config.replicaLagMs ? '--replica-lag' : '',
+    config.withoutHlc ? '--without-hlc' : '',
+  ].filter(Boolean)
+  if (unsupported.length > 0) {
+    throw new Error(`causeway dev --backend redis has no ${unsupported.join(', ')}`)
+  }
+  return [
+    'dev',
+    '--backend',
+    'redis',
+    '--regions',
+    String(config.regions),
+    '--partitions',
+    String(config.partitions),
+    '--replicas',
+    String(config.replicas),
+    '--port',
+    '0',
+    '--host',
+    '127.0.0.1',
+    '--log-level',
+    'silent',
+  ]
 }
 
 const REGION_LINE = /^region (\d+) \(([^)]*)\) (http:\/\/\S+)$/
@@ -103,15 +137,16 @@ export async function startCluster(
     if (dataDir) await rm(dataDir, { recursive: true, force: true })
   }
   try {
-    const urls = await readUrls(
+    const { urls, configPath } = await readUrls(
       child,
       config.regions,
-      options.startTimeoutMs ?? 30_000,
+      options.startTimeoutMs ?? 60_000,
       () => stderr,
     )
     let stopping: Promise<void> | undefined
     return {
       urls,
+      ...(configPath === undefined ? {} : { configPath }),
       pid: child.pid!,
       stop: () =>
         (stopping ??= (async () => {
@@ -137,9 +172,10 @@ function readUrls(
   regions: number,
   timeoutMs: number,
   stderr: () => string,
-): Promise<string[]> {
+): Promise<{ urls: string[]; configPath?: string }> {
   return new Promise((resolve, reject) => {
     const urls: string[] = []
+    let configPath: string | undefined
     let buffered = ''
     const fail = (why: string): void => {
       clearTimeout(timer)
@@ -157,11 +193,12 @@ function readUrls(
         buffered = buffered.slice(nl + 1)
         const m = REGION_LINE.exec(line)
         if (m) urls[Number(m[1])] = m[3]!
+        if (line.startsWith('config ')) configPath = line.slice('config '.length)
       }
       if (urls.filter(Boolean).length === regions) {
         clearTimeout(timer)
         child.off('exit', onExit)
-        resolve(urls)
+        resolve(configPath === undefined ? { urls } : { urls, configPath })
       }
     })
   })

@@ -37,6 +37,7 @@ export async function redisBenchmark(
   clients: number,
   requests: number,
   valueBytes: number,
+  db = 0,
 ): Promise<RedisRow[]> {
   const { stdout } = await run(
     'redis-benchmark',
@@ -53,6 +54,8 @@ export async function redisBenchmark(
       String(valueBytes),
       '-r',
       '10000',
+      '--dbnum',
+      String(db),
       '-t',
       'set,get',
       '--csv',
@@ -85,8 +88,9 @@ export async function ioredisBenchmark(
   concurrency: number,
   seconds: number,
   valueBytes: number,
+  db = 0,
 ): Promise<RedisRow[]> {
-  const redis = new Redis({ host: '127.0.0.1', port, lazyConnect: true })
+  const redis = new Redis({ host: '127.0.0.1', port, db, lazyConnect: true })
   await redis.connect()
   const value = 'v'.repeat(valueBytes)
   const key = (i: number): string => `key:${String(i % 10_000).padStart(12, '0')}`

@@ -4,6 +4,7 @@
  * this machine: the same load through plain k6 HTTP (no SDK) to the gateway and to a Fastify
  * route that does nothing, and raw Redis (redis-benchmark, ioredis).
  */
+import { readFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { startChild } from '../child-server.js'
 import { type ClusterConfig, startCluster } from '../cluster-process.js'
@@ -22,6 +23,19 @@ export interface GatewayResults {
   rounds: number
   scenarios: (ScenarioResult & { label: string; group: string })[]
   redis: RedisRow[]
+  /** Which redis-server the raw Redis rows measured. */
+  redisSource: string
+}
+
+/** Port of the redis-server leading partition 0 of region 0, from a Redis cluster config. */
+async function leaderRedisPort(configPath: string): Promise<number> {
+  const config = JSON.parse(await readFile(configPath, 'utf8')) as {
+    regions: { replicas: string[][] }[]
+  }
+  const url = config.regions[0]?.replicas[0]?.[0]
+  const port = url === undefined ? NaN : Number(new URL(url).port)
+  if (!Number.isInteger(port)) throw new Error(`no leader redis-server in ${configPath}`)
+  return port
 }
 
 const VALUE_BYTES = 64
@@ -97,7 +111,13 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
   ctx.log(`cluster: causeway dev, ${ctx.backend}, 2 regions × 4 partitions × 3 replicas`)
   const dev = await startCluster(cluster)
   const noopScript = fileURLToPath(new URL('../noop-server.js', import.meta.url))
+  const rawRedis = async (port: number, db: number): Promise<RedisRow[]> => [
+    ...(await redisBenchmark(port, vus, ctx.quick ? 20_000 : 200_000, VALUE_BYTES, db)),
+    ...(await ioredisBenchmark(port, vus, ctx.quick ? 1 : 5, VALUE_BYTES, db)),
+  ]
   let scenarios: GatewayResults['scenarios']
+  let redisRows: RedisRow[] | undefined
+  let redisSource = 'a fresh redis-server on loopback, no persistence'
   try {
     const noop = await startChild(process.execPath, [noopScript], (line) =>
       /^http:\/\//.test(line) ? line : undefined,
@@ -137,21 +157,29 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
     } finally {
       await noop.stop()
     }
+    if (dev.configPath !== undefined) {
+      // The Redis deployment: measure the very redis-server that leads partition 0 of region 0,
+      // in a database of its own (db 1), so the cluster's keys are untouched.
+      const port = await leaderRedisPort(dev.configPath)
+      ctx.log(
+        `raw Redis: redis-benchmark and ioredis on the cluster's leader redis-server (:${port}, db 1)`,
+      )
+      redisRows = await rawRedis(port, 1)
+      redisSource = "the cluster's own leader redis-server of partition 0 in region 0 (its db 1)"
+    }
   } finally {
     await dev.stop()
   }
-  ctx.log('raw Redis: redis-benchmark and ioredis on a fresh redis-server')
-  const redis = await startRedis()
-  let redisRows: RedisRow[]
-  try {
-    redisRows = [
-      ...(await redisBenchmark(redis.port, vus, ctx.quick ? 20_000 : 200_000, VALUE_BYTES)),
-      ...(await ioredisBenchmark(redis.port, vus, ctx.quick ? 1 : 5, VALUE_BYTES)),
-    ]
-  } finally {
-    await redis.stop()
+  if (redisRows === undefined) {
+    ctx.log('raw Redis: redis-benchmark and ioredis on a fresh redis-server')
+    const redis = await startRedis()
+    try {
+      redisRows = await rawRedis(redis.port, 0)
+    } finally {
+      await redis.stop()
+    }
   }
-  return { cluster, vus, durationS, warmupS, rounds, scenarios, redis: redisRows }
+  return { cluster, vus, durationS, warmupS, rounds, scenarios, redis: redisRows, redisSource }
 }
 
 function report(r: GatewayResults): string {
@@ -212,7 +240,7 @@ function report(r: GatewayResults): string {
       ratioRows,
     ),
     '',
-    '**How close to the limits of this machine** (same load generator, same VUs; Redis with the same concurrency):',
+    `**How close to the limits of this machine** (same load generator, same VUs; Redis with the same concurrency, measured on ${r.redisSource}):`,
     '',
     table(
       [

@@ -108,6 +108,10 @@ export function summariseProfile(
 }
 
 async function run(ctx: SuiteContext): Promise<ProfileResults> {
+  if (ctx.backend === 'redis') {
+    // --cpu-prof would profile the launcher, not the gateway processes it starts.
+    throw new Error('the profile suite profiles the embedded gateway: use --backend memory or disk')
+  }
   const dir = await mkdtemp(join(tmpdir(), 'causeway-prof-'))
   const cluster: ClusterConfig = {
     backend: ctx.backend,
