@@ -145,6 +145,13 @@ describe('harness', () => {
     expect(
       devArgs({ backend: 'redis', regions: 1, partitions: 1, replicas: 1 }, undefined),
     ).toEqual(expect.arrayContaining(['--backend', 'redis']))
+    // The Redis deployment has no injected delays nor the ablation: say so instead of ignoring them.
+    expect(() =>
+      devArgs(
+        { backend: 'redis', regions: 2, partitions: 1, replicas: 1, wanDelayMs: 8 },
+        undefined,
+      ),
+    ).toThrow(/no --wan-delay/)
   })
 
   it('starts a cluster as a child process, serves, and stops it', async () => {
