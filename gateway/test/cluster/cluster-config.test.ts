@@ -1,4 +1,5 @@
 /** The deployment config: defaults, strictness, and errors that name what is wrong and where. */
+import { readFile } from 'node:fs/promises'
 import { describe, expect, it } from 'vitest'
 import {
   ConfigError,
@@ -129,5 +130,25 @@ describe('cluster config', () => {
     const data = valid()
     ;(data.regions as { name: string }[])[0]!.name = '1'
     expect(problems(data)[0]).toMatch(/^regions\[0\]\.name: must be letters, digits/)
+  })
+})
+
+describe('the example in docs/operations.md', () => {
+  it('is a valid config of 2 regions × 4 partitions × 3 replicas', async () => {
+    const doc = await readFile(new URL('../../../docs/operations.md', import.meta.url), 'utf8')
+    const block = /<!-- example: cluster\.json[^>]*-->\s*```json\n([\s\S]*?)\n```/.exec(doc)
+    expect(block, 'the marked example block').not.toBeNull()
+    const env = {
+      CAUSEWAY_API_KEY_WEB: 'w'.repeat(32),
+      CAUSEWAY_API_KEY_MOBILE: 'm'.repeat(32),
+      CAUSEWAY_CLUSTER_SECRET: 's'.repeat(32),
+    }
+    const config = parseClusterConfig(JSON.parse(block![1]!), 'docs/operations.md', env)
+    expect(config.regions).toHaveLength(2)
+    expect(config.partitions).toBe(4)
+    for (const region of config.regions) {
+      expect(region.replicas).toHaveLength(4)
+      for (const replicas of region.replicas) expect(replicas).toHaveLength(3)
+    }
   })
 })
