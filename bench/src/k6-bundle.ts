@@ -47,8 +47,10 @@ export async function buildK6Bundle(
     bundle: true,
     format: 'esm',
     platform: 'neutral',
-    // k6 (its sobek runtime) runs ES2020 and more; private fields and optional chaining pass.
+    // k6's runtime (sobek) runs modern syntax (private fields, optional chaining, async
+    // functions) but not async generators: esbuild rewrites only those (the SDK's set scans).
     target: 'es2022',
+    supported: { 'async-generator': false, 'for-await': false },
     mainFields: ['module', 'main'],
     external: options.k6Http ? [] : ['k6', 'k6/*'],
     alias,
