@@ -369,7 +369,7 @@ export function parseClusterConfig(
   }
 }
 
-/** Reads and checks a config file. Throws a {@link ConfigError} (or the read error). */
+/** Reads and checks a config file. Throws a {@link ConfigError}, or an error saying it cannot be read. */
 export async function loadClusterConfig(
   path: string,
   env: Readonly<Record<string, string | undefined>> = process.env,
@@ -378,7 +378,9 @@ export async function loadClusterConfig(
   try {
     text = await readFile(path, 'utf8')
   } catch (error) {
-    throw new Error(`cannot read the cluster config ${path}: ${(error as Error).message}`)
+    throw new Error(`cannot read the cluster config ${path}: ${(error as Error).message}`, {
+      cause: error,
+    })
   }
   let data: unknown
   try {
