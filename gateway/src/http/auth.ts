@@ -79,6 +79,8 @@ export function authenticate(auth: GatewayAuth) {
   ): Promise<void> {
     const access = accessOf(request.routeOptions.url)
     if (access === 'open') return
+    // A CORS preflight carries no credentials by design, and reads or writes nothing.
+    if (request.method === 'OPTIONS' && access === 'client') return
     if (access === 'client' && apiKeys.length === 0) return
     const token = bearerOf(request)
     if (token === undefined || token === null) {

@@ -71,6 +71,9 @@ describe('gateway auth', () => {
       expect(res.statusCode, url).toBe(401)
       expect(res.json().code).toBe('UNAUTHORIZED')
     }
+    // A CORS preflight has no credentials; it is not refused for that (no CORS here: 404).
+    const preflight = await app.inject({ method: 'OPTIONS', url: '/v1/kv/a' })
+    expect(preflight.statusCode).not.toBe(401)
     const ok = await app.inject({ method: 'GET', url: '/v1/kv/%2Fhealthz', headers: bearer(KEY) })
     expect(ok.statusCode).toBe(200)
     const scheme = await app.inject({
