@@ -32,6 +32,8 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
+import type { ClientParts } from './client-access.js'
+import { CausewaySet } from './set.js'
 import { HEADER_AFTER, HEADER_CONTEXT, HEADER_DT } from '@causeway/core'
 import {
   type ReadOptions,
@@ -218,6 +220,33 @@ export class Causeway {
   partitionOf(key: string): number {
     checkKey(key, this.#maxKeyBytes)
     return partitionOf(key, this.#partitions)
+  }
+
+  /**
+   * The CRDT set `name` (add, remove, has, scan, size; see `set.ts`). It lives in the partition
+   * of its name, with the same per-call levels and session as keys.
+   */
+  set(name: string): CausewaySet {
+    checkKey(name, this.#maxKeyBytes)
+    return new CausewaySet(name, this.#parts())
+  }
+
+  // What extensions such as sets reach of this client.
+  #parts(): ClientParts {
+    return {
+      transport: this.#transport,
+      headers: this.#headers,
+      session: this.session,
+      regions: this.regions,
+      home: this.home,
+      defaults: this.defaults,
+      partitions: this.#partitions,
+      maxKeyBytes: this.#maxKeyBytes,
+      closing: this.#closing.signal,
+      timeout: (timeoutMs) => this.#timeout(timeoutMs),
+      changed: () => this.#changed(),
+      throwIfClosed: () => this.#throwIfClosed(),
+    }
   }
 
   /**

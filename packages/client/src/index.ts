@@ -14,6 +14,14 @@ export {
   type Sibling,
   type WriteResult,
 } from './client.js'
+export {
+  CausewaySet,
+  type SetElement,
+  type SetHasResult,
+  type SetReadOptions,
+  type SetScanOptions,
+  type SetWriteOptions,
+} from './set.js'
 export type {
   CallDefaults,
   ConnectOptions,

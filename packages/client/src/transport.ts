@@ -6,7 +6,7 @@
 
 /** One HTTP request, fully built by the client. */
 export interface TransportRequest {
-  method: 'GET' | 'PUT' | 'DELETE'
+  method: 'GET' | 'PUT' | 'POST' | 'DELETE'
   /** Absolute URL, query string included. */
   url: string
   /** Lower-case header names. */

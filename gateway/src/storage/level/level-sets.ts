@@ -214,6 +214,9 @@ export class LevelSets {
       return state
     }
 
+    // Taken before planning: this commit's own removes are compacted by a later one, so a remove
+    // stays a write of clocks only.
+    const pending = this.#takeTargets()
     let targeted = false
     for (const entry of entries) {
       const state = await load(entry.key)
@@ -226,9 +229,7 @@ export class LevelSets {
       if (this.#target(entry.key, plan.delta, plan.clocks.tombstone)) targeted = true
     }
 
-    // Compaction of keys covered before this commit (never of this commit's own removes, so a
-    // remove stays a write of clocks only).
-    for (const [name, targets] of this.#takeTargets()) {
+    for (const [name, targets] of pending) {
       const state = await load(name)
       const covered = [...targets.covered.values()].filter((k) =>
         hasSeen(state.clocks.tombstone, k.dot),

@@ -1,0 +1,381 @@
+/**
+ * The compliance suite of the sets of a {@link PartitionReplica} (`replica.sets`), run by every
+ * storage backend next to `replica-compliance.ts`, with the same store factories:
+ * `setCompliance('level: memory-level', factory)`.
+ *
+ * Like the replica suite, every test runs on a fresh replica and on a reopened one, where
+ * `restart()` closes and reopens the replica so that checks run on what was persisted.
+ */
+import {
+  HLC_ZERO,
+  deltaFromJSON,
+  deltaToJSON,
+  hlcFrom,
+  type Dot,
+  type Hlc,
+  type SetEntry,
+} from '@causeway/core'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { ReplicaSets } from '../../src/storage/set-replica.js'
+import type { ReplicaStore, ReplicaStoreFactory } from './replica-compliance.js'
+
+const REGIONS = 3
+
+/** The sets of a replica (every backend has them). */
+export function setsOf(r: PartitionReplica): ReplicaSets {
+  if (r.sets === undefined) throw new Error(`${r.backend} has no sets`)
+  return r.sets
+}
+
+/** Every element of a set, with its dots, in order. */
+export async function entriesOf(r: PartitionReplica, name: string): Promise<SetEntry[]> {
+  const out: SetEntry[] = []
+  for await (const e of setsOf(r).scan(name)) out.push(e)
+  return out
+}
+
+/** Every element of a set, in order. */
+export async function elementsOf(r: PartitionReplica, name: string): Promise<string[]> {
+  return (await entriesOf(r, name)).map((e) => e.element)
+}
+
+const add = (r: PartitionReplica, name: string, ...elements: string[]) =>
+  setsOf(r).write(name, { op: 'add', elements: elements.map((element) => ({ element })) }, HLC_ZERO)
+
+const remove = (r: PartitionReplica, name: string, ...elements: string[]) =>
+  setsOf(r).write(
+    name,
+    { op: 'remove', elements: elements.map((element) => ({ element })) },
+    HLC_ZERO,
+  )
+
+const removeCtx = (r: PartitionReplica, name: string, element: string, ctx: Dot[]) =>
+  setsOf(r).write(name, { op: 'remove', elements: [{ element, ctx }] }, HLC_ZERO)
+
+/** A set entry as another region's leader would ship it. */
+function shipped(origin: number, idx: number, name: string, delta: unknown, ts?: Hlc): LogEntry {
+  return {
+    origin,
+    idx,
+    key: name,
+    ts: ts ?? hlcFrom(Date.now(), idx),
+    at: Date.now(),
+    setDelta: JSON.stringify(delta),
+  }
+}
+
+const addDelta = (element: string, actor: number, counter: number, ctx: [number, number][] = []) =>
+  ({ v: 1, adds: [{ e: element, dot: [actor, counter], ctx }], removes: [] }) as const
+
+const removeDelta = (element: string, ctx: [number, number][]) =>
+  ({ v: 1, adds: [], removes: [{ e: element, ctx }] }) as const
+
+export function setCompliance(name: string, factory: ReplicaStoreFactory): void {
+  describe.each(['fresh', 'reopened'] as const)(`${name} sets (%s replica)`, (mode) => {
+    const stores: ReplicaStore[] = []
+    const opened: PartitionReplica[] = []
+    const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
+
+    afterEach(async () => {
+      for (const r of opened.splice(0)) await r.close()
+      for (const s of stores.splice(0)) await s.destroy()
+    })
+
+    async function openOn(store: ReplicaStore): Promise<PartitionReplica> {
+      const r = store.replica()
+      opened.push(r)
+      storeOf.set(r, store)
+      await r.open()
+      return r
+    }
+
+    async function fresh(region = 0): Promise<PartitionReplica> {
+      const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
+      stores.push(store)
+      const r = await openOn(store)
+      return mode === 'reopened' ? restart(r, true) : r
+    }
+
+    async function restart(r: PartitionReplica, force = false): Promise<PartitionReplica> {
+      if (mode !== 'reopened' && !force) return r
+      await r.close()
+      return openOn(storeOf.get(r)!)
+    }
+
+    it('starts empty', async () => {
+      const r = await fresh()
+      expect(await elementsOf(r, 's')).toEqual([])
+      expect(await setsOf(r).size('s')).toEqual({
+        size: 0,
+        stamp: { seen: [0, 0, 0], ts: HLC_ZERO },
+      })
+      expect((await setsOf(r).has('s', 'x')).dots).toEqual([])
+    })
+
+    it('adds elements as one log entry that advances sv and the stamp', async () => {
+      let r = await fresh()
+      const e = await add(r, 's', 'b', 'a', 'c')
+      expect(e).toMatchObject({ origin: 0, idx: 1, key: 's' })
+      expect(deltaFromJSON(JSON.parse(e.setDelta)).adds.map((a) => a.element)).toEqual([
+        'b',
+        'a',
+        'c',
+      ])
+      r = await restart(r)
+      expect(r.sv()).toEqual([1, 0, 0])
+      expect(await elementsOf(r, 's')).toEqual(['a', 'b', 'c'])
+      const has = await setsOf(r).has('s', 'a')
+      expect(has.dots).toEqual([{ actor: 0, counter: 2 }])
+      expect(has.stamp).toEqual({ seen: [1, 0, 0], ts: e.ts })
+      expect((await setsOf(r).size('s')).size).toBe(3)
+      const [logged] = await r.readLog(0, 0, 10)
+      expect(logged).toEqual(e)
+    })
+
+    it('keeps sets, keys and their names apart', async () => {
+      let r = await fresh()
+      await add(r, 's', 'x')
+      await add(r, 's2', 'y')
+      await add(r, 's\u0000', 'z')
+      await r.write('s', '"a key"', HLC_ZERO)
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual(['x'])
+      expect(await elementsOf(r, 's2')).toEqual(['y'])
+      expect(await elementsOf(r, 's\u0000')).toEqual(['z'])
+      expect((await r.read('s')).version?.value).toBe('"a key"')
+      // The stamp counts set entries of this set only.
+      expect((await setsOf(r).size('s')).stamp.seen).toEqual([1, 0, 0])
+      expect((await setsOf(r).size('s2')).stamp.seen).toEqual([2, 0, 0])
+    })
+
+    it('orders elements by code point, with any characters', async () => {
+      let r = await fresh()
+      const elements = ['b', '', 'a\u0000', 'a', '\uffff', '😀', 'é', 'a\u0000b', 'x'.repeat(1024)]
+      await add(r, 's', ...elements)
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual([
+        '',
+        'a',
+        'a\u0000',
+        'a\u0000b',
+        'b',
+        'x'.repeat(1024),
+        'é',
+        '\uffff',
+        '😀',
+      ])
+      for (const e of elements) expect((await setsOf(r).has('s', e)).dots).toHaveLength(1)
+      expect((await setsOf(r).size('s')).size).toBe(elements.length)
+    })
+
+    it('scans from, after and up to a limit', async () => {
+      const r = await fresh()
+      await add(r, 's', 'a', 'b', 'c', 'd', 'e')
+      const scan = async (options: object) => {
+        const out: string[] = []
+        for await (const e of setsOf(r).scan('s', options)) out.push(e.element)
+        return out
+      }
+      expect(await scan({ from: 'b', limit: 2 })).toEqual(['b', 'c'])
+      expect(await scan({ after: 'b', limit: 2 })).toEqual(['c', 'd'])
+      expect(await scan({ from: 'bb' })).toEqual(['c', 'd', 'e'])
+      expect(await scan({ after: 'e' })).toEqual([])
+      expect(await scan({ limit: 0 })).toEqual([])
+    })
+
+    it('reports after a scan a stamp that covers what it returned', async () => {
+      const r = await fresh()
+      const a = await add(r, 's', 'a')
+      const scan = setsOf(r).scan('s')
+      const seen: string[] = []
+      for await (const e of scan) seen.push(e.element)
+      expect(seen).toEqual(['a'])
+      expect(await scan.stamp()).toEqual({ seen: [1, 0, 0], ts: a.ts })
+    })
+
+    it('re-adding an element keeps one insertion of it (the add supersedes the live one)', async () => {
+      let r = await fresh()
+      await add(r, 's', 'x')
+      const again = await add(r, 's', 'x')
+      const delta = deltaFromJSON(JSON.parse(again.setDelta))
+      expect(delta.adds[0]).toEqual({
+        element: 'x',
+        dot: { actor: 0, counter: 2 },
+        ctx: [{ actor: 0, counter: 1 }],
+      })
+      r = await restart(r)
+      expect((await setsOf(r).has('s', 'x')).dots).toEqual([{ actor: 0, counter: 2 }])
+      expect((await setsOf(r).size('s')).size).toBe(1)
+    })
+
+    it('removes what the leader observes for an element sent without a context', async () => {
+      let r = await fresh()
+      await add(r, 's', 'x', 'y')
+      const e = await remove(r, 's', 'x', 'nope')
+      expect(deltaFromJSON(JSON.parse(e.setDelta)).removes).toEqual([
+        { element: 'x', ctx: [{ actor: 0, counter: 1 }] },
+      ])
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual(['y'])
+      expect((await setsOf(r).size('s')).size).toBe(1)
+      expect(r.sv()).toEqual([2, 0, 0])
+    })
+
+    it('removes only the observed context: an add the remover had not seen survives', async () => {
+      let r = await fresh()
+      // Region 1 added x under (1,1), which this replica has; the remover saw only that.
+      await r.receive(1, [shipped(1, 1, 's', addDelta('x', 1, 1))])
+      // Region 2's concurrent add of x, (2,1), arrives before the remove is written.
+      await r.receive(2, [shipped(2, 1, 's', addDelta('x', 2, 1))])
+      await removeCtx(r, 's', 'x', [{ actor: 1, counter: 1 }])
+      r = await restart(r)
+      expect(await entriesOf(r, 's')).toEqual([{ element: 'x', dots: [{ actor: 2, counter: 1 }] }])
+      expect((await setsOf(r).size('s')).size).toBe(1)
+    })
+
+    it('removes an observed add that has not arrived yet, for good', async () => {
+      let r = await fresh()
+      // The client saw (1,1) in region 1 and removes it here before it was shipped.
+      await removeCtx(r, 's', 'x', [{ actor: 1, counter: 1 }])
+      await r.receive(1, [shipped(1, 1, 's', addDelta('x', 1, 1))])
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual([])
+      expect((await setsOf(r).size('s')).size).toBe(0)
+      expect(r.sv()).toEqual([1, 1, 0])
+    })
+
+    it('applies shipped deltas idempotently and stops at a gap', async () => {
+      let r = await fresh()
+      const entries = [
+        shipped(1, 1, 's', addDelta('a', 1, 1)),
+        shipped(1, 2, 's', addDelta('b', 1, 2)),
+        shipped(1, 3, 's', removeDelta('a', [[1, 1]])),
+      ]
+      expect(await r.receive(1, entries.slice(0, 2))).toBe(2)
+      expect(await r.receive(1, entries)).toBe(3)
+      expect(await r.receive(1, entries)).toBe(3)
+      expect(await r.receive(1, [shipped(1, 5, 's', addDelta('z', 1, 5))])).toBe(3)
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual(['b'])
+      expect((await setsOf(r).size('s')).size).toBe(1)
+      expect((await setsOf(r).size('s')).stamp.seen).toEqual([0, 3, 0])
+      expect((await r.readLog(1, 0, 10)).map((e) => e.setDelta)).toEqual(
+        entries.map((e) => e.setDelta),
+      )
+    })
+
+    it('mixes set and key entries in one shipped batch, in order', async () => {
+      let r = await fresh()
+      const ts = hlcFrom(Date.now(), 0)
+      const batch: LogEntry[] = [
+        { origin: 1, idx: 1, key: 'k', value: '1', ts, at: Date.now() },
+        shipped(1, 2, 's', addDelta('a', 1, 1)),
+        { origin: 1, idx: 3, key: 'k', value: '2', ts: hlcFrom(Date.now(), 3), at: Date.now() },
+        shipped(1, 4, 's', addDelta('b', 1, 2)),
+      ]
+      expect(await r.receive(1, batch)).toBe(4)
+      r = await restart(r)
+      expect(await elementsOf(r, 's')).toEqual(['a', 'b'])
+      expect((await r.read('k')).version?.value).toBe('2')
+      expect((await r.readLog(1, 0, 10)).map((e) => e.idx)).toEqual([1, 2, 3, 4])
+    })
+
+    it('follows a leader log with apply (per origin, any order of origins)', async () => {
+      const leader = await fresh(0)
+      await add(leader, 's', 'a', 'b')
+      await leader.receive(1, [shipped(1, 1, 's', addDelta('c', 1, 1))])
+      await remove(leader, 's', 'a')
+      const follower = await fresh(0)
+      const log = [...(await leader.readLog(1, 0, 10)), ...(await leader.readLog(0, 0, 10))]
+      await follower.apply(log)
+      await follower.apply(log)
+      expect(follower.sv()).toEqual([2, 1, 0])
+      expect(await entriesOf(follower, 's')).toEqual(await entriesOf(leader, 's'))
+      expect(await setsOf(follower).size('s')).toEqual(await setsOf(leader).size('s'))
+    })
+
+    it('converges with a concurrent add and remove of the same element: add wins', async () => {
+      const r0 = await fresh(0)
+      const r1 = await fresh(1)
+      await add(r0, 's', 'x')
+      await r1.receive(0, await r0.readLog(0, 0, 10))
+      // r0 removes x while r1 re-adds it: the re-add supersedes (0,1) but not what r0 removes.
+      await remove(r0, 's', 'x')
+      await add(r1, 's', 'x')
+      await r1.receive(0, await r0.readLog(0, 0, 10))
+      await r0.receive(1, await r1.readLog(1, 0, 10))
+      for (const r of [r0, r1]) {
+        expect(await entriesOf(r, 's')).toEqual([
+          { element: 'x', dots: [{ actor: 1, counter: 1 }] },
+        ])
+        expect((await setsOf(r).size('s')).size).toBe(1)
+      }
+    })
+
+    it('takes concurrent writes to one set one at a time', async () => {
+      let r = await fresh()
+      const writes = await Promise.all(
+        Array.from({ length: 40 }, (_, i) => add(r, 's', `e${i % 20}`)),
+      )
+      expect(writes.map((w) => w.idx).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 40 }, (_, i) => i + 1),
+      )
+      r = await restart(r)
+      expect((await setsOf(r).size('s')).size).toBe(20)
+      const entries = await entriesOf(r, 's')
+      expect(entries).toHaveLength(20)
+      // Each re-add superseded the one before it: one live insertion per element.
+      for (const e of entries) expect(e.dots).toHaveLength(1)
+    })
+
+    it('streams its set-clock and entries for a merge of replicas', async () => {
+      const r = await fresh()
+      await add(r, 's', 'a', 'b')
+      const stream = await setsOf(r).stream('s', { after: 'a' })
+      expect(stream.clock.vv.get(0)).toBe(2)
+      const out: SetEntry[] = []
+      for await (const e of stream.entries) out.push(e)
+      expect(out).toEqual([{ element: 'b', dots: [{ actor: 0, counter: 2 }] }])
+      expect((await stream.stamp()).seen).toEqual([1, 0, 0])
+    })
+
+    it('refuses bad writes before taking an idx', async () => {
+      const r = await fresh()
+      const bad = [
+        { op: 'add', elements: [] },
+        { op: 'add', elements: [{ element: 'x'.repeat(1025) }] },
+        { op: 'add', elements: [{ element: '\ud800' }] },
+        { op: 'add', elements: Array.from({ length: 1001 }, (_, i) => ({ element: `e${i}` })) },
+      ] as const
+      for (const write of bad) {
+        await expect(setsOf(r).write('s', write, HLC_ZERO)).rejects.toMatchObject({
+          code: 'INVALID_ELEMENT',
+        })
+      }
+      await expect(
+        setsOf(r).write('s', { op: 'add', elements: [{ element: 'x' }] }, 'nope' as Hlc),
+      ).rejects.toMatchObject({ code: 'INVALID_HLC' })
+      expect(r.sv()).toEqual([0, 0, 0])
+      expect(await r.readLog(0, 0, 10)).toEqual([])
+    })
+
+    it('refuses a batch with a malformed set entry and applies none of it', async () => {
+      const r = await fresh()
+      const batch = [
+        shipped(1, 1, 's', addDelta('a', 1, 1)),
+        { ...shipped(1, 2, 's', {}), setDelta: '{"v":1,"adds":[{"e":7}],"removes":[]}' },
+      ]
+      await expect(r.receive(1, batch)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+      expect(r.sv()).toEqual([0, 0, 0])
+      expect(await elementsOf(r, 's')).toEqual([])
+    })
+
+    it('round-trips what it ships: the delta of a write is a valid delta', async () => {
+      const r = await fresh()
+      const e = await add(r, 's', 'a')
+      const delta = deltaFromJSON(JSON.parse(e.setDelta))
+      expect(JSON.parse(e.setDelta)).toEqual(deltaToJSON(delta))
+    })
+  })
+}

@@ -1,0 +1,329 @@
+/**
+ * `db.set(name)`: a CRDT set (an add-wins observed-remove set, stored as Bigsets) with the same
+ * per-call session guarantees as keys. The set lives in the partition of its name, so its reads
+ * wait for the session's vector of that partition and its writes advance it.
+ *
+ * Removing what you observed: `has` and `scan({ withContext: true })` return each element's
+ * context; `remove({ element, ctx })` removes exactly the insertions that context names, so an
+ * add the reader had not seen (a concurrent one) survives: add wins. `remove('x')` without a
+ * context removes what the region's leader holds of `x` once it has caught up with this
+ * session's vector for the partition, i.e. at least every insertion of `x` the session has seen.
+ */
+import {
+  CausewayError,
+  MAX_SET_WRITE_ELEMENTS,
+  SET_SCAN_PAGE,
+  checkElement,
+  isHlc,
+  partitionOf,
+  type Hlc,
+} from '@causeway/core'
+import type { WriteResult } from './client.js'
+import { readCall, writeCall, type ClientParts } from './client-access.js'
+import type { ReadOptions, WriteOptions } from './options.js'
+
+/** Options of a set read (`has`, `size`): those of `get`. */
+export type SetReadOptions = ReadOptions
+
+/** Options of a set write (`add`, `remove`): those of `put`, without `context`. */
+export type SetWriteOptions = Omit<WriteOptions, 'context'>
+
+/** Options of {@link CausewaySet.scan}. */
+export interface SetScanOptions extends SetReadOptions {
+  /** First element to return (inclusive). @default the first element of the set */
+  from?: string
+  /** Start strictly after this element; exclusive with `from`. */
+  after?: string
+  /** Most elements to return. @default all of them */
+  limit?: number
+  /**
+   * Elements per request: the iterator reads the set in pages, each one request (and one read
+   * of the session's vector), so memory holds one page at a time.
+   * @default 1000
+   */
+  pageSize?: number
+  /** Merge every replica of the region, element by element, instead of reading one. @default false */
+  merge?: boolean
+  /** `timeoutMs` applies to each page. */
+  timeoutMs?: number
+}
+
+/** An element with its context, as `scan({ withContext: true })` and removes use it. */
+export interface SetElement {
+  element: string
+  /** The element's context: pass it to `remove` to remove exactly what was read. */
+  ctx: string
+}
+
+/** What `has` resolves to. */
+export interface SetHasResult {
+  /** Whether the element is in the set, as the serving replica saw it. */
+  found: boolean
+  element: string
+  /** The element's context (for `remove`); undefined when not found. */
+  ctx: string | undefined
+  /** Per region, the highest log idx of a write of this set that the read reflects. */
+  seen: number[]
+  /** The highest HLC among those writes; undefined for a set never written. */
+  ts: Hlc | undefined
+  epoch: number
+  region: number
+  replica: number
+  waitedMs: number
+  attempts: number
+}
+
+interface ReadMeta {
+  seen: number[]
+  ts?: Hlc
+  epoch: number
+  region: number
+  replica: number
+  waitedMs: number
+}
+
+/** A CRDT set of UTF-8 strings (each at most 1 KiB). Get one with `db.set(name)`. */
+export class CausewaySet {
+  /** The set's name (a key: it decides the set's partition). */
+  readonly name: string
+  /** The partition holding the set. */
+  readonly partition: number
+  readonly #parts: ClientParts
+  readonly #path: string
+
+  /** @internal Use `db.set(name)`. */
+  constructor(name: string, parts: ClientParts) {
+    this.name = name
+    this.#parts = parts
+    this.partition = partitionOf(name, parts.partitions)
+    this.#path = '/v1/sets/' + encodeURIComponent(name)
+  }
+
+  /**
+   * Adds one or more elements. Each gets a new insertion at the region's leader; re-adding an
+   * element that is there replaces its insertion (it stays once). More than 1000 elements are
+   * sent as several writes, in order (each atomic, the whole not); the last one's result is
+   * returned.
+   */
+  async add(elements: string | readonly string[], options?: SetWriteOptions): Promise<WriteResult> {
+    const list = typeof elements === 'string' ? [elements] : [...elements]
+    for (const e of list) checkElement(e)
+    return this.#write('add', list, options)
+  }
+
+  /**
+   * Removes elements: with a context (`{ element, ctx }` from `has` or `scan`) exactly what it
+   * names; a plain string removes what the leader holds once it covers this session (see the
+   * module comment). Batches over 1000 are split as in {@link CausewaySet.add}.
+   */
+  async remove(
+    elements: string | SetElement | readonly (string | SetElement)[],
+    options?: SetWriteOptions,
+  ): Promise<WriteResult> {
+    const list = typeof elements === 'string' || !Array.isArray(elements) ? [elements] : elements
+    const items = (list as readonly (string | SetElement)[]).map((e) => {
+      if (typeof e === 'string') {
+        checkElement(e)
+        return e
+      }
+      if (typeof e !== 'object' || e === null)
+        throw new CausewayError('INVALID_ELEMENT', 'an element is a string or { element, ctx }')
+      checkElement(e.element)
+      if (e.ctx === undefined) return e.element
+      if (typeof e.ctx !== 'string')
+        throw new CausewayError('INVALID_CONTEXT', 'ctx must be a context from has or scan')
+      return { element: e.element, ctx: e.ctx }
+    })
+    return this.#write('remove', items, options)
+  }
+
+  /** Whether `element` is in the set, and its context. */
+  async has(element: string, options?: SetReadOptions): Promise<SetHasResult> {
+    checkElement(element)
+    const outcome = await readCall(this.#parts, {
+      partition: this.partition,
+      path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
+      what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
+      options,
+    })
+    const reply = this.#meta(outcome.body, 'has')
+    const body = outcome.body as { found?: unknown; ctx?: unknown }
+    if (typeof body.found !== 'boolean' || (body.ctx !== undefined && typeof body.ctx !== 'string'))
+      throw malformed('has', outcome.body)
+    return {
+      found: body.found,
+      element,
+      ctx: body.ctx as string | undefined,
+      seen: reply.seen,
+      ts: reply.ts,
+      epoch: reply.epoch,
+      region: reply.region,
+      replica: reply.replica,
+      waitedMs: reply.waitedMs,
+      attempts: outcome.attempts,
+    }
+  }
+
+  /** The number of elements (exact, as of the serving replica). */
+  async size(options?: SetReadOptions): Promise<number> {
+    const outcome = await readCall(this.#parts, {
+      partition: this.partition,
+      path: `${this.#path}/size`,
+      what: `size of set ${JSON.stringify(this.name)}`,
+      options,
+    })
+    this.#meta(outcome.body, 'size')
+    const size = (outcome.body as { size?: unknown }).size
+    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
+      throw malformed('size', outcome.body)
+    return size
+  }
+
+  /**
+   * The elements in order (by code point), read page by page as the iteration goes; stopping
+   * early (`break`) stops reading. Each page is a read at the call's level, so a later page never
+   * goes back on what an earlier one showed the session.
+   */
+  scan(options?: SetScanOptions & { withContext?: false }): AsyncIterable<string>
+  /** The elements with their contexts (for `remove`), in order. */
+  scan(options: SetScanOptions & { withContext: true }): AsyncIterable<SetElement>
+  scan(
+    options: SetScanOptions & { withContext?: boolean } = {},
+  ): AsyncIterable<string | SetElement> {
+    const { from, after, limit, pageSize, merge, withContext, ...read } = options
+    if (from !== undefined) checkElement(from)
+    if (after !== undefined) checkElement(after)
+    if (from !== undefined && after !== undefined)
+      throw new CausewayError('INVALID_OPTION', 'scan takes from or after, not both')
+    const total = limit ?? Infinity
+    if (!(total >= 0)) throw new CausewayError('INVALID_OPTION', 'limit must be a number >= 0')
+    const page = pageSize ?? SET_SCAN_PAGE
+    if (!Number.isSafeInteger(page) || page < 1)
+      throw new CausewayError('INVALID_OPTION', 'pageSize must be a positive integer')
+    const pages = async function* (this: CausewaySet): AsyncGenerator<string | SetElement> {
+      let cursor: { from?: string; after?: string } =
+        after !== undefined ? { after } : from !== undefined ? { from } : {}
+      let returned = 0
+      while (returned < total) {
+        const count = Math.min(page, total - returned)
+        let query = `limit=${count}`
+        if (cursor.from !== undefined) query += `&from=${encodeURIComponent(cursor.from)}`
+        if (cursor.after !== undefined) query += `&after=${encodeURIComponent(cursor.after)}`
+        if (withContext === true) query += '&ctx=true'
+        if (merge === true) query += '&merge=true'
+        const outcome = await readCall(this.#parts, {
+          partition: this.partition,
+          path: `${this.#path}/scan?${query}`,
+          what: `scan of set ${JSON.stringify(this.name)}`,
+          options: read,
+        })
+        const body = outcome.body as { elements?: unknown; next?: unknown; error?: unknown }
+        if (body?.error !== undefined) throw CausewayError.fromBody(body.error, 200)
+        this.#meta(outcome.body, 'scan')
+        if (
+          !Array.isArray(body.elements) ||
+          (body.next !== undefined && typeof body.next !== 'string')
+        )
+          throw malformed('scan', outcome.body)
+        for (const item of body.elements as unknown[]) {
+          if (withContext === true) {
+            const e = item as Partial<SetElement>
+            if (typeof e?.element !== 'string' || typeof e.ctx !== 'string')
+              throw malformed('scan', outcome.body)
+            yield { element: e.element, ctx: e.ctx }
+          } else {
+            if (typeof item !== 'string') throw malformed('scan', outcome.body)
+            yield item
+          }
+          returned++
+        }
+        if (body.next === undefined) return
+        cursor = { after: body.next }
+      }
+    }
+    return { [Symbol.asyncIterator]: () => pages.call(this) }
+  }
+
+  async #write(
+    op: 'add' | 'remove',
+    items: readonly (string | SetElement)[],
+    options: SetWriteOptions | undefined,
+  ): Promise<WriteResult> {
+    if (items.length === 0) throw new CausewayError('INVALID_ELEMENT', `${op} needs an element`)
+    let result: WriteResult | undefined
+    for (let i = 0; i < items.length; i += MAX_SET_WRITE_ELEMENTS) {
+      const chunk = items.slice(i, i + MAX_SET_WRITE_ELEMENTS)
+      const { body } = await writeCall(this.#parts, {
+        partition: this.partition,
+        path: `${this.#path}/${op}`,
+        body: JSON.stringify({ elements: chunk }),
+        what: `${op} in set ${JSON.stringify(this.name)}`,
+        options,
+        // A remove without a context removes what the leader holds once it covers the session.
+        withVector: op === 'remove' && chunk.some((e) => typeof e === 'string'),
+      })
+      const reply = body as Partial<WriteResult> | null
+      const regions = this.#parts.regions.length
+      if (
+        typeof reply !== 'object' ||
+        reply === null ||
+        !isHlc(reply.ts) ||
+        !isCount(reply.dc, 0, regions - 1) ||
+        !isCount(reply.idx, 1) ||
+        !isCount(reply.epoch, 1) ||
+        !isCount(reply.region, 0, regions - 1)
+      )
+        throw malformed(op, body)
+      this.#parts.session.observeWrite(this.partition, {
+        dc: reply.dc,
+        idx: reply.idx,
+        ts: reply.ts,
+        epoch: reply.epoch,
+      })
+      this.#parts.changed()
+      result = {
+        ts: reply.ts,
+        dc: reply.dc,
+        idx: reply.idx,
+        epoch: reply.epoch,
+        region: reply.region,
+        context: undefined,
+      }
+    }
+    return result!
+  }
+
+  // Checks the meta of a read reply and records it in the session: each region's `seen` is read.
+  #meta(body: unknown, what: string): ReadMeta {
+    const r = body as Partial<ReadMeta> | null
+    const regions = this.#parts.regions.length
+    if (
+      typeof r !== 'object' ||
+      r === null ||
+      !Array.isArray(r.seen) ||
+      r.seen.length !== regions ||
+      !r.seen.every((idx) => isCount(idx, 0)) ||
+      (r.ts !== undefined && !isHlc(r.ts)) ||
+      !isCount(r.epoch, 1) ||
+      !isCount(r.region, 0, regions - 1) ||
+      !isCount(r.replica, 0) ||
+      typeof r.waitedMs !== 'number'
+    )
+      throw malformed(what, body)
+    const meta = r as ReadMeta
+    meta.seen.forEach((idx, dc) => {
+      const observation = { epoch: meta.epoch, dc, idx, ...(meta.ts ? { ts: meta.ts } : {}) }
+      this.#parts.session.observeRead(this.partition, observation)
+    })
+    this.#parts.changed()
+    return meta
+  }
+}
+
+function isCount(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max
+}
+
+function malformed(what: string, body: unknown): CausewayError {
+  return new CausewayError('INTERNAL', `the gateway sent a malformed set ${what} reply`, { body })
+}
