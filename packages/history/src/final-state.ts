@@ -2,9 +2,9 @@
  * Reading the state a cluster converged to: every key in every region, with eventual reads,
  * polled until the regions agree.
  */
-import type { FinalState } from './history.js'
+import type { FinalSiblings, FinalState } from './history.js'
 import type { KvClient } from './kv-client.js'
-import { compareVersions, sameVersion, type Version } from './version.js'
+import { compareVersions, sameVersion, versionId, type Version } from './version.js'
 
 /** Options of {@link readFinalState}. */
 export interface ReadFinalStateOptions {
@@ -19,6 +19,13 @@ export interface ReadFinalStateOptions {
    * @default no floor
    */
   atLeast?: ReadonlyMap<string, Version>
+  /**
+   * For keys of siblings namespaces: whether a set of versions all regions agree on is final
+   * (e.g. it covers every acknowledged write). Regions that agree on a set it refuses are not
+   * done yet.
+   * @default any agreement is final
+   */
+  siblingsSettled?: (key: string, versions: readonly Version[]) => boolean
   /**
    * How long to wait for convergence before returning what was last read.
    * @default 10_000
@@ -42,6 +49,11 @@ export interface ReadFinalStateOptions {
 export interface FinalStateResult {
   /** For each key, the winner each region returned last (a failed read keeps the one before). */
   final: FinalState
+  /**
+   * For each key of a siblings namespace (one whose reads return versions), the versions each
+   * region returned last, sorted by `(ts, dc)`; such keys are left out of `final`.
+   */
+  finalSiblings: FinalSiblings
   /** Whether every region agreed on every key, at or above `atLeast`, before the timeout. */
   converged: boolean
   polls: number
@@ -63,6 +75,7 @@ export async function readFinalState(options: ReadFinalStateOptions): Promise<Fi
   const final: Record<string, (Version | undefined)[]> = Object.fromEntries(
     keys.map((k) => [k, new Array<Version | undefined>(regions).fill(undefined)]),
   )
+  const sets: Record<string, Version[][]> = {}
   let polls = 0
   let inARow = 0
   for (;;) {
@@ -73,6 +86,12 @@ export async function readFinalState(options: ReadFinalStateOptions): Promise<Fi
           const r = await db.get(key, { read: 'eventual', region })
           final[key]![region] =
             r.ts === undefined || r.dc === undefined ? undefined : { ts: r.ts, dc: r.dc }
+          if (r.versions !== undefined) {
+            sets[key] ??= Array.from({ length: regions }, () => [])
+            sets[key][region] = r.versions
+              .map(({ ts, dc }) => ({ ts, dc }))
+              .sort((a, b) => compareVersions(a, b))
+          }
           return true
         } catch {
           return false
@@ -83,6 +102,13 @@ export async function readFinalState(options: ReadFinalStateOptions): Promise<Fi
     const settled =
       allRead &&
       keys.every((key) => {
+        const set = sets[key]
+        if (set !== undefined) {
+          const ids = set.map((s) => s.map(versionId).join(','))
+          return (
+            ids.every((id) => id === ids[0]) && (options.siblingsSettled?.(key, set[0]!) ?? true)
+          )
+        }
         const winners = final[key]!
         return (
           winners.every((w) => sameVersion(w, winners[0])) &&
@@ -91,8 +117,16 @@ export async function readFinalState(options: ReadFinalStateOptions): Promise<Fi
       })
     inARow = settled ? inARow + 1 : 0
     const elapsedMs = now() - start
-    if (inARow >= stablePolls) return { final, converged: true, polls, elapsedMs }
-    if (elapsedMs + intervalMs > timeoutMs) return { final, converged: false, polls, elapsedMs }
+    if (inARow >= stablePolls || elapsedMs + intervalMs > timeoutMs) {
+      for (const key of Object.keys(sets)) delete final[key]
+      return {
+        final,
+        finalSiblings: sets,
+        converged: inARow >= stablePolls,
+        polls,
+        elapsedMs,
+      }
+    }
     await new Promise((resolve) => setTimeout(resolve, intervalMs))
   }
 }

@@ -15,12 +15,28 @@ import { maxVersion, type Version } from './version.js'
 /** Names one logical client (one session). */
 export type ClientId = string | number
 
-/** What a read returned. `ts` and `dc` name the version read, tombstones included. */
+/** One version a read of a siblings key returned. */
+export interface SiblingRecord {
+  ts: string
+  dc: number
+  /** True for a tombstone. */
+  deleted: boolean
+  value?: unknown
+}
+
+/**
+ * What a read returned. `ts` and `dc` name the version read, tombstones included (for a key of a
+ * siblings namespace, the newest sibling).
+ */
 export interface ReadReplyRecord {
   found: boolean
   value?: unknown
   ts?: string
   dc?: number
+  /** Siblings namespaces: every version the read returned (a read returns a set of versions). */
+  siblings?: SiblingRecord[]
+  /** Siblings namespaces: the causal context the read returned. */
+  context?: string
 }
 
 /** What a put or delete returned: the version it created. */
@@ -28,6 +44,8 @@ export interface WriteReplyRecord {
   ts: string
   dc: number
   idx: number
+  /** Siblings namespaces: the context of what the write superseded plus itself, if given. */
+  context?: string
 }
 
 /** Why an operation failed. */
@@ -63,6 +81,11 @@ export interface PutOperation extends OperationBase {
   op: 'put'
   level: WriteLevel
   value?: unknown
+  /**
+   * Siblings namespaces: the causal context sent with the write (from a read, or an earlier
+   * write's reply). The write supersedes what that read returned; without one it is blind.
+   */
+  context?: string
   reply?: WriteReplyRecord
 }
 
@@ -70,6 +93,8 @@ export interface PutOperation extends OperationBase {
 export interface DeleteOperation extends OperationBase {
   op: 'delete'
   level: WriteLevel
+  /** As for {@link PutOperation.context}. */
+  context?: string
   reply?: WriteReplyRecord
 }
 
@@ -85,10 +110,18 @@ export type Operation = ReadOperation | WriteOperation
  */
 export type FinalState = Record<string, ReadonlyArray<Version | null | undefined>>
 
+/**
+ * For each key of a siblings namespace, the versions (siblings, tombstones included) each region
+ * holds at the end, by region id, sorted by `(ts, dc)`.
+ */
+export type FinalSiblings = Record<string, ReadonlyArray<readonly Version[]>>
+
 /** A recorded history. Without `final`, the checks that need the converged state are skipped. */
 export interface History {
   operations: readonly Operation[]
   final?: FinalState
+  /** The converged siblings of the siblings-namespace keys (their `final` is not used). */
+  finalSiblings?: FinalSiblings
 }
 
 /** An operation and its position in the history, which reports use to name it. */
@@ -125,6 +158,28 @@ export function versionOf(op: Operation): Version | undefined {
   if (!op.ok || op.reply === undefined) return undefined
   const { ts, dc } = op.reply
   return ts === undefined || dc === undefined ? undefined : { ts, dc }
+}
+
+/**
+ * The versions a successful read returned: every sibling for a read of a siblings key, otherwise
+ * its one version (or none).
+ */
+export function versionsRead(op: ReadOperation): Version[] {
+  if (!op.ok || op.reply === undefined) return []
+  if (op.reply.siblings !== undefined) return op.reply.siblings.map(({ ts, dc }) => ({ ts, dc }))
+  const version = versionOf(op)
+  return version === undefined ? [] : [version]
+}
+
+/**
+ * The keys of siblings namespaces in `history`: those a read returned siblings for, or that have
+ * a converged sibling state.
+ */
+export function siblingKeys(history: History): Set<string> {
+  const keys = new Set(Object.keys(history.finalSiblings ?? {}))
+  for (const op of history.operations)
+    if (op.op === 'get' && op.reply?.siblings !== undefined) keys.add(op.key)
+  return keys
 }
 
 /** True for a write that failed in a way that may still have created a version. */
@@ -199,8 +254,25 @@ export function validateHistory(history: History): void {
     if (op.op === 'get') {
       if (typeof op.reply?.found !== 'boolean') fail('a read reply needs found')
       if (op.reply?.found === true && !hasTs) fail('a found read must name its version (ts, dc)')
+      const siblings = op.reply?.siblings
+      if (siblings !== undefined) {
+        if (!Array.isArray(siblings)) fail('siblings must be an array')
+        siblings.forEach((s, i) => {
+          if (!HLC.test(s.ts) || !Number.isInteger(s.dc) || typeof s.deleted !== 'boolean')
+            fail(`sibling ${i} is not a version { ts, dc, deleted }`)
+        })
+        if (op.reply?.found !== siblings.some((s) => !s.deleted))
+          fail('a siblings read is found exactly when a sibling holds a value')
+      }
     } else if (!hasTs) fail('a write reply needs ts and dc')
   })
+  for (const [key, sets] of Object.entries(history.finalSiblings ?? {})) {
+    if (!Array.isArray(sets)) throw new TypeError(`final siblings of ${key}: not an array`)
+    sets.forEach((set, region) => {
+      if (!Array.isArray(set) || set.some((v) => !HLC.test(v.ts) || !Number.isInteger(v.dc)))
+        throw new TypeError(`final siblings of ${key} in region ${region}: not a list of versions`)
+    })
+  }
   for (const [key, winners] of Object.entries(history.final ?? {})) {
     if (!Array.isArray(winners)) throw new TypeError(`final state of ${key}: not an array`)
     winners.forEach((w, region) => {

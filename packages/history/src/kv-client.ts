@@ -20,6 +20,19 @@ export interface KvWriteOptions {
   region: number
   /** Deadline of the call in ms. @default the client's */
   timeoutMs?: number
+  /**
+   * Siblings namespaces: the causal context of a read (or of a write's reply) the write
+   * supersedes; `null` or absent for a blind write.
+   */
+  context?: string | null
+}
+
+/** One version a read of a siblings key returned. */
+export interface KvSibling {
+  ts: string
+  dc: number
+  deleted: boolean
+  value?: unknown
 }
 
 /** What a read resolves to. `region` is the region that served it (after any fallback). */
@@ -29,6 +42,10 @@ export interface KvReadResult {
   ts?: string
   dc?: number
   region?: number
+  /** Siblings namespaces: every version read, tombstones included. */
+  versions?: readonly KvSibling[] | undefined
+  /** Siblings namespaces: the causal context of the read. */
+  context?: string | undefined
 }
 
 /** What a write resolves to. */
@@ -37,6 +54,8 @@ export interface KvWriteResult {
   dc: number
   idx: number
   region?: number
+  /** Siblings namespaces: the context of what the write superseded plus itself, if given. */
+  context?: string | undefined
 }
 
 /** A key-value client with per-call levels and regions, as `connect()` returns. */

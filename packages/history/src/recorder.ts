@@ -5,17 +5,27 @@
  */
 import type {
   ClientId,
+  FinalSiblings,
   FinalState,
   History,
   Operation,
   OperationError,
   ReadReplyRecord,
+  SiblingRecord,
+  WriteReplyRecord,
 } from './history.js'
-import type { KvClient, KvReadOptions, KvReadResult, KvWriteOptions } from './kv-client.js'
+import type {
+  KvClient,
+  KvReadOptions,
+  KvReadResult,
+  KvWriteOptions,
+  KvWriteResult,
+} from './kv-client.js'
 
 /** What a call is, before it settles: everything but its timing and outcome. */
 type CallFields = Pick<Operation, 'client' | 'op' | 'key' | 'level' | 'region'> & {
   value?: unknown
+  context?: string
   reply?: unknown
 }
 
@@ -70,7 +80,8 @@ export class HistoryRecorder {
             value,
             level: options.write,
             region: servedBy(r, options),
-            reply: r && { ts: r.ts, dc: r.dc, idx: r.idx },
+            ...contextSent(options),
+            reply: r && writeReply(r),
           }),
         ),
       delete: (key, options) =>
@@ -82,16 +93,19 @@ export class HistoryRecorder {
             key,
             level: options.write,
             region: servedBy(r, options),
-            reply: r && { ts: r.ts, dc: r.dc, idx: r.idx },
+            ...contextSent(options),
+            reply: r && writeReply(r),
           }),
         ),
     }
   }
 
-  /** The history recorded so far, with `final` if given. */
-  history(final?: FinalState): History {
-    const operations = [...this.#operations]
-    return final === undefined ? { operations } : { operations, final }
+  /** The history recorded so far, with `final` (and `finalSiblings`) if given. */
+  history(final?: FinalState, finalSiblings?: FinalSiblings): History {
+    const history: History = { operations: [...this.#operations] }
+    if (final !== undefined) history.final = final
+    if (finalSiblings !== undefined) history.finalSiblings = finalSiblings
+    return history
   }
 
   async #record<R>(
@@ -135,7 +149,24 @@ function readReply(r: KvReadResult): ReadReplyRecord {
   if (r.found) reply.value = r.value
   if (r.ts !== undefined) reply.ts = r.ts
   if (r.dc !== undefined) reply.dc = r.dc
+  if (r.versions !== undefined)
+    reply.siblings = r.versions.map((s) => {
+      const sibling: SiblingRecord = { ts: s.ts, dc: s.dc, deleted: s.deleted }
+      if (!s.deleted) sibling.value = s.value
+      return sibling
+    })
+  if (r.context !== undefined) reply.context = r.context
   return reply
+}
+
+function writeReply(r: KvWriteResult): WriteReplyRecord {
+  const reply: WriteReplyRecord = { ts: r.ts, dc: r.dc, idx: r.idx }
+  if (r.context !== undefined) reply.context = r.context
+  return reply
+}
+
+function contextSent(options: KvWriteOptions): { context?: string } {
+  return typeof options.context === 'string' ? { context: options.context } : {}
 }
 
 function errorOf(error: unknown): OperationError {

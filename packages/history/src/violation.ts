@@ -24,7 +24,9 @@ export type CheckName = (typeof CHECK_NAMES)[number]
  * - `unknown-version`: a read or final winner names a version no client wrote;
  * - `duplicate-version`: two acknowledged writes got the same version;
  * - `value-mismatch`: a read returned a version with another value (or found-ness) than written;
- * - `missing-final-state`: a key with acknowledged writes has no final state.
+ * - `missing-final-state`: a key with acknowledged writes has no final state;
+ * - `superseded-sibling`: a read or final state of a siblings key holds a version beside one that
+ *   superseded it, or one an acknowledged write superseded (a false conflict).
  */
 export type ViolationKind =
   | 'stale-read'
@@ -36,6 +38,7 @@ export type ViolationKind =
   | 'duplicate-version'
   | 'value-mismatch'
   | 'missing-final-state'
+  | 'superseded-sibling'
 
 /** One broken guarantee, with what is needed to debug it. */
 export interface Violation {

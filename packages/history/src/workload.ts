@@ -5,7 +5,9 @@
  */
 import type { ReadLevel, WriteLevel } from '@causeway/core'
 import { readFinalState, type ReadFinalStateOptions } from './final-state.js'
-import { newestAcknowledged, type History } from './history.js'
+import { isWrite, newestAcknowledged, versionOf, type History, type Operation } from './history.js'
+import { SiblingOrder } from './sibling-order.js'
+import { versionId, type Version } from './version.js'
 import type { KvClient } from './kv-client.js'
 import { seededRandom } from './prng.js'
 import { HistoryRecorder } from './recorder.js'
@@ -31,6 +33,19 @@ export interface WorkloadOptions {
    * @default 4
    */
   keys?: number | readonly string[]
+  /**
+   * The namespace of the keys it makes (`<namespace>:<run>:<i>`): name a siblings namespace to
+   * run the workload on siblings.
+   * @default 'history'
+   */
+  namespace?: string
+  /**
+   * Chance that a put or delete of a key whose last read by the client returned a causal context
+   * (siblings namespaces) sends that context, superseding what was read; otherwise the write is
+   * blind. Writes with a context are what collapses siblings.
+   * @default 0.5
+   */
+  contextProbability?: number
   /**
    * Calls per client, at most.
    * @default 50
@@ -109,7 +124,12 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const mix = { ...DEFAULT_MIX, ...options.mix }
   const keys = Array.isArray(options.keys)
     ? [...(options.keys as readonly string[])]
-    : freshKeys(typeof options.keys === 'number' ? options.keys : 4, seed)
+    : freshKeys(
+        typeof options.keys === 'number' ? options.keys : 4,
+        seed,
+        options.namespace ?? 'history',
+      )
+  const contextProbability = options.contextProbability ?? 0.5
   if (urls.length === 0 || regions < 1 || keys.length === 0 || clients < 1)
     throw new RangeError('runWorkload needs a url, a region, a key and a client')
 
@@ -124,20 +144,31 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
         const random = seededRandom(seed ^ Math.imul(i + 1, 0x9e3779b9))
         const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!
         let region = i % regions
+        // The context of this client's last read of each key (siblings namespaces).
+        const contexts = new Map<string, string>()
         for (let n = 0; n < opsPerClient && now() - start < durationMs; n++) {
           if (regions > 1 && random() < switchProbability)
             region = (region + 1 + Math.floor(random() * (regions - 1))) % regions
           const key = pick(keys)
           const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }
           const r = random() * (mix.get + mix.put + mix.delete)
+          const known = contexts.get(key)
+          const context =
+            known !== undefined && random() < contextProbability ? { context: known } : {}
           // Failures are in the history; the workload goes on.
-          await (
-            r < mix.get
-              ? session.get(key, { read: pick(readLevels), region, ...timeout })
-              : r < mix.get + mix.put
-                ? session.put(key, `c${i}#${n}`, { write: pick(writeLevels), region, ...timeout })
-                : session.delete(key, { write: pick(writeLevels), region, ...timeout })
-          ).catch(() => undefined)
+          if (r < mix.get) {
+            const read = await session
+              .get(key, { read: pick(readLevels), region, ...timeout })
+              .catch(() => undefined)
+            if (read?.context !== undefined) contexts.set(key, read.context)
+          } else {
+            const write = { write: pick(writeLevels), region, ...timeout, ...context }
+            await (
+              r < mix.get + mix.put
+                ? session.put(key, `c${i}#${n}`, write)
+                : session.delete(key, write)
+            ).catch(() => undefined)
+          }
         }
       } finally {
         await db.close?.()
@@ -156,13 +187,14 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
       keys,
       regions,
       atLeast: newestAcknowledged(recorder.operations),
+      siblingsSettled: (key, versions) => coversAcknowledged(recorder.operations, key, versions),
       now,
     })
     const failures: Record<string, number> = {}
     for (const op of recorder.operations)
       if (!op.ok) failures[op.error!.code] = (failures[op.error!.code] ?? 0) + 1
     return {
-      history: recorder.history(state.final),
+      history: recorder.history(state.final, state.finalSiblings),
       keys,
       seed,
       converged: state.converged,
@@ -178,7 +210,21 @@ function asList<T extends string>(level: T | readonly T[]): readonly T[] {
   return typeof level === 'string' ? [level] : level
 }
 
-function freshKeys(count: number, seed: number): string[] {
+function freshKeys(count: number, seed: number, namespace: string): string[] {
   const run = `${seed.toString(36)}.${Date.now().toString(36)}`
-  return Array.from({ length: count }, (_, i) => `history:${run}:${i}`)
+  return Array.from({ length: count }, (_, i) => `${namespace}:${run}:${i}`)
+}
+
+/** Whether `versions` of a siblings key hold or supersede every acknowledged write of it. */
+function coversAcknowledged(
+  operations: readonly Operation[],
+  key: string,
+  versions: readonly Version[],
+): boolean {
+  const covered = new SiblingOrder({ operations }, key).covered(versions)
+  return operations.every((op) => {
+    if (op.key !== key || !isWrite(op)) return true
+    const version = versionOf(op)
+    return version === undefined || covered.has(versionId(version))
+  })
 }

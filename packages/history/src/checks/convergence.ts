@@ -6,12 +6,15 @@
  * A write that failed with an indeterminate error (a timeout, a lost connection) may still have
  * made a version the history cannot name; such versions are accepted, at most one per such write
  * and only from the region it was sent to.
+ *
+ * Keys of siblings namespaces end on a set of versions: see `siblings.ts` for what is checked.
  */
 import {
   finalWinners,
   isIndeterminateWrite,
   isRead,
   isWrite,
+  siblingKeys,
   versionOf,
   type History,
   type OperationRef,
@@ -20,6 +23,8 @@ import {
 import { jsonEqual } from '../json-equal.js'
 import { compareVersions, formatVersion, sameVersion, versionId, type Version } from '../version.js'
 import { describeOperation, type CheckResult, type Violation } from '../violation.js'
+import { SiblingOrder } from '../sibling-order.js'
+import { checkSiblingConvergence } from './siblings.js'
 
 /** A version seen (read, or ended on) that no acknowledged write made, with where it was seen. */
 interface UnknownVersion {
@@ -80,9 +85,10 @@ export function checkConvergence(history: History): CheckResult {
       f.newest = ref
   })
 
+  const siblings = siblingKeys(history)
   history.operations.forEach((operation, index) => {
     const version = versionOf(operation)
-    if (!isRead(operation) || version === undefined) return
+    if (!isRead(operation) || version === undefined || siblings.has(operation.key)) return
     const f = factsOf(operation.key)
     const ref = { index, operation }
     const writer = f.written.get(versionId(version))
@@ -111,8 +117,14 @@ export function checkConvergence(history: History): CheckResult {
 
   const final = history.final
   const keys = new Set([...facts.keys(), ...Object.keys(final ?? {})])
+  for (const key of siblings) keys.add(key)
   for (const key of keys) {
     const f = factsOf(key)
+    if (siblings.has(key)) {
+      result.checked += checkSiblingConvergence(history, new SiblingOrder(history, key), f, push)
+      reportUnknown(key, f, push)
+      continue
+    }
     const newest = f.newest && versionOf(f.newest.operation)
     const winners = final && finalWinners(final, key)
     if (final !== undefined && winners === undefined && newest !== undefined)
