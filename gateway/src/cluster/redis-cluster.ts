@@ -10,6 +10,7 @@
  * the background with backoff until it succeeds; meanwhile requests that need it fail fast with
  * `BACKEND_UNAVAILABLE` and everything else is served. Once open, a replica reconnects by itself.
  */
+import { createHmac } from 'node:crypto'
 import { CausewayError } from '@causeway/core'
 import type { ShippingReceiver } from '../http/routes/internal.js'
 import type { LogEntry } from '../storage/partition-replica.js'
@@ -114,6 +115,10 @@ export class RedisCluster implements ShippingReceiver {
       namespaces: config.namespaces,
       replicas: this.replicas,
       shippers: () => this.#shipping?.status() ?? [],
+      // Every gateway process of the cluster must accept the set contexts the others issued.
+      ...(secret === undefined
+        ? {}
+        : { contextSecret: createHmac('sha256', secret).update('causeway set contexts').digest() }),
     })
   }
 
