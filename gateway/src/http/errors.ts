@@ -19,6 +19,11 @@ function isKvPath(url: string): boolean {
   return url.startsWith(KV_PREFIX)
 }
 
+// A set's name is a key too (it picks the set's partition), with the same limits and codes.
+function isKeyPath(url: string): boolean {
+  return isKvPath(url) || url.startsWith('/v1/sets/')
+}
+
 /** The query fields whose bad values are an unknown level, and those that are another option. */
 const LEVEL_FIELDS = new Set(['level'])
 
@@ -143,11 +148,11 @@ export function toCausewayError(error: unknown, url: string): CausewayError | un
         'the request body must be application/json',
       )
     case 'FST_ERR_BAD_URL':
-      return isKvPath(url)
+      return isKeyPath(url)
         ? new CausewayError('INVALID_KEY', 'the key is not valid percent-encoded UTF-8')
         : new CausewayError('INVALID_REQUEST', 'the URL is not valid percent-encoded UTF-8')
     case 'FST_ERR_MAX_PARAM_LENGTH':
-      return isKvPath(url)
+      return isKeyPath(url)
         ? new CausewayError('KEY_TOO_LARGE', 'the key is longer than the key limit allows')
         : new CausewayError('INVALID_REQUEST', 'a path parameter is too long')
   }

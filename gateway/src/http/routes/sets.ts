@@ -90,7 +90,7 @@ function metaFields(meta: SetReadMeta, region: number) {
 }
 
 /** The chunks of a scan reply: elements as they stream, then the meta (or an error). */
-async function* scanBody(result: SetScanResult, region: number): AsyncGenerator<string> {
+export async function* scanBody(result: SetScanResult, region: number): AsyncGenerator<string> {
   let chunk = '{"elements":['
   let first = true
   try {
