@@ -4,18 +4,20 @@
  * charts) into `docs/benchmarks.md`; a `--quick` run renders them under `bench/results/tmp/`
  * instead, so smoke checks never overwrite the recorded numbers.
  *
- * `npm run bench -- bundle` only builds the k6 bundle (`bench/dist/causeway-k6.js`).
+ * `npm run bench -- bundle` only builds the k6 bundle (`bench/dist/causeway-k6.js`);
+ * `npm run bench -- report [suite...]` writes the report again from the saved results.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
+import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { type Backend } from './cluster-process.js'
 import { buildK6Bundle } from './k6-bundle.js'
 import { findK6 } from './k6-runner.js'
-import { describeMachine, machineFacts } from './machine.js'
+import { type MachineFacts, describeMachine, machineFacts } from './machine.js'
 import { chartPng } from './report/chart.js'
 import { replaceSection } from './report/markdown.js'
-import type { Suite, SuiteOutput } from './suite.js'
+import type { Suite } from './suite.js'
 import { bookkeepingSuite } from './suites/bookkeeping.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
@@ -29,6 +31,7 @@ const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|di
 Suites (all of them when none is named):
 ${SUITES.map((s) => `  ${s.name.padEnd(12)} ${s.title}`).join('\n')}
   bundle       only build the k6 bundle (bench/dist/causeway-k6.js)
+  report [suite...]  write the report again from bench/results/*.json (measures nothing)
 
   --quick      short runs for smoke checks (every suite together in under 3 minutes)
   --backend B  storage of the clusters: memory (default), disk, or redis (when available)
@@ -50,14 +53,23 @@ function runId(suite: Suite, backend: Backend): string {
   return backend === 'memory' ? suite.name : `${suite.name}-${backend}`
 }
 
-async function writeReport(
-  suite: Suite,
-  id: string,
-  title: string,
-  output: SuiteOutput<unknown>,
-  docsDir: string,
-  header: string,
-): Promise<string> {
+/** What `bench/results/<id>.json` holds: one run of one suite. */
+interface RunRecord {
+  suite: string
+  quick: boolean
+  backend: Backend
+  command: string
+  started: string
+  seconds: number
+  machine: MachineFacts
+  results: unknown
+}
+
+/** Writes a run's section (tables, PNG charts) into the report; returns the report's path. */
+async function writeReport(suite: Suite, record: RunRecord): Promise<string> {
+  const id = runId(suite, record.backend)
+  const docsDir = record.quick ? repo('bench/results/tmp') : repo('docs')
+  const output = suite.report(record.results, record.quick)
   const images = `${docsDir}/benchmarks`
   await mkdir(images, { recursive: true })
   const pictures: string[] = []
@@ -66,10 +78,14 @@ async function writeReport(
     await writeFile(`${images}/${file}`, await chartPng(chart.spec))
     pictures.push(`![${chart.title}](benchmarks/${file})`)
   }
+  const title =
+    record.backend === 'memory' ? suite.title : `${suite.title} (${record.backend} backend)`
+  const when = `${record.started.slice(0, 16).replace('T', ' ')} UTC, ${record.seconds} s`
   const body = [
     `## ${title}`,
     '',
-    header,
+    `Command: \`${record.command}\` (${when}).`,
+    `Machine: ${describeMachine(record.machine)}`,
     '',
     output.markdown,
     '',
@@ -85,6 +101,10 @@ async function writeReport(
   }
   await writeFile(path, replaceSection(document, id, body))
   return path
+}
+
+function resultsPath(suite: Suite, backend: Backend): string {
+  return repo(`bench/results/${runId(suite, backend)}.json`)
 }
 
 async function main(): Promise<number> {
@@ -105,17 +125,27 @@ async function main(): Promise<number> {
     process.stderr.write(`unknown backend ${values.backend}\n\n${USAGE}`)
     return 2
   }
-  if (positionals.includes('bundle')) {
+  if (positionals[0] === 'bundle') {
     const { outfile, bytes } = await buildK6Bundle()
     console.log(`k6 bundle: ${outfile} (${(bytes / 1024).toFixed(1)} kB)`)
     return 0
   }
-  const names = positionals.length > 0 ? positionals : SUITES.map((s) => s.name)
+  const rerender = positionals[0] === 'report'
+  const requested = rerender ? positionals.slice(1) : positionals
+  const names = requested.length > 0 ? requested : SUITES.map((s) => s.name)
   const suites = names.map((name) => SUITES.find((s) => s.name === name))
   const unknown = names.filter((_, i) => !suites[i])
   if (unknown.length > 0) {
     process.stderr.write(`unknown suite ${unknown.join(', ')}\n\n${USAGE}`)
     return 2
+  }
+  if (rerender) {
+    // Write the report again from saved results, measuring nothing.
+    for (const suite of suites as Suite[]) {
+      const record = JSON.parse(await readFile(resultsPath(suite, backend), 'utf8')) as RunRecord
+      console.log(`${suite.name}: report in ${await writeReport(suite, record)}`)
+    }
+    return 0
   }
   const quick = values.quick
   // Fail before starting anything when k6 is missing (every suite but bookkeeping needs it).
@@ -128,47 +158,30 @@ async function main(): Promise<number> {
   )
 
   for (const suite of suites as Suite[]) {
-    const facts = machineFacts(k6)
+    const machine = machineFacts(k6)
     const started = new Date()
     console.log(`\n== ${suite.name}: ${suite.title}`)
-    const output = await suite.run({
+    const results = await suite.measure({
       quick,
       backend,
       log: (line) => console.log(`  ${line}`),
     })
-    facts.loadEnd = (await import('node:os')).loadavg()[0]
-    const seconds = (Date.now() - started.getTime()) / 1000
-    const command = commandLine([suite.name], quick, backend)
-    const record = {
+    machine.loadEnd = loadavg()[0]
+    const record: RunRecord = {
       suite: suite.name,
       quick,
       backend,
-      command,
+      command: commandLine([suite.name], quick, backend),
       started: started.toISOString(),
-      seconds: Math.round(seconds),
-      machine: facts,
-      results: output.results,
+      seconds: Math.round((Date.now() - started.getTime()) / 1000),
+      machine,
+      results,
     }
-    const id = runId(suite, backend)
-    const resultsPath = repo(`bench/results/${id}.json`)
+    const path = resultsPath(suite, backend)
     await mkdir(repo('bench/results'), { recursive: true })
-    await writeFile(resultsPath, JSON.stringify(record, null, 2) + '\n')
-    const header = [
-      `Command: \`${command}\` (${started.toISOString().slice(0, 16).replace('T', ' ')} UTC, ${Math.round(seconds)} s).`,
-      `Machine: ${describeMachine(facts)}`,
-    ].join('\n')
-    const title = backend === 'memory' ? suite.title : `${suite.title} (${backend} backend)`
-    const docs = await writeReport(
-      suite,
-      id,
-      title,
-      output,
-      quick ? repo('bench/results/tmp') : repo('docs'),
-      header,
-    )
-    console.log(
-      `${suite.name}: ${Math.round(seconds)} s; results in ${resultsPath}; report in ${docs}`,
-    )
+    await writeFile(path, JSON.stringify(record, null, 2) + '\n')
+    const docs = await writeReport(suite, record)
+    console.log(`${suite.name}: ${record.seconds} s; results in ${path}; report in ${docs}`)
   }
   return 0
 }

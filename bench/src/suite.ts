@@ -24,19 +24,22 @@ export interface Chart {
   spec: Record<string, unknown>
 }
 
-/** What a suite returns. */
-export interface SuiteOutput<R> {
-  results: R
-  /** The suite's section of docs/benchmarks.md (tables, notes; charts are appended). */
+/** A suite's section of the report. */
+export interface SuiteReport {
+  /** Tables and notes for docs/benchmarks.md (the charts are appended). */
   markdown: string
   charts: Chart[]
 }
 
-/** A benchmark suite. */
+/**
+ * A benchmark suite. Measuring and reporting are apart, so a report can be written again from
+ * the saved results (`npm run bench -- report <suite>`) without measuring again.
+ */
 export interface Suite<R = unknown> {
   name: string
   title: string
   /** Rough running time in seconds, for the plan printed before a run. */
   estimateS(quick: boolean): number
-  run(ctx: SuiteContext): Promise<SuiteOutput<R>>
+  measure(ctx: SuiteContext): Promise<R>
+  report(results: R, quick: boolean): SuiteReport
 }

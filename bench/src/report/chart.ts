@@ -89,3 +89,38 @@ export function lineChart(options: {
     resolve: { scale: { y: 'independent' } },
   }
 }
+
+/**
+ * Grouped bars: `y` for each `x`, one bar per `group` side by side (e.g. ours and the paper's
+ * number for each case).
+ */
+export function groupedBars(options: {
+  rows: Record<string, unknown>[]
+  x: { field: string; title: string; sort?: string[] }
+  y: { field: string; title: string }
+  group: { field: string; title: string; sort?: string[] }
+  title: string
+  width?: number
+  height?: number
+}): Record<string, unknown> {
+  const { rows, x, y, group } = options
+  return {
+    title: options.title,
+    data: { values: rows },
+    width: options.width ?? 480,
+    height: options.height ?? 220,
+    mark: { type: 'bar' },
+    encoding: {
+      x: {
+        field: x.field,
+        type: 'nominal',
+        title: x.title,
+        sort: x.sort ?? null,
+        axis: { labelAngle: 0 },
+      },
+      xOffset: { field: group.field, type: 'nominal', sort: group.sort ?? null },
+      y: { field: y.field, type: 'quantitative', title: y.title },
+      color: { field: group.field, type: 'nominal', title: group.title, sort: group.sort ?? null },
+    },
+  }
+}

@@ -268,8 +268,6 @@ export const gatewaySuite: Suite<GatewayResults> = {
   name: 'gateway',
   title: 'Gateway throughput: session vs eventual, and the limits of this machine',
   estimateS: (quick) => (quick ? 40 : 200),
-  async run(ctx) {
-    const results = await run(ctx)
-    return { results, markdown: report(results), charts: [] }
-  },
+  measure: run,
+  report: (results) => ({ markdown: report(results), charts: [] }),
 }

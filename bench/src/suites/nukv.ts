@@ -13,7 +13,7 @@
  */
 import { type ClusterConfig, startCluster } from '../cluster-process.js'
 import { type PlannedScenario, type ScenarioResult, interleave, runPlan } from '../k6-runner.js'
-import { lineChart } from '../report/chart.js'
+import { groupedBars, lineChart } from '../report/chart.js'
 import { fixed, table, times, whole } from '../report/markdown.js'
 import type { Chart, Suite, SuiteContext } from '../suite.js'
 import { CASES, type CaseName, paperLatencyByThreads, paperLatencyByWrites } from './nukv-paper.js'
@@ -401,7 +401,29 @@ function charts(r: NukvResults, quick: boolean): Chart[] {
   const facet = { field: 'traffic', title: '', sort: ['100% local', '10% remote'] }
   const threads = { field: 'threadsPerRegion', title: 'client threads per region' }
   const writes = { field: 'writeRatio', title: 'write proportion' }
+  // Overhead over E, ours and the paper's (Figure 3a), at the headline load with 10% remote.
+  const head = quick ? points(quick).threads[0]! : 40
+  const overhead = CASES.flatMap((c) => {
+    const ours = find(r.rows, c, 'remote', head, 0.5)?.latencyVsE
+    const paper = paperLatencyByThreads(c, head)
+    const paperE = paperLatencyByThreads('E', head)
+    return [
+      { case: c, source: 'Causeway', ratio: ours },
+      { case: c, source: 'NuKV paper', ratio: paper && paperE ? paper / paperE : undefined },
+    ].filter((x) => x.ratio !== undefined && Number.isFinite(x.ratio))
+  })
   return [
+    {
+      file: 'overhead-vs-paper',
+      title: 'Latency over E per case: Causeway and the NuKV paper (10% remote traffic)',
+      spec: groupedBars({
+        rows: overhead,
+        x: { field: 'case', title: 'case', sort: [...CASES] },
+        y: { field: 'ratio', title: 'average latency / E' },
+        group: { field: 'source', title: '', sort: ['Causeway', 'NuKV paper'] },
+        title: `Latency relative to E, ${head} threads per region, 50:50, 10% remote`,
+      }),
+    },
     {
       file: 'latency-load',
       title: 'NuKV Figures 2a/3a on Causeway: latency against load',
@@ -461,8 +483,9 @@ export const nukvSuite: Suite<NukvResults> = {
     const { load, sweep } = points(quick)
     return 8 * (load.length + sweep.length) * (quick ? 3 : 3 * 4) + 20
   },
-  async run(ctx) {
-    const results = await run(ctx)
-    return { results, markdown: report(results, ctx.quick), charts: charts(results, ctx.quick) }
-  },
+  measure: run,
+  report: (results, quick) => ({
+    markdown: report(results, quick),
+    charts: charts(results, quick),
+  }),
 }

@@ -187,8 +187,6 @@ export const profileSuite: Suite<ProfileResults> = {
   name: 'profile',
   title: 'Gateway hot path: CPU profile under load',
   estimateS: (quick) => (quick ? 12 : 30),
-  async run(ctx) {
-    const results = await run(ctx)
-    return { results, markdown: report(results), charts: [] }
-  },
+  measure: run,
+  report: (results) => ({ markdown: report(results), charts: [] }),
 }
