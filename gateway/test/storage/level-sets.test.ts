@@ -10,7 +10,7 @@ import { HLC_ZERO, decodeClock, isEmptyClock } from '@causeway/core'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
-import { fromStoreString, toStoreString } from '../../src/storage/level/level-set-kv.js'
+import { CommitKv, fromStoreString, toStoreString } from '../../src/storage/level/level-set-kv.js'
 import { levelSetKeys } from '../../src/storage/level/level-sets.js'
 import { elementsOf, setCompliance, setsOf } from './set-compliance.js'
 
@@ -69,6 +69,39 @@ describe('LevelDB sets', () => {
       await new Promise((resolve) => setTimeout(resolve, 10))
     }
   }
+
+  it('reads a commit’s own writes over the store, in byte order', async () => {
+    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+    await db.open()
+    cleanup.push(() => db.close())
+    const bytes = (...b: number[]) => Uint8Array.from(b)
+    await db.batch([
+      { type: 'put', key: toStoreString(bytes(1, 0)), value: '' },
+      { type: 'put', key: toStoreString(bytes(1, 0xff)), value: '' },
+      { type: 'put', key: toStoreString(bytes(2)), value: '' },
+    ])
+    const kv = new CommitKv(db)
+    await kv.batch([
+      { type: 'put', key: bytes(1, 0x80), value: bytes(9) },
+      { type: 'del', key: bytes(1, 0xff) },
+      { type: 'put', key: bytes(0), value: bytes() },
+      { type: 'put', key: bytes(1), value: bytes() },
+    ])
+    const keys = async (range: object) => {
+      const out: number[][] = []
+      for await (const k of kv.keys(range)) out.push([...k])
+      return out
+    }
+    expect(await keys({})).toEqual([[0], [1], [1, 0], [1, 0x80], [2]])
+    expect(await keys({ gt: bytes(1), lt: bytes(2) })).toEqual([
+      [1, 0],
+      [1, 0x80],
+    ])
+    expect(await keys({ gte: bytes(1, 0x80), limit: 1 })).toEqual([[1, 0x80]])
+    expect(await kv.get(bytes(1, 0xff))).toBeUndefined()
+    expect(await kv.get(bytes(1, 0x80))).toEqual(bytes(9))
+    expect(await kv.getMany([bytes(2), bytes(1, 0xff)])).toEqual([bytes(), undefined])
+  })
 
   it('writes the same byte keys the codec makes, element keys in codec order', async () => {
     const { r, db } = await replica()

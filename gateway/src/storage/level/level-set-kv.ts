@@ -98,6 +98,8 @@ export class CommitKv implements OrderedKv {
   readonly #db: StringLevel
   /** Pending writes: a value, or `null` for a delete. */
   readonly #pending = new Map<string, string | null>()
+  /** The pending keys in order, so a range read finds its own by binary search. */
+  readonly #sorted: string[] = []
 
   constructor(db: StringLevel) {
     this.#db = db
@@ -124,37 +126,43 @@ export class CommitKv implements OrderedKv {
   }
 
   async batch(writes: readonly KvWrite[]): Promise<void> {
-    for (const w of writes) {
-      this.#pending.set(toStoreString(w.key), w.type === 'put' ? toStoreString(w.value) : null)
-    }
+    for (const w of writes)
+      this.#set(toStoreString(w.key), w.type === 'put' ? toStoreString(w.value) : null)
   }
 
   /** Writes a string value (sizes, stamps) under a byte key. */
   putText(key: Uint8Array, value: string): void {
-    this.#pending.set(toStoreString(key), value)
+    this.#set(toStoreString(key), value)
+  }
+
+  #set(key: string, value: string | null): void {
+    if (!this.#pending.has(key)) this.#sorted.splice(lowerBound(this.#sorted, key), 0, key)
+    this.#pending.set(key, value)
   }
 
   async *keys(range: KvRange): AsyncGenerator<Uint8Array> {
     const r = stringRange(range)
     const limit = range.limit ?? Infinity
     if (limit <= 0) return
-    const pending = [...this.#pending.keys()].filter((k) => inRange(k, r)).sort()
-    let p = 0
+    // This commit's keys in the range, found by binary search from the range's start.
+    let p =
+      r.gt !== undefined ? upperBound(this.#sorted, r.gt) : lowerBound(this.#sorted, r.gte ?? '')
+    const inside = (k: string | undefined): k is string => k !== undefined && inRange(k, r)
     let count = 0
     for await (const key of this.#db.keys(r)) {
-      while (p < pending.length && pending[p]! < key) {
-        const k = pending[p++]!
+      while (inside(this.#sorted[p]) && this.#sorted[p]! < key) {
+        const k = this.#sorted[p++]!
         if (this.#pending.get(k) === null) continue
         yield fromStoreString(k)
         if (++count >= limit) return
       }
-      if (p < pending.length && pending[p] === key) p++
+      if (this.#sorted[p] === key) p++
       if (this.#pending.get(key) === null) continue
       yield fromStoreString(key)
       if (++count >= limit) return
     }
-    for (; p < pending.length; p++) {
-      const k = pending[p]!
+    for (; inside(this.#sorted[p]); p++) {
+      const k = this.#sorted[p]!
       if (this.#pending.get(k) === null) continue
       yield fromStoreString(k)
       if (++count >= limit) return
@@ -169,4 +177,26 @@ export class CommitKv implements OrderedKv {
     }
     return out
   }
+}
+
+function lowerBound(sorted: readonly string[], value: string): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! < value) lo = mid + 1
+    else hi = mid
+  }
+  return lo
+}
+
+function upperBound(sorted: readonly string[], value: string): number {
+  let lo = 0
+  let hi = sorted.length
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1
+    if (sorted[mid]! <= value) lo = mid + 1
+    else hi = mid
+  }
+  return lo
 }
