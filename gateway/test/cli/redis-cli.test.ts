@@ -164,5 +164,5 @@ describe('causeway dev --backend redis', () => {
       value: 'still here',
     })
     expect(await stopCli(second, 'SIGTERM')).toBe(0)
-  }, 30_000)
+  }, 45_000)
 })
