@@ -335,8 +335,14 @@ export class LevelSets {
     checkElement(element)
     const keys = levelSetKeys(name)
     return this.#atSnapshot(async (kv) => {
-      const [tombstone, stamp] = await kv.getMany([keys.tombstone, stampKey(keys)])
-      const dots = await readElementDots(kv, keys, element, decodeClock(tombstone))
+      // Both reads at once, from one snapshot: the clocks and the element's own keys (a seek).
+      const range = { gte: keys.elementStart(element), lt: keys.elementEnd(element) }
+      const [[tombstone, stamp], stored] = await Promise.all([
+        kv.getMany([keys.tombstone, stampKey(keys)]),
+        collect(storedElementKeys(kv, keys, range)),
+      ])
+      const covered = decodeClock(tombstone)
+      const dots = stored.filter((k) => !hasSeen(covered, k.dot)).map((k) => k.dot)
       return { dots, stamp: decodeStamp(stamp, this.#regions) }
     })
   }
@@ -457,4 +463,10 @@ export class LevelSets {
       await snapshot.close()
     }
   }
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = []
+  for await (const item of items) out.push(item)
+  return out
 }
