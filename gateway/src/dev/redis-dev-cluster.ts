@@ -5,7 +5,9 @@
  * behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on `close()`.
  *
  * The Redis servers stay in this process's process group, so a Ctrl-C in the terminal stops them
- * too, even when this process cannot; gateway processes get their own (see below).
+ * too, and on Linux the kernel stops them when this process dies in any way (`setpriv
+ * --pdeathsig`); gateway processes get their own group and exit when their IPC channel to this
+ * process closes (see below).
  *
  * Data lives under `dataDir` (kept, with the cluster id and secret in its config, so a restart
  * continues the same cluster) or in a temporary directory removed on close. Ports of the Redis
@@ -167,6 +169,7 @@ export async function startRedisDevCluster(
             port: await freePort(),
             dir: join(dataDir, `r${d}-p${p}-n${i}`),
             appendfsync: options.appendfsync ?? 'always',
+            exitWithParent: true,
             ...(leader ? { replicaOf: { host: '127.0.0.1', port: leader.port } } : {}),
             ...(options.redisCommand ? { command: options.redisCommand } : {}),
           })

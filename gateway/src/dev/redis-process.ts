@@ -3,7 +3,7 @@
  * own data directory, optionally a replica of another (`--replicaof`). Resolves once the server
  * accepts connections; rejects with the server's output when it cannot start.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { mkdir } from 'node:fs/promises'
 import { createServer } from 'node:net'
 
@@ -35,6 +35,12 @@ export interface RedisProcessOptions {
    * @default 10000
    */
   startTimeoutMs?: number
+  /**
+   * Have the kernel stop the server (SIGTERM) when this process dies, however it dies, so no
+   * server outlives it. Linux with util-linux's `setpriv --pdeathsig`; ignored elsewhere.
+   * @default false
+   */
+  exitWithParent?: boolean
 }
 
 /** A running `redis-server`. */
@@ -92,9 +98,13 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
   ]
   if (options.replicaOf)
     args.push('--replicaof', options.replicaOf.host, String(options.replicaOf.port))
-  const child: ChildProcess = spawn(options.command ?? 'redis-server', args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  const command = options.command ?? 'redis-server'
+  // setpriv execs the server in its own place (same pid) after setting the parent-death signal.
+  const [file, argv] =
+    options.exitWithParent && canSetParentDeathSignal()
+      ? ['setpriv', ['--pdeathsig', 'TERM', '--', command, ...args]]
+      : [command, args]
+  const child: ChildProcess = spawn(file, argv, { stdio: ['ignore', 'pipe', 'pipe'] })
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let output = ''
   await new Promise<void>((resolve, reject) => {
@@ -113,15 +123,13 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
       else resolve()
     }
     const onExit = (code: number | null) =>
-      done(new Error(`redis-server on port ${options.port} exited with ${code}:\n${output}`))
-    child.once('error', (error: NodeJS.ErrnoException) =>
       done(
-        error.code === 'ENOENT'
-          ? new Error(
-              'redis-server is not installed (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)',
-            )
-          : error,
-      ),
+        code === 127 && output.includes('failed to execute')
+          ? notInstalled()
+          : new Error(`redis-server on port ${options.port} exited with ${code}:\n${output}`),
+      )
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      done(error.code === 'ENOENT' ? notInstalled() : error),
     )
     child.once('exit', onExit)
     const onOutput = (chunk: Buffer) => {
@@ -148,4 +156,23 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
       clearTimeout(timer)
     },
   }
+}
+
+function notInstalled(): Error {
+  return new Error(
+    'redis-server is not installed (Debian/Ubuntu: apt-get install redis-server; macOS: brew install redis)',
+  )
+}
+
+let parentDeathSignal: boolean | undefined
+// Whether `setpriv --pdeathsig` is there (Linux, util-linux 2.33 or later); asked once.
+function canSetParentDeathSignal(): boolean {
+  if (parentDeathSignal === undefined) {
+    const probe =
+      process.platform === 'linux'
+        ? spawnSync('setpriv', ['--help'], { encoding: 'utf8', timeout: 2000 })
+        : undefined
+    parentDeathSignal = probe?.status === 0 && probe.stdout.includes('--pdeathsig')
+  }
+  return parentDeathSignal
 }

@@ -5,6 +5,7 @@
  */
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
+import { createConnection } from 'node:net'
 import { join } from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { freePort, startRedis, stopAllRedis } from '../support/redis-server.js'
@@ -25,6 +26,23 @@ function cli(args: string[]): CliProcess {
   const process = startCli(args)
   started.push(process)
   return process
+}
+
+// Resolves once nothing accepts connections on `port` (bounded: 100 tries, 50 ms apart).
+async function closed(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ host: '127.0.0.1', port })
+      socket.once('connect', () => {
+        socket.destroy()
+        resolve(true)
+      })
+      socket.once('error', () => resolve(false))
+    })
+    if (!open) return
+    await new Promise((r) => setTimeout(r, 50))
+  }
+  throw new Error(`port ${port} still accepts connections`)
 }
 
 async function writeConfig(name: string, config: unknown): Promise<string> {
@@ -163,6 +181,14 @@ describe('causeway dev --backend redis', () => {
       found: true,
       value: 'still here',
     })
-    expect(await stopCli(second, 'SIGTERM')).toBe(0)
+    // Killed outright, it still leaves no server behind: the kernel stops the redis-servers
+    // (parent-death signal) and the gateways see their IPC channel close.
+    const servers = JSON.parse(await readFile(join(data, 'redis-cluster.json'), 'utf8')) as {
+      regions: { replicas: string[][] }[]
+    }
+    expect(await stopCli(second, 'SIGKILL')).toBe('SIGKILL')
+    const ports = servers.regions.flatMap((r) => r.replicas.flat()).map((u) => new URL(u).port)
+    ports.push(new URL(again!).port)
+    for (const port of ports) await closed(Number(port))
   }, 45_000)
 })
