@@ -69,6 +69,8 @@ export class HttpShippingLink implements ShippingLink {
   readonly #aborts = new Set<AbortController>()
   #next = 0
   #tail: Promise<unknown> = Promise.resolve()
+  /** Bumped by every failure: calls queued before it are dropped instead of sent. */
+  #generation = 0
   #closed = false
 
   constructor(options: HttpShippingLinkOptions) {
@@ -103,13 +105,22 @@ export class HttpShippingLink implements ShippingLink {
     this.#aborts.clear()
   }
 
-  // Runs `call` after every call queued before it; a failed call does not stop the ones after
-  // (the shipper abandons them anyway and starts over from the checkpoint).
+  // Runs `call` after every call queued before it. A failure drops the calls queued behind it
+  // (the shipper abandons them anyway and starts over from the checkpoint), so a destination that
+  // hangs costs one timeout, not one per batch in flight.
   #queue<T>(call: () => Promise<T>): Promise<T> {
     if (this.#closed) return Promise.reject(new Error('shipping link closed'))
-    const run = this.#tail.then(() => {
+    const generation = this.#generation
+    const run = this.#tail.then(async () => {
       if (this.#closed) throw new Error('shipping link closed')
-      return call()
+      if (generation !== this.#generation)
+        throw new Error('dropped: an earlier request on this link failed')
+      try {
+        return await call()
+      } catch (error) {
+        this.#generation++
+        throw error
+      }
     })
     this.#tail = run.catch(() => undefined)
     return run

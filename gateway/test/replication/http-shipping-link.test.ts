@@ -1,0 +1,159 @@
+/**
+ * The HTTP shipping link with an injected fetch: one request at a time in the order sent (FIFO),
+ * batches split by size, the cluster secret on every request, the next gateway after a failure,
+ * and queued batches dropped once one failed (so a hanging destination costs one timeout).
+ */
+import { HLC_ZERO } from '@causeway/core'
+import { describe, expect, it } from 'vitest'
+import { HttpShippingLink } from '../../src/replication/http-shipping-link.js'
+import type { LogEntry } from '../../src/storage/partition-replica.js'
+
+interface Seen {
+  url: string
+  method: string
+  auth: string | null
+  idxs: number[]
+}
+
+function entry(idx: number, value = 'x'): LogEntry {
+  return { origin: 0, idx, key: `k${idx}`, value: JSON.stringify(value), ts: HLC_ZERO, at: idx }
+}
+
+/** A destination that applies entries in order, as a leader's receive does. */
+function destination(
+  options: { fail?: (n: number) => 'refuse' | 'error' | 'hang' | undefined } = {},
+) {
+  const seen: Seen[] = []
+  let sv = 0
+  let active = 0
+  let maxActive = 0
+  const fetch = (async (url: string, init: RequestInit) => {
+    const n = seen.length
+    const body = init.body ? (JSON.parse(String(init.body)) as { entries: LogEntry[] }) : undefined
+    seen.push({
+      url,
+      method: init.method ?? 'GET',
+      auth: new Headers(init.headers).get('authorization'),
+      idxs: body?.entries.map((e) => e.idx) ?? [],
+    })
+    active++
+    maxActive = Math.max(maxActive, active)
+    try {
+      await new Promise((r) => setTimeout(r, 2))
+      const failure = options.fail?.(n)
+      if (failure === 'refuse') throw new TypeError('fetch failed')
+      if (failure === 'hang')
+        await new Promise((_, reject) =>
+          init.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
+        )
+      if (failure === 'error')
+        return Response.json({ code: 'BACKEND_UNAVAILABLE', message: 'down' }, { status: 503 })
+      for (const e of body?.entries ?? []) if (e.idx === sv + 1) sv = e.idx
+      return Response.json({ checkpoint: sv })
+    } finally {
+      active--
+    }
+  }) as unknown as typeof globalThis.fetch
+  return { fetch, seen, maxActive: () => maxActive }
+}
+
+const GATEWAYS = ['http://a.example', 'http://b.example']
+
+describe('HttpShippingLink', () => {
+  it('sends one request at a time, in order, with the cluster secret', async () => {
+    const dest = destination()
+    const link = new HttpShippingLink({
+      gateways: GATEWAYS,
+      partition: 3,
+      origin: 0,
+      secret: 's3cret',
+      fetch: dest.fetch,
+    })
+    expect(await link.checkpoint()).toBe(0)
+    const sends = [1, 3, 5, 7].map((i) => link.send([entry(i), entry(i + 1)]))
+    expect(await Promise.all(sends)).toEqual([2, 4, 6, 8])
+    expect(dest.maxActive()).toBe(1)
+    expect(dest.seen.map((s) => s.idxs)).toEqual([[], [1, 2], [3, 4], [5, 6], [7, 8]])
+    expect(new Set(dest.seen.map((s) => s.url))).toEqual(
+      new Set(['http://a.example/v1/internal/ship/3/0']),
+    )
+    expect(new Set(dest.seen.map((s) => s.auth))).toEqual(new Set(['Bearer s3cret']))
+  })
+
+  it('splits a batch by size, keeping order, and stops at a gap', async () => {
+    const dest = destination()
+    const link = new HttpShippingLink({
+      gateways: GATEWAYS,
+      partition: 0,
+      origin: 0,
+      secret: 's',
+      maxBatchBytes: 300,
+      fetch: dest.fetch,
+    })
+    const big = 'y'.repeat(400)
+    expect(await link.send([entry(1), entry(2), entry(3, big), entry(4), entry(5)])).toBe(5)
+    expect(dest.seen.map((s) => s.idxs)).toEqual([[1, 2], [3], [4, 5]])
+    // A batch that starts past the destination's checkpoint: one request, then it stops.
+    const before = dest.seen.length
+    expect(await link.send([entry(9), entry(10, big), entry(11)])).toBe(5)
+    expect(dest.seen.length - before).toBe(1)
+  })
+
+  it('goes to the next gateway after a failure and drops the batches queued behind it', async () => {
+    const dest = destination({ fail: (n) => (n === 1 ? 'error' : undefined) })
+    const link = new HttpShippingLink({
+      gateways: GATEWAYS,
+      partition: 0,
+      origin: 0,
+      secret: 's',
+      fetch: dest.fetch,
+    })
+    const results = await Promise.allSettled([
+      link.send([entry(1)]),
+      link.send([entry(2)]),
+      link.send([entry(3)]),
+    ])
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected'])
+    expect(String((results[1] as PromiseRejectedResult).reason)).toContain(
+      '503 BACKEND_UNAVAILABLE',
+    )
+    expect(String((results[2] as PromiseRejectedResult).reason)).toContain('dropped')
+    // The third batch was never sent; the next call goes to the other gateway.
+    expect(dest.seen).toHaveLength(2)
+    expect(await link.checkpoint()).toBe(1)
+    expect(dest.seen.at(-1)!.url).toBe('http://b.example/v1/internal/ship/0/0')
+  })
+
+  it('gives up on a destination that hangs after its timeout, once', async () => {
+    const dest = destination({ fail: (n) => (n === 0 ? 'hang' : undefined) })
+    const link = new HttpShippingLink({
+      gateways: GATEWAYS,
+      partition: 0,
+      origin: 0,
+      secret: 's',
+      timeoutMs: 100,
+      fetch: dest.fetch,
+    })
+    const started = performance.now()
+    const results = await Promise.allSettled([1, 2, 3, 4].map((i) => link.send([entry(i)])))
+    expect(results.every((r) => r.status === 'rejected')).toBe(true)
+    expect(performance.now() - started).toBeLessThan(1000)
+    expect(dest.seen).toHaveLength(1)
+  })
+
+  it('rejects what is pending and everything after close', async () => {
+    const dest = destination({ fail: () => 'hang' })
+    const link = new HttpShippingLink({
+      gateways: GATEWAYS,
+      partition: 0,
+      origin: 0,
+      secret: 's',
+      fetch: dest.fetch,
+    })
+    const pending = link.send([entry(1)])
+    await new Promise((r) => setTimeout(r, 10))
+    await link.close()
+    await expect(pending).rejects.toThrow()
+    await expect(link.checkpoint()).rejects.toThrow('closed')
+  })
+})
