@@ -4,9 +4,10 @@
  * holds this process's token, and a compare-and-`DEL` gives it back. The holder renews every third
  * of the ttl; a process that dies stops renewing, and another takes the lease once it expires.
  *
- * The holder counts its lease as valid only until `ttl` after it *sent* the last successful
- * take or renewal, so it gives up before any other process can take over, whatever the network
- * delay (assuming clocks that run at about the same rate). Shipping stays correct even if two
+ * The holder counts its lease as valid only until `ttl` (less a margin for clock-rate drift) after
+ * it *sent* the last successful take or renewal, and a timer of its own ends it then, whatever
+ * calls are still waiting for Redis: so it gives up before any other process can take over,
+ * whatever the network delay. Shipping stays correct even if two
  * shippers overlapped: the receiver applies each entry once, in order; the lease only avoids the
  * waste.
  */
@@ -73,6 +74,8 @@ export class RedisLease {
   /** Local time (performance.now) until which the lease is surely ours. */
   #validUntil = 0
   #timer: ReturnType<typeof setTimeout> | undefined
+  /** Ends a held lease at `#validUntil` unless a renewal moved it. */
+  #expiry: ReturnType<typeof setTimeout> | undefined
   #running = false
   #closed = false
 
@@ -113,6 +116,7 @@ export class RedisLease {
     if (this.#closed) return
     this.#closed = true
     clearTimeout(this.#timer)
+    clearTimeout(this.#expiry)
     const wasHeld = this.#held
     this.#lose()
     if (wasHeld && this.#redis.status === 'ready') {
@@ -131,18 +135,22 @@ export class RedisLease {
       const ok =
         Number(await script.run(this.#redis, [this.key], [this.token, String(this.#ttlMs)])) === 1
       if (this.#closed) return
-      if (ok) {
-        this.#validUntil = sent + this.#ttlMs
+      // A reply that comes too late proves nothing about now; the next attempt reclaims the
+      // lease if the token is still there.
+      const validUntil = sent + this.#ttlMs - Math.max(10, this.#ttlMs / 20)
+      if (ok && validUntil > performance.now()) {
+        this.#validUntil = validUntil
+        clearTimeout(this.#expiry)
+        this.#expiry = setTimeout(() => this.#lose(), validUntil - performance.now())
         if (!this.#held) {
           this.#held = true
           this.#options.onAcquired()
         }
-      } else if (this.#held) {
+      } else if (!ok && this.#held) {
         this.#lose()
       }
     } catch {
-      // Unknown outcome: keep the lease only while it is surely still ours.
-      if (this.#held && performance.now() >= this.#validUntil) this.#lose()
+      // Unknown outcome: the expiry timer ends the lease when it is no longer surely ours.
     }
     if (this.#closed) return
     let wait = Math.floor(this.#ttlMs / 3)
@@ -152,6 +160,7 @@ export class RedisLease {
   }
 
   #lose(): void {
+    clearTimeout(this.#expiry)
     if (!this.#held) return
     this.#held = false
     this.#validUntil = 0

@@ -1,0 +1,98 @@
+/** The shipping lease on a real Redis: one holder at a time, renewal, hand-over, take-over. */
+import { randomUUID } from 'node:crypto'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { RedisLease } from '../../src/cluster/shipping-lease.js'
+import { type RedisServer, startRedis, stopAllRedis } from '../support/redis-server.js'
+
+let server: RedisServer
+beforeAll(async () => {
+  server = await startRedis()
+})
+afterAll(stopAllRedis)
+
+const leases: RedisLease[] = []
+afterEach(async () => {
+  await Promise.all(leases.splice(0).map((l) => l.close()))
+})
+
+function lease(key: string, ttlMs: number) {
+  const log: string[] = []
+  const l = new RedisLease({
+    url: server.url,
+    key,
+    ttlMs,
+    onAcquired: () => log.push('acquired'),
+    onLost: () => log.push('lost'),
+  })
+  leases.push(l)
+  return { lease: l, log }
+}
+
+async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> {
+  const deadline = Date.now() + ms
+  for (let i = 0; i < 500 && Date.now() < deadline; i++) {
+    if (ok()) return
+    await new Promise((r) => setTimeout(r, 10))
+  }
+  throw new Error(`${what} did not happen within ${ms} ms`)
+}
+
+describe('RedisLease', () => {
+  it('has one holder at a time, which keeps it by renewing past its ttl', async () => {
+    const key = `lease:${randomUUID()}`
+    const a = lease(key, 300)
+    a.lease.start()
+    await until('a holds it', () => a.lease.held)
+    const b = lease(key, 300)
+    b.lease.start()
+    await new Promise((r) => setTimeout(r, 900))
+    expect([a.lease.held, b.lease.held]).toEqual([true, false])
+    expect(a.log).toEqual(['acquired'])
+    expect(b.log).toEqual([])
+    expect(await server.command('GET', key)).toContain(a.lease.token)
+  })
+
+  it('hands over at once when the holder closes', async () => {
+    const key = `lease:${randomUUID()}`
+    const a = lease(key, 3000)
+    a.lease.start()
+    await until('a holds it', () => a.lease.held)
+    const b = lease(key, 3000)
+    b.lease.start()
+    await a.lease.close()
+    expect(a.log).toEqual(['acquired', 'lost'])
+    // B retries every ttl/3; the key is gone, so it gets it on its next try, not after a ttl.
+    await until('b holds it', () => b.lease.held, 1500)
+  })
+
+  it('is lost by a holder whose token is no longer there, and taken by the other', async () => {
+    const key = `lease:${randomUUID()}`
+    const a = lease(key, 300)
+    a.lease.start()
+    await until('a holds it', () => a.lease.held)
+    // As if it had expired while A was cut off and B had taken it.
+    const b = lease(key, 300)
+    await server.command('DEL', key)
+    b.lease.start()
+    await until('b holds it', () => b.lease.held)
+    await until('a lost it', () => !a.lease.held)
+    expect(a.log).toEqual(['acquired', 'lost'])
+  })
+
+  it('gives up a lease it cannot renew before anyone else could take it', async () => {
+    const key = `lease:${randomUUID()}`
+    const a = lease(key, 600)
+    a.lease.start()
+    await until('a holds it', () => a.lease.held)
+    server.pause()
+    const pausedAt = performance.now()
+    try {
+      await until('a gave it up', () => !a.lease.held, 3000)
+      // Within its ttl of the last renewal: before the key could have expired in Redis.
+      expect(performance.now() - pausedAt).toBeLessThan(600)
+    } finally {
+      server.resume()
+    }
+    await until('a holds it again', () => a.lease.held)
+  })
+})
