@@ -18,12 +18,19 @@ import { type MachineFacts, describeMachine, machineFacts } from './machine.js'
 import { chartPng } from './report/chart.js'
 import { replaceSection } from './report/markdown.js'
 import type { Suite } from './suite.js'
+import { bigsetsSuite } from './suites/bigsets.js'
 import { bookkeepingSuite } from './suites/bookkeeping.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
 import { profileSuite } from './suites/profile.js'
 
-const SUITES: Suite[] = [bookkeepingSuite, gatewaySuite, nukvSuite, profileSuite] as Suite[]
+const SUITES: Suite[] = [
+  bookkeepingSuite,
+  gatewaySuite,
+  nukvSuite,
+  profileSuite,
+  bigsetsSuite,
+] as Suite[]
 const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 
 const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|disk|redis]

@@ -59,7 +59,14 @@ import {
   type SetWrite,
 } from '../set-replica.js'
 import { deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
-import { CommitKv, SET_NAMESPACE, StoreKv, type StoreOp, toStoreString } from './level-set-kv.js'
+import {
+  CommitKv,
+  SET_NAMESPACE,
+  StoreKv,
+  type StoreOp,
+  fromStoreString,
+  toStoreString,
+} from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
 
 /** Options of {@link LevelSets}. */
@@ -334,17 +341,29 @@ export class LevelSets {
   async has(name: string, element: string): Promise<SetMembership> {
     checkElement(element)
     const keys = levelSetKeys(name)
-    return this.#atSnapshot(async (kv) => {
+    const snapshot = this.#db.snapshot()
+    try {
       // Both reads at once, from one snapshot: the clocks and the element's own keys (a seek).
-      const range = { gte: keys.elementStart(element), lt: keys.elementEnd(element) }
       const [[tombstone, stamp], stored] = await Promise.all([
-        kv.getMany([keys.tombstone, stampKey(keys)]),
-        collect(storedElementKeys(kv, keys, range)),
+        new StoreKv(this.#db, snapshot).getMany([keys.tombstone, stampKey(keys)]),
+        this.#db
+          .keys({
+            gte: toStoreString(keys.elementStart(element)),
+            lt: toStoreString(keys.elementEnd(element)),
+            snapshot,
+          })
+          .all(),
       ])
       const covered = decodeClock(tombstone)
-      const dots = stored.filter((k) => !hasSeen(covered, k.dot)).map((k) => k.dot)
+      const dots: Dot[] = []
+      for (const key of stored) {
+        const { dot } = keys.decodeElement(fromStoreString(key))
+        if (!hasSeen(covered, dot)) dots.push(dot)
+      }
       return { dots, stamp: decodeStamp(stamp, this.#regions) }
-    })
+    } finally {
+      await snapshot.close()
+    }
   }
 
   /** See `ReplicaSets.size`. */
@@ -454,19 +473,4 @@ export class LevelSets {
       await snapshot.close()
     }
   }
-
-  async #atSnapshot<T>(read: (kv: StoreKv) => Promise<T>): Promise<T> {
-    const snapshot = this.#db.snapshot()
-    try {
-      return await read(new StoreKv(this.#db, snapshot))
-    } finally {
-      await snapshot.close()
-    }
-  }
-}
-
-async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
-  const out: T[] = []
-  for await (const item of items) out.push(item)
-  return out
 }
