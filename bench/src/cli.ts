@@ -20,6 +20,7 @@ import { replaceSection } from './report/markdown.js'
 import type { Suite } from './suite.js'
 import { bigsetsSuite } from './suites/bigsets.js'
 import { bookkeepingSuite } from './suites/bookkeeping.js'
+import { dvvSuite } from './suites/dvv.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
 import { profileSuite } from './suites/profile.js'
@@ -29,6 +30,7 @@ const SUITES: Suite[] = [
   gatewaySuite,
   nukvSuite,
   profileSuite,
+  dvvSuite,
   bigsetsSuite,
 ] as Suite[]
 const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
@@ -156,7 +158,7 @@ async function main(): Promise<number> {
   }
   const quick = values.quick
   // Fail before starting anything when k6 is missing (every suite but bookkeeping needs it).
-  const needsK6 = suites.some((s) => s!.name !== 'bookkeeping')
+  const needsK6 = suites.some((s) => s!.name !== 'bookkeeping' && s!.name !== 'dvv')
   const k6 = needsK6 ? findK6() : undefined
   if (needsK6) await buildK6Bundle()
   const estimate = suites.reduce((sum, s) => sum + s!.estimateS(quick), 0)

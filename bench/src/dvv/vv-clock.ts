@@ -1,8 +1,9 @@
 /**
  * The baseline of the `dvv` suite (bench only): version vectors with one entry per **client**, as
- * Riak used them before DVV (`X-Riak-ClientId`), pruned the way Riak prunes them, and the
- * siblings such clocks keep. Every sibling carries its own clock; a write's clock is its context
- * with the writer's entry advanced, and it discards exactly the siblings its clock dominates.
+ * Riak used them before DVV (`X-Riak-ClientId`), one clock per object for all its values, pruned
+ * the way Riak prunes them. A write's clock is its context with the writer's entry advanced (the
+ * client keeps a counter that only grows); it replaces the object when that clock descends the
+ * stored one, and is kept beside the stored values, clocks merged, otherwise.
  *
  * Pruning (riak_core `vclock:prune/3` with the bucket defaults `small_vclock` 20, `big_vclock`
  * 50, `young_vclock` 20 s, `old_vclock` 1 day): entries are ordered by their timestamp; while a
@@ -95,24 +96,48 @@ export function prune(clock: Vv, now: number, options: PruneOptions = RIAK_PRUNI
   return byAge.slice(from).sort((a, b) => a[0] - b[0])
 }
 
-/** A sibling of the baseline: a value (JSON text) and the clock of the write that made it. */
-export interface VvSibling {
-  value: string
+/**
+ * A Riak object: its values (siblings, JSON texts) and one clock for all of them, as Riak keeps
+ * them. A read returns the values and the clock (the context).
+ */
+export interface VvObject {
+  values: readonly string[]
   clock: Vv
 }
 
+/** An object no write has touched. */
+export const EMPTY_OBJECT: VvObject = Object.freeze({ values: [], clock: [] })
+
 /**
- * Adds `incoming` to `siblings`: siblings it dominates go, and it is dropped if a sibling already
- * dominates it (or is it). The result keeps only mutually concurrent clocks.
+ * Riak's merge of two versions of an object (`riak_object:reconcile`): the one whose clock
+ * descends the other wins whole; otherwise both sets of values are kept and the clocks merge.
+ * Merged clocks cannot tell any value's own history apart any more, so a later write that saw a
+ * value but not its siblings supersedes none of them: a false conflict.
  */
-export function addSibling(siblings: readonly VvSibling[], incoming: VvSibling): VvSibling[] {
-  if (siblings.some((s) => descends(s.clock, incoming.clock))) return [...siblings]
-  return [...siblings.filter((s) => !descends(incoming.clock, s.clock)), incoming]
+export function mergeObjects(local: VvObject, incoming: VvObject): VvObject {
+  if (descends(incoming.clock, local.clock)) return incoming
+  if (descends(local.clock, incoming.clock)) return local
+  const values = [...local.values]
+  for (const v of incoming.values) if (!values.includes(v)) values.push(v)
+  return { values, clock: mergeVv(local.clock, incoming.clock) }
 }
 
-/** The context a read returns: the merge of every sibling's clock. */
-export function contextOfSiblings(siblings: readonly VvSibling[]): Vv {
-  return siblings.reduce<Vv>((acc, s) => mergeVv(acc, s.clock), [])
+/**
+ * A write coordinated by a replica (Riak's put path): the new value's clock is the writer's
+ * context advanced at the client, merged with the stored object, and the stored clock is pruned.
+ */
+export function writeObject(
+  local: VvObject,
+  value: string,
+  context: Vv,
+  client: number,
+  counter: number,
+  now: number,
+  options: PruneOptions = RIAK_PRUNING,
+): VvObject {
+  const written = { values: [value], clock: advance(context, client, counter, now) }
+  const merged = mergeObjects(local, written)
+  return { values: merged.values, clock: prune(merged.clock, now, options) }
 }
 
 /**
