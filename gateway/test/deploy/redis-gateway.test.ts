@@ -119,6 +119,18 @@ describe('gateways over Redis, two regions', () => {
     }
   })
 
+  it('ship every kind of entry: a set write made in one region is read in the other', async () => {
+    const add = await call(gateways[0]![0]!.url, '/v1/sets/tags/add', {
+      method: 'POST',
+      body: { elements: ['red', 'green'] },
+    })
+    expect(add.status).toBe(200)
+    const size = await call(gateways[1]![1]!.url, '/v1/sets/tags/size?timeoutMs=5000', {
+      headers: { 'causeway-after': `1@0:${add.body.idx as number}` },
+    })
+    expect(size.body).toMatchObject({ size: 2 })
+  })
+
   it('run exactly one shipper per partition in each region, on the lease holder', async () => {
     for (const region of gateways) {
       const holders = await eventually('every partition leased', async () => {

@@ -63,23 +63,27 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
   const { receiver, region, regions, partitions, maxKeyBytes, maxValueBytes } = options
   // A sibling set holds at most one sibling per region (DVV sets are bounded by actors).
   const maxSiblingsChars = 2 * regions * (maxValueBytes + 1024)
+  // A set write's delta: at most MAX_SET_WRITE_ELEMENTS elements of 1 KiB, with their dots.
+  const maxSetDeltaChars = 16 * 1024 * 1024
   // Entries' JSON text is escaped once more inside the body: at most twice as long.
   const bodyLimit =
     (options.maxBatchBytes ?? 4 * 1024 * 1024) +
-    2 * (maxKeyBytes + maxValueBytes + maxSiblingsChars) +
+    2 * (maxKeyBytes + maxValueBytes + maxSiblingsChars + maxSetDeltaChars) +
     65_536
-  const EntrySchema = Type.Object(
-    {
-      idx: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
-      key: Type.String({ minLength: 1, maxLength: maxKeyBytes }),
-      value: Type.Optional(Type.String({ maxLength: maxValueBytes })),
-      ts: Type.String({ pattern: '^[0-9a-f]{16}$' }),
-      at: Type.Number(),
-      // A write in a siblings namespace: the origin's sibling set of the key, as text.
-      siblings: Type.Optional(Type.String({ maxLength: maxSiblingsChars })),
-    },
-    { additionalProperties: false },
-  )
+  // Every field of a log entry but its origin (which is in the path): `satisfies` makes the
+  // build fail when LogEntry gains a field this endpoint would refuse, so shipping never stalls.
+  const entryFields = {
+    idx: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    key: Type.String({ minLength: 1, maxLength: maxKeyBytes }),
+    value: Type.Optional(Type.String({ maxLength: maxValueBytes })),
+    ts: Type.String({ pattern: '^[0-9a-f]{16}$' }),
+    at: Type.Number(),
+    // A write in a siblings namespace: the origin's sibling set of the key, as text.
+    siblings: Type.Optional(Type.String({ maxLength: maxSiblingsChars })),
+    // A set write: the delta the origin planned, as JSON text.
+    setDelta: Type.Optional(Type.String({ maxLength: maxSetDeltaChars })),
+  } satisfies Record<keyof Omit<LogEntry, 'origin'>, unknown>
+  const EntrySchema = Type.Object(entryFields, { additionalProperties: false })
   const BodySchema = Type.Object(
     { entries: Type.Array(EntrySchema, { minItems: 1, maxItems: 100_000 }) },
     { additionalProperties: false },
