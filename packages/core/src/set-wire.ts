@@ -4,13 +4,8 @@
  */
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
+import { MAX_SET_WRITE_ELEMENTS } from './set-limits.js'
 import { ErrorReplySchema } from './wire.js'
-
-/** The most elements one add or remove may carry (one log entry). */
-export const MAX_SET_WRITE_ELEMENTS = 1000
-
-/** Elements per page of the SDK's `scan` iterator (each page is one request). */
-export const SET_SCAN_PAGE = 1000
 
 const Hlc = Type.String({
   pattern: '^[0-9a-f]{16}$',
