@@ -159,7 +159,7 @@ export class RegionSets implements SetService {
     const leader = this.#router.leader(partition)
     const observes = request.op === 'remove' && elements.some((e) => e.ctx === undefined)
     if (observes && request.need !== undefined && request.level !== 'eventual') {
-      this.#router.checkNeed(partition, request.need)
+      await this.#router.checkNeed(partition, request.need)
       await this.#router.wait(partition, leader, request.need, request.timeoutMs)
     }
     const entry = await setsOf(leader).write(name, { op: request.op, elements }, request.dt)
@@ -248,7 +248,7 @@ export class RegionSets implements SetService {
     limit: number,
   ): Promise<{ entries: AsyncIterable<SetEntry>; meta: () => Promise<SetReadMeta> }> {
     const p = request.partition
-    this.#router.checkNeed(p, request.need)
+    await this.#router.checkNeed(p, request.need)
     const replicas = this.#router.serving(p)
     const waited = await Promise.all(
       replicas.map((r) => this.#router.wait(p, r, request.need, request.timeoutMs)),

@@ -78,9 +78,11 @@ export class ReplicaRouter {
 
   /**
    * Checks a read vector against the partition's epoch and what its origins have written:
-   * `EPOCH_MISMATCH`, `INVALID_VECTOR`, `VECTOR_UNREACHABLE`.
+   * `EPOCH_MISMATCH`, `INVALID_VECTOR`, `VECTOR_UNREACHABLE`. A leader that can re-read its `sv`
+   * (Redis, written to by several gateway processes) does so before a need of this region is
+   * called unreachable, as `RedisRegionService` does for key reads.
    */
-  checkNeed(p: number, need: ReadNeed | undefined): void {
+  async checkNeed(p: number, need: ReadNeed | undefined): Promise<void> {
     if (need === undefined) return
     const epoch = this.leader(p).epoch()
     if (need.epoch !== undefined && need.epoch !== epoch) {
@@ -97,16 +99,22 @@ export class ReplicaRouter {
         `a read vector has one entry per region (${regions}), not ${need.need.length}`,
       )
     }
-    need.need.forEach((idx, d) => {
-      const written = this.#options.written?.(d, p)
-      if (written !== undefined && idx > written) {
-        throw new CausewayError(
-          'VECTOR_UNREACHABLE',
-          `the read needs entry ${idx} of region ${d} in partition ${p}, but that region has written only ${written}`,
-          { partition: p, region: d, need: idx, written },
-        )
+    for (const [d, idx] of need.need.entries()) {
+      let written = this.#options.written?.(d, p)
+      if (written === undefined || idx <= written) continue
+      const leader = this.leader(p) as PartitionReplica & { refresh?: () => Promise<void> }
+      if (d === this.region && typeof leader.refresh === 'function') {
+        // A view a push behind is no reason to refuse: look again once.
+        await leader.refresh().catch(() => {})
+        written = this.#options.written?.(d, p)
+        if (written === undefined || idx <= written) continue
       }
-    })
+      throw new CausewayError(
+        'VECTOR_UNREACHABLE',
+        `the read needs entry ${idx} of region ${d} in partition ${p}, but that region has written only ${written}`,
+        { partition: p, region: d, need: idx, written },
+      )
+    }
   }
 
   /** Picks a replica for a read and waits until it covers `need` (or throws at the deadline). */
@@ -116,7 +124,7 @@ export class ReplicaRouter {
     choice: ReplicaChoice,
     timeoutMs: number,
   ): Promise<ServingReplica> {
-    this.checkNeed(p, need)
+    await this.checkNeed(p, need)
     const replica = this.#choose(p, this.serving(p), choice, need?.need)
     return { replica, waitedMs: await this.wait(p, replica, need, timeoutMs) }
   }
