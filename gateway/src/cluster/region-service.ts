@@ -23,7 +23,14 @@ import {
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
-import { contextOf, decodeSiblingSet, listSiblings } from '../storage/sibling-set.js'
+import {
+  MAX_SIBLINGS,
+  contextOf,
+  decodeSiblingSet,
+  listSiblings,
+  maxSiblingSetChars,
+  siblingsAfter,
+} from '../storage/sibling-set.js'
 import { RegionSets, type SetService } from './region-sets.js'
 import type {
   ClusterService,
@@ -233,6 +240,7 @@ export class RegionService implements ClusterService {
     const leader = this.#leader(partition)
     if (this.#options.withoutHlc) await this.#awaitDependencies(leader, request)
     const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
+    if (siblings) await this.#checkSiblingRoom(leader, request)
     const entry = siblings
       ? await leader.writeSibling(request.key, request.value, writeDt, request.context ?? [])
       : await leader.write(request.key, request.value, writeDt)
@@ -248,6 +256,26 @@ export class RegionService implements ClusterService {
       if (context) result.context = context
     }
     return result
+  }
+
+  /**
+   * Refuses a sibling write that would leave its key with more than {@link MAX_SIBLINGS} siblings
+   * or a set longer than {@link maxSiblingSetChars} (every log entry carries the whole set). The
+   * check reads the leader's set just before the write, so concurrent writes can each pass it and
+   * overshoot by a few values; shipping leaves room for that.
+   */
+  async #checkSiblingRoom(leader: PartitionReplica, request: WriteRequest): Promise<void> {
+    const { siblings } = await leader.readSiblings(request.key)
+    const after = siblingsAfter(siblings, request.context ?? [], request.value, this.region)
+    const { maxValueBytes } = this.#options.limits
+    const maxChars = maxSiblingSetChars(this.#options.regionNames.length, maxValueBytes)
+    if (after.siblings <= MAX_SIBLINGS && after.chars <= maxChars) return
+    throw new CausewayError(
+      'VALUE_TOO_LARGE',
+      `the write would leave ${JSON.stringify(request.key)} with ${after.siblings} siblings (${after.chars} characters); ` +
+        `the limits are ${MAX_SIBLINGS} siblings and ${maxChars} characters. Resolve the siblings: write with the context of a read`,
+      { siblings: after.siblings, chars: after.chars, maxSiblings: MAX_SIBLINGS, maxChars },
+    )
   }
 
   /**

@@ -68,6 +68,35 @@ export function mergeSiblings(local: SiblingSet, logged: SiblingSet): SiblingSet
   return DvvSet.sync([local, logged])
 }
 
+/** Most siblings a write may leave a key with (Riak's `max_siblings` default). */
+export const MAX_SIBLINGS = 100
+
+/**
+ * Largest text form a write may leave a key's set with: room for one largest value per region.
+ * Every log entry carries its key's whole set, so this bounds what shipping carries (the
+ * internal shipping endpoint accepts twice as much, for writes that race past the check).
+ */
+export function maxSiblingSetChars(regions: number, maxValueBytes: number): number {
+  return regions * (maxValueBytes + 1024)
+}
+
+/**
+ * What a leader's set would hold after a write of `value` with `context`: how many siblings and
+ * how long its text form, to refuse writes that would grow a key past {@link MAX_SIBLINGS} or
+ * {@link maxSiblingSetChars} before they are made.
+ */
+export function siblingsAfter(
+  local: SiblingSet,
+  context: CausalContext,
+  value: string | undefined,
+  region: number,
+): { siblings: number; chars: number } {
+  // The ts does not change the count; its length (16) is that of any HLC.
+  const ts = '0000000000000000' as Sibling['ts']
+  const next = writeSibling(local, context, value === undefined ? { ts } : { ts, value }, region)
+  return { siblings: DvvSet.size(next), chars: encodeSiblingSet(next).length }
+}
+
 /** The causal context of a set: what a read returns and a superseding write sends back. */
 export function contextOf(set: SiblingSet): CausalContext {
   return DvvSet.join(set)
@@ -131,7 +160,8 @@ export function encodeSiblingSet(set: SiblingSet): string {
     for (const s of siblings) {
       if (s.value === undefined) text += `${US}${s.ts}-`
       else {
-        if (s.value.includes(RS) || s.value.includes(US)) throw bug('a value holds a raw control character')
+        if (s.value.includes(RS) || s.value.includes(US))
+          throw bug('a value holds a raw control character')
         text += `${US}${s.ts}=${s.value}`
       }
     }
