@@ -37,6 +37,9 @@ for (const s of plan.scenarios) {
 export const options = {
   scenarios,
   thresholds,
+  // Not the 'url' tag: every key is its own URL, and k6 keeps a time series per tag set (with
+  // thousands of keys over hundreds of scenarios that grows to gigabytes).
+  systemTags: ['status', 'method', 'name', 'scenario', 'expected_response', 'error', 'error_code'],
   summaryTrendStats: ['avg', 'min', 'med', 'p(90)', 'p(95)', 'p(99)', 'max', 'count'],
 }
 

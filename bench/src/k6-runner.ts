@@ -199,7 +199,9 @@ export async function runPlan(
       `SUMMARY=${summaryPath}`,
       PLAN_SCRIPT,
     ]
-    const limitS = planSeconds(scenarios) + 120
+    // k6 initialises every VU (each parses the bundle) before the first scenario, slowly on a
+    // busy machine: the bound is generous, it only catches a k6 that hangs.
+    const limitS = planSeconds(scenarios) * 1.5 + 300
     await new Promise<void>((resolve, reject) => {
       const child = spawn(k6, args, { stdio: ['ignore', 'pipe', 'pipe'] })
       const timer = setTimeout(() => child.kill('SIGKILL'), limitS * 1000)

@@ -136,9 +136,9 @@ const BASES = Object.keys(LEVELS) as (keyof typeof LEVELS)[]
  * all seven cases, plus E on each cluster, interleaved at every load point.
  */
 async function run(ctx: SuiteContext): Promise<NukvResults> {
-  const durationS = ctx.quick ? 2.5 : 3.5
+  const durationS = ctx.quick ? 2.5 : 3
   const warmupS = 1
-  const rounds = ctx.quick ? 1 : 3
+  const rounds = ctx.quick ? 1 : 2
   const { load, sweep } = points(ctx.quick)
   const all = [...load, ...sweep]
   const runs = runsFor(ctx)
@@ -335,7 +335,7 @@ function report(r: NukvResults, quick: boolean): string {
       `Each k6 VU is one client thread with its own SDK session, homed in one region; reads pick one of the region's 3 replicas at random. ` +
       `"10% remote": a tenth of the calls go to the other region, paying an emulated ${r.remoteRttMs} ms round trip (the paper: ~15 ms). ` +
       `Each case ran ${r.rounds} time${r.rounds > 1 ? 's' : ''} per point for ${r.durationS} s (the first ${r.warmupS} s not recorded), interleaved with the other cases of that point (on both clusters, in one k6 run) in alternating order; ` +
-      `${r.rounds > 1 ? 'the numbers are medians over the rounds' : 'one round'}. "vs E" is the ratio to E measured at the same point on the same cluster ` +
+      `${r.rounds > 2 ? 'the numbers are medians over the rounds' : r.rounds === 2 ? 'the numbers are the mean of the two rounds' : 'one round'}. "vs E" is the ratio to E measured at the same point on the same cluster ` +
       `(E of the without-HLC cluster, for M/E, E/M, M/M). Latency is the time on the wire per call as the SDK sees it (retries and emulated delay included).`,
     '',
     ...(r.clusters[0]!.backend === 'redis'
@@ -481,7 +481,7 @@ export const nukvSuite: Suite<NukvResults> = {
     'NuKV reproduction (paper section 6): the cost of session guarantees, with and without HLC',
   estimateS: (quick) => {
     const { load, sweep } = points(quick)
-    return 8 * (load.length + sweep.length) * (quick ? 3 : 3 * 4) + 20
+    return 8 * (load.length + sweep.length) * (quick ? 3 : 2 * 3.5) + 20
   },
   measure: run,
   report: (results, quick) => ({
