@@ -421,7 +421,7 @@ async function measureLevel(driver: Driver, plan: Plan, log: (line: string) => v
 export const bigsetsSuite: Suite<BigsetsResults> = {
   name: 'bigsets',
   title: 'CRDT sets at any size (Bigsets)',
-  estimateS: (quick) => (quick ? 60 : 480),
+  estimateS: (quick) => (quick ? 45 : 90),
 
   async measure(ctx: SuiteContext): Promise<BigsetsResults> {
     const plan = ctx.quick ? QUICK : FULL
