@@ -612,8 +612,8 @@ export const bigsetsSuite: Suite<BigsetsResults> = {
       level: r.level,
       series:
         r.store === 'naive'
-          ? 'naive (read-modify-write)'
-          : `decomposed, ${r.concurrency} client${r.concurrency === 1 ? '' : 's'}`,
+          ? 'naive, 1 client'
+          : `ours, ${r.concurrency} client${r.concurrency === 1 ? '' : 's'}`,
     }))
     return {
       markdown,
