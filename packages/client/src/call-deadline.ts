@@ -11,6 +11,27 @@ function onTimer(deadline: CallDeadline): void {
   deadline.abort('timeout')
 }
 
+// The live deadlines of each client's close signal. One listener per client rather than one per
+// call: dozens of concurrent calls would otherwise trip Node's max-listeners warning.
+const liveByClosing = new WeakMap<AbortSignal, Set<CallDeadline>>()
+
+function track(closing: AbortSignal, deadline: CallDeadline): void {
+  let live = liveByClosing.get(closing)
+  if (!live) {
+    const calls = new Set<CallDeadline>()
+    live = calls
+    liveByClosing.set(closing, calls)
+    closing.addEventListener(
+      'abort',
+      () => {
+        for (const call of calls) call.abort('closed')
+      },
+      { once: true },
+    )
+  }
+  live.add(deadline)
+}
+
 /** A call's time budget and abort signal. Call {@link CallDeadline.dispose} when the call ends. */
 export class CallDeadline {
   /** When the budget runs out, in `Date.now()` milliseconds. */
@@ -32,7 +53,7 @@ export class CallDeadline {
     if (caller?.aborted) this.abort('caller')
     else caller?.addEventListener('abort', this)
     if (closing.aborted) this.abort('closed')
-    else closing.addEventListener('abort', this)
+    else track(closing, this)
   }
 
   /** Aborts every request of the call. */
@@ -45,9 +66,9 @@ export class CallDeadline {
     return Math.max(0, this.at - Date.now())
   }
 
-  /** @internal Event listener for the caller's signal and the client's close signal. */
-  handleEvent(event: Event): void {
-    this.abort(event.target === this.#caller ? 'caller' : 'closed')
+  /** @internal Event listener for the caller's signal. */
+  handleEvent(): void {
+    this.abort('caller')
   }
 
   /** @internal */
@@ -82,6 +103,6 @@ export class CallDeadline {
   dispose(): void {
     clearTimeout(this.#timer)
     this.#caller?.removeEventListener('abort', this)
-    this.#closing.removeEventListener('abort', this)
+    liveByClosing.get(this.#closing)?.delete(this)
   }
 }

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { hlcFrom, partitionOf } from '@causeway/core'
 import {
   type Causeway,
@@ -93,8 +93,10 @@ describe('shareSession (browser tabs)', () => {
 
     const b = await tab()
     const sb = shareSession(b.db, { channel: bus.channel() })
-    await tick()
-    expect(b.db.session.toJSON()).toEqual(a.db.session.toJSON())
+    // The hello and its answer cross the bus asynchronously: wait for them, bounded.
+    await vi.waitFor(() => expect(b.db.session.toJSON()).toEqual(a.db.session.toJSON()), {
+      timeout: 2000,
+    })
     expect(bus.log.map((m) => m.type)).toContain('causeway-session-hello')
     sa.stop()
     sb.stop()
