@@ -76,7 +76,13 @@ describe('sets across regions', () => {
           const partition = partitionOf(name, 2)
           const element = ELEMENTS[Math.floor(random() * ELEMENTS.length)]!
           const roll = random()
-          const base = { name, partition, dt: HLC_ZERO, durability: 'leader', timeoutMs: 5000 }
+          const base = {
+            name,
+            partition,
+            dt: HLC_ZERO,
+            durability: 'leader' as const,
+            timeoutMs: 5000,
+          }
           if (roll < 0.6) {
             ops.push(
               sets(d).write({ ...base, op: 'add', elements: [{ element }], level: 'session' }),
@@ -154,7 +160,13 @@ describe('sets across regions', () => {
     })
     cleanup.push(() => cluster.close())
     const sets = (d: number): RegionSets => cluster.service(d).sets as RegionSets
-    const base = { name: 's', partition: 0, dt: HLC_ZERO, durability: 'leader', timeoutMs: 5000 }
+    const base = {
+      name: 's',
+      partition: 0,
+      dt: HLC_ZERO,
+      durability: 'leader' as const,
+      timeoutMs: 5000,
+    }
     await sets(0).write({ ...base, op: 'add', elements: [{ element: 'x' }], level: 'session' })
     const leaders = [cluster.replica(0, 0, 0), cluster.replica(1, 0, 0)]
     await settle(leaders, leaders)
