@@ -37,10 +37,12 @@ function replicaOn(
 }
 
 /** Resolves with the error `promise` rejects with and how long that took. */
-async function failure(promise: Promise<unknown>): Promise<{ error: CausewayError; ms: number }> {
+async function failure(
+  call: () => Promise<unknown>,
+): Promise<{ error: CausewayError; ms: number }> {
   const started = Date.now()
   try {
-    await promise
+    await call()
   } catch (error) {
     return { error: error as CausewayError, ms: Date.now() - started }
   }
@@ -67,12 +69,13 @@ describe('redis-server down and up again', () => {
     const waitingBefore = r.waitFor([21, 0], started + 1500)
 
     await server.kill()
+    // Thunks: each call starts only when awaited, so no rejection sits unhandled meanwhile.
     for (const call of [
-      r.write('k', '1', HLC_ZERO),
-      r.read('k1'),
-      r.readLog(0, 0, 10),
-      r.receive(1, []),
-      r.waitReplicas(1, 100),
+      () => r.write('k', '1', HLC_ZERO),
+      () => r.read('k1'),
+      () => r.readLog(0, 0, 10),
+      () => r.receive(1, []),
+      () => r.waitReplicas(1, 100),
     ]) {
       const { error, ms } = await failure(call)
       expect(error).toMatchObject({ code: 'BACKEND_UNAVAILABLE', status: 503 })
@@ -149,7 +152,7 @@ describe('redis-server down and up again', () => {
     await r.write('k', '1', HLC_ZERO)
     server.pause()
     try {
-      const { error, ms } = await failure(r.read('k'))
+      const { error, ms } = await failure(() => r.read('k'))
       expect(error).toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
       expect(ms).toBeGreaterThanOrEqual(190)
       expect(ms).toBeLessThan(1000)
@@ -189,7 +192,7 @@ describe('redis-server down and up again', () => {
       replica: 0,
       regions: 1,
     })
-    const { error, ms } = await failure(r.open())
+    const { error, ms } = await failure(() => r.open())
     expect(error).toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
     expect(ms).toBeLessThan(2500)
     expect(r.available).toBe(false)
