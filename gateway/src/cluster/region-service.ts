@@ -9,17 +9,11 @@ import {
   HLC_ZERO,
   type Namespaces,
   type Limits,
-  type ReplicaChoice,
   type ReplicaStatus,
-  SessionNotAvailableError,
   type ShipperStatus,
   type Status,
   checkNamespaces,
   conflictModeOf,
-  covers,
-  hlcMillis,
-  isHlc,
-  vectorToObject,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
@@ -32,6 +26,7 @@ import {
   siblingsAfter,
 } from '../storage/sibling-set.js'
 import { RegionSets, type SetService } from './region-sets.js'
+import { ReplicaRouter } from './replica-router.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -113,8 +108,8 @@ export class RegionService implements ClusterService {
   /** The sets of this region (`/v1/sets`). */
   readonly sets: SetService
   readonly #options: RegionServiceOptions
-  readonly #now: () => number
-  readonly #random: () => number
+  /** Replica choice, waiting, skew and majority: shared with the set service. */
+  readonly #router: ReplicaRouter
   readonly #namespaces: Namespaces
 
   constructor(options: RegionServiceOptions) {
@@ -124,8 +119,7 @@ export class RegionService implements ClusterService {
     this.region = options.region
     this.sets = new RegionSets(options)
     this.#options = options
-    this.#now = options.now ?? Date.now
-    this.#random = options.random ?? Math.random
+    this.#router = new ReplicaRouter(options)
     this.#namespaces = checkNamespaces(options.namespaces)
   }
 
@@ -137,7 +131,7 @@ export class RegionService implements ClusterService {
       regionNames: [...regionNames],
       partitions: replicas.length,
       replicas: replicas[0]!.length,
-      epochs: replicas.map((_, p) => this.#leader(p).epoch()),
+      epochs: replicas.map((_, p) => this.#router.leader(p).epoch()),
       limits: { ...limits },
       shipping: 'fifo',
       namespaces: { ...this.#namespaces },
@@ -145,51 +139,12 @@ export class RegionService implements ClusterService {
   }
 
   async read(request: ReadRequest): Promise<ReadResult> {
-    const { partition } = request
-    const replicas = this.#partition(partition)
-    const epoch = this.#leader(partition).epoch()
-    const need = request.need?.need
-    if (request.need?.epoch !== undefined && request.need.epoch !== epoch) {
-      throw new CausewayError(
-        'EPOCH_MISMATCH',
-        `the session's vector is from epoch ${request.need.epoch} of partition ${partition}, which is now at epoch ${epoch}`,
-        { partition, epoch: request.need.epoch, current: epoch },
-      )
-    }
-    if (need) this.#checkReachable(partition, need)
-
-    const replica = this.#choose(
-      partition,
-      this.#serving(partition, replicas),
+    const { replica, waitedMs } = await this.#router.serve(
+      request.partition,
+      request.need,
       request.replica,
-      need,
+      request.timeoutMs,
     )
-    const started = performance.now()
-    const deadline = Date.now() + request.timeoutMs
-    if (need && !(await replica.waitFor(need, deadline))) {
-      // Before the deadline, a wait only ends unserved when the replica closed or failed.
-      if (Date.now() < deadline) {
-        throw new CausewayError(
-          'SHUTTING_DOWN',
-          `replica ${replica.replica} of partition ${partition} stopped while the read waited`,
-        )
-      }
-      throw new SessionNotAvailableError(
-        `replica ${replica.replica} of partition ${partition} in region ${this.region} did not reach the ` +
-          `session's vector within ${request.timeoutMs} ms`,
-        {
-          need: vectorToObject(need),
-          sv: vectorToObject(replica.sv()),
-          region: this.region,
-          partition,
-          replica: replica.replica,
-          // The SDK skips its retry on the leader when the leader is what just timed out.
-          role: replica.replica === 0 ? 'leader' : 'follower',
-          timeoutMs: request.timeoutMs,
-        },
-      )
-    }
-    const waitedMs = performance.now() - started
     if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
       const { siblings, sv } = await replica.readSiblings(request.key)
       const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
@@ -219,17 +174,7 @@ export class RegionService implements ClusterService {
 
   async write(request: WriteRequest): Promise<WriteResult> {
     const { partition, dt } = request
-    const replicas = this.#partition(partition)
-    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
-    const aheadMs = hlcMillis(dt) - this.#now()
-    const { maxSkewMs } = this.#options.limits
-    if (aheadMs > maxSkewMs) {
-      throw new CausewayError(
-        'CLOCK_SKEW_EXCEEDED',
-        `the write depends on a time ${Math.round(aheadMs)} ms ahead of region ${this.region}'s clock; at most ${maxSkewMs} ms is allowed`,
-        { dt, aheadMs, maxSkewMs },
-      )
-    }
+    this.#router.checkDependency(dt)
     const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
     if (!siblings && request.context !== undefined) {
       throw new CausewayError(
@@ -237,14 +182,14 @@ export class RegionService implements ClusterService {
         `${JSON.stringify(request.key)} is in a last-writer-wins namespace; a causal context applies only to siblings namespaces`,
       )
     }
-    const leader = this.#leader(partition)
+    const leader = this.#router.leader(partition)
     if (this.#options.withoutHlc) await this.#awaitDependencies(leader, request)
     const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
     if (siblings) await this.#checkSiblingRoom(leader, request)
     const entry = siblings
       ? await leader.writeSibling(request.key, request.value, writeDt, request.context ?? [])
       : await leader.write(request.key, request.value, writeDt)
-    if (request.durability === 'majority') await this.#majority(replicas, entry.idx)
+    if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
     const result: WriteResult = {
       ts: entry.ts,
       dc: this.region,
@@ -299,7 +244,7 @@ export class RegionService implements ClusterService {
   async status(): Promise<Status> {
     const replicas: ReplicaStatus[] = []
     this.#options.replicas.forEach((partition, p) => {
-      const leader = this.#leader(p)
+      const leader = this.#router.leader(p)
       partition.forEach((replica, i) => {
         const isLeader = replica === leader
         replicas.push({
@@ -324,128 +269,10 @@ export class RegionService implements ClusterService {
 
   // The "without HLC" ablation: a write waits until its leader has applied what it depends on.
   async #awaitDependencies(leader: PartitionReplica, request: WriteRequest): Promise<void> {
-    const need = request.need
-    if (!need || request.level === 'eventual') return
-    if (need.epoch !== undefined && need.epoch !== leader.epoch()) {
-      throw new CausewayError(
-        'EPOCH_MISMATCH',
-        `the session's vector is from epoch ${need.epoch} of partition ${request.partition}, which is now at epoch ${leader.epoch()}`,
-        { partition: request.partition, epoch: need.epoch, current: leader.epoch() },
-      )
-    }
-    this.#checkReachable(request.partition, need.need)
+    if (!request.need || request.level === 'eventual') return
+    await this.#router.checkNeed(request.partition, request.need)
     const timeoutMs = this.#options.limits.defaultTimeoutMs
-    if (!(await leader.waitFor(need.need, Date.now() + timeoutMs))) {
-      throw new SessionNotAvailableError(
-        `the leader of partition ${request.partition} in region ${this.region} did not reach the write's dependencies within ${timeoutMs} ms`,
-        {
-          need: vectorToObject(need.need),
-          sv: vectorToObject(leader.sv()),
-          region: this.region,
-          partition: request.partition,
-          replica: leader.replica,
-          timeoutMs,
-        },
-      )
-    }
-  }
-
-  // Where failover will plug in: today replica 0 of each partition leads.
-  #leader(p: number): PartitionReplica {
-    return this.#partition(p)[0]!
-  }
-
-  #partition(p: number): readonly PartitionReplica[] {
-    const replicas = this.#options.replicas[p]
-    if (!replicas) throw new CausewayError('INVALID_REQUEST', `partition ${p} does not exist`)
-    return replicas
-  }
-
-  #checkReachable(partition: number, need: readonly number[]): void {
-    const regions = this.#options.regionNames.length
-    if (need.length !== regions) {
-      throw new CausewayError(
-        'INVALID_VECTOR',
-        `a read vector has one entry per region (${regions}), not ${need.length}`,
-      )
-    }
-    need.forEach((idx, d) => {
-      const written = this.#options.written?.(d, partition)
-      if (written !== undefined && idx > written) {
-        throw new CausewayError(
-          'VECTOR_UNREACHABLE',
-          `the read needs entry ${idx} of region ${d} in partition ${partition}, but that region has written only ${written}`,
-          { partition, region: d, need: idx, written },
-        )
-      }
-    })
-  }
-
-  // The replicas that can serve now (all of them unless `available` says otherwise).
-  #serving(partition: number, replicas: readonly PartitionReplica[]): readonly PartitionReplica[] {
-    const available = this.#options.available
-    if (!available) return replicas
-    const serving = replicas.filter((_, i) => available(partition, i))
-    if (serving.length === 0) throw this.#unavailable(partition, replicas)
-    return serving
-  }
-
-  #unavailable(partition: number, replicas: readonly PartitionReplica[]): CausewayError {
-    return new CausewayError(
-      'BACKEND_UNAVAILABLE',
-      `no replica of partition ${partition} in region ${this.region} that the read may use is reachable`,
-      { region: this.region, partition, backends: replicas.map((r) => r.backend) },
-    )
-  }
-
-  #choose(
-    partition: number,
-    serving: readonly PartitionReplica[],
-    choice: ReplicaChoice,
-    need: readonly number[] | undefined,
-  ): PartitionReplica {
-    const leader = this.#leader(partition)
-    const leaderServes = serving.includes(leader)
-    if (choice === 'leader') {
-      if (!leaderServes) throw this.#unavailable(partition, [leader])
-      return leader
-    }
-    const fallback = leaderServes ? leader : serving[0]!
-    if (choice === 'follower') return this.#pick(serving.filter((r) => r !== leader)) ?? fallback
-    const ready = need ? serving.filter((r) => covers(r.sv(), need)) : serving
-    return this.#pick(ready) ?? fallback
-  }
-
-  #pick(replicas: readonly PartitionReplica[]): PartitionReplica | undefined {
-    return replicas[Math.floor(this.#random() * replicas.length)]
-  }
-
-  // Resolves once a majority of the partition's replicas (the leader among them) applied `idx`.
-  async #majority(replicas: readonly PartitionReplica[], idx: number): Promise<void> {
-    const needed = Math.floor(replicas.length / 2) // followers, besides the leader
-    if (needed === 0) return
-    const need = new Array<number>(this.#options.regionNames.length).fill(0)
-    need[this.region] = idx
-    const deadline = Date.now() + this.#options.limits.maxTimeoutMs
-    const followers = replicas.slice(1)
-    const confirmed = await new Promise<number>((resolve) => {
-      let yes = 0
-      let answered = 0
-      for (const follower of followers) {
-        void follower.waitFor(need, deadline).then((applied) => {
-          answered++
-          if (applied) yes++
-          if (yes >= needed || answered === followers.length) resolve(yes)
-        })
-      }
-    })
-    if (confirmed < needed) {
-      throw new CausewayError(
-        'BACKEND_UNAVAILABLE',
-        `write ${this.region}:${idx} is durable at the leader but only ${confirmed + 1} of ${replicas.length} replicas confirmed it`,
-        { region: this.region, idx, confirmed: confirmed + 1, replicas: replicas.length },
-      )
-    }
+    await this.#router.wait(request.partition, leader, request.need, timeoutMs)
   }
 
   #lag(p: number, i: number, leader: PartitionReplica, replica: PartitionReplica): FollowerLag {

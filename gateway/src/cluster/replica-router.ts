@@ -1,9 +1,9 @@
 /**
  * Where a request of one region goes among the replicas of a partition, and what it waits for:
- * NuKV Algorithm 2's routing as the set service uses it (the same rules as `RegionService`'s
- * kv reads and writes): a read picks an available replica, preferring one whose `sv` already
- * covers the session's vector, and waits (on `sv` events, with a deadline) until it does; a
- * write goes to the leader, with a dependency time no further ahead than `maxSkewMs`.
+ * NuKV Algorithm 2's routing, shared by `RegionService` (keys) and `RegionSets` (sets): a read
+ * picks an available replica, preferring one whose `sv` already covers the session's vector, and
+ * waits (on `sv` events, with a deadline) until it does; a write goes to the leader, with a
+ * dependency time no further ahead than `maxSkewMs`.
  */
 import {
   CausewayError,
