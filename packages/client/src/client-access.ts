@@ -216,11 +216,13 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   return { body: res.body }
 }
 
-function isUnavailable(error: CausewayError): boolean {
+/** A gateway that answers but cannot serve now (shutting down, backend down): try elsewhere. */
+export function isUnavailable(error: CausewayError): boolean {
   return error.code === 'SHUTTING_DOWN' || error.code === 'BACKEND_UNAVAILABLE'
 }
 
-function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
+/** The error of a call whose gateway could not be reached. */
+export function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
   const why = cause instanceof Error ? cause.message : String(cause)
   return new CausewayError(
     'NETWORK_ERROR',
@@ -230,7 +232,8 @@ function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayEr
   )
 }
 
-function finalRefusal(error: CausewayError, attempts: number): CausewayError {
+/** The error a read throws after its last attempt: a refusal names how many attempts it made. */
+export function finalRefusal(error: CausewayError, attempts: number): CausewayError {
   if (error.code !== 'SESSION_NOT_AVAILABLE') return error
   return new SessionNotAvailableError(
     `${error.message} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,

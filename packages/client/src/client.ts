@@ -20,7 +20,6 @@ import {
   type ReadReply,
   type ReplicaChoice,
   type Session,
-  SessionNotAvailableError,
   type Topology,
   type WriteLevel,
   checkKey,
@@ -32,7 +31,7 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
-import type { ClientParts } from './client-access.js'
+import { type ClientParts, finalRefusal, isUnavailable, unreachable } from './client-access.js'
 import { CausewaySet } from './set.js'
 import { HEADER_AFTER, HEADER_CONTEXT, HEADER_DT } from '@causeway/core'
 import {
@@ -599,28 +598,4 @@ function siblingsOf<T>(reply: ReadReply): Pick<ReadResult<T>, 'siblings' | 'vers
     versions,
     context: reply.context,
   }
-}
-
-/** A gateway that answers but cannot serve now (shutting down, backend down): try elsewhere. */
-function isUnavailable(error: CausewayError): boolean {
-  return error.code === 'SHUTTING_DOWN' || error.code === 'BACKEND_UNAVAILABLE'
-}
-
-function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
-  const why = cause instanceof Error ? cause.message : String(cause)
-  return new CausewayError(
-    'NETWORK_ERROR',
-    `cannot reach the gateway of region ${region.name} (${region.url}): ${why}${note}`,
-    { region: region.id, url: region.url },
-    { cause },
-  )
-}
-
-function finalRefusal(error: CausewayError, attempts: number): CausewayError {
-  // By code, not instanceof: the brand check makes every CausewayError pass `instanceof` here.
-  if (error.code !== 'SESSION_NOT_AVAILABLE') return error
-  return new SessionNotAvailableError(
-    `${error.message} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
-    { ...error.details, attempts },
-  )
 }
