@@ -406,7 +406,7 @@ function summarise(target: string, rounds: readonly SliceResult[]): TargetSummar
 export const dvvSuite: Suite<DvvSuiteResults> = {
   name: 'dvv',
   title: 'Causal contexts: DVV vs client-id version vectors',
-  estimateS: (quick) => (quick ? 38 : 210),
+  estimateS: (quick) => (quick ? 28 : 210),
   report: (results) => ({ markdown: markdown(results), charts: [] }),
   async measure(ctx) {
     const config: DvvSuiteConfig = {
@@ -418,7 +418,7 @@ export const dvvSuite: Suite<DvvSuiteResults> = {
       updatePauseMs: 50,
       wanDelayMs: ctx.backend === 'redis' ? 0 : WAN_DELAY_MS,
       backend: ctx.backend,
-      rounds: ctx.quick ? 2 : 6,
+      rounds: ctx.quick ? 1 : 6,
       sliceMs: ctx.quick ? 2_500 : 7_000,
       warmupMs: ctx.quick ? 500 : 2_000,
     }

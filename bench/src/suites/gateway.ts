@@ -105,8 +105,8 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
     replicas: 3,
   }
   const vus = 32
-  const durationS = ctx.quick ? 2.5 : 5
-  const warmupS = 1
+  const durationS = ctx.quick ? 2 : 5
+  const warmupS = ctx.quick ? 0.5 : 1
   const rounds = ctx.quick ? 1 : 3
   ctx.log(`cluster: causeway dev, ${ctx.backend}, 2 regions × 4 partitions × 3 replicas`)
   const dev = await startCluster(cluster)
@@ -267,7 +267,7 @@ function report(r: GatewayResults): string {
 export const gatewaySuite: Suite<GatewayResults> = {
   name: 'gateway',
   title: 'Gateway throughput: session vs eventual, and the limits of this machine',
-  estimateS: (quick) => (quick ? 40 : 200),
+  estimateS: (quick) => (quick ? 30 : 200),
   measure: run,
   report: (results) => ({ markdown: report(results), charts: [] }),
 }
