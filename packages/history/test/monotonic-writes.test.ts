@@ -29,7 +29,7 @@ describe('checkMonotonicWrites', () => {
       required: v(300, 0),
       observed: v(100, 1),
     })
-    expect(x!.message).toMatch(/put#1 .* got .*@1, not newer than .*@0 of put#0/)
+    expect(x!.message).toMatch(/put#1 .* got .*@1, not newer than .*@0 written by put#0/)
   })
 
   it('reports a write that got the very same version', () => {
