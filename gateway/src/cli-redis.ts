@@ -25,7 +25,7 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --max-value-bytes, --log-level, --siblings as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -137,6 +137,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       host: { type: 'string' },
       data: { type: 'string' },
       appendfsync: { type: 'string' },
+      'wan-delay': { type: 'string' },
+      'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
@@ -165,6 +167,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
     port,
     host: values.host ?? '127.0.0.1',
     appendfsync,
+    wanDelayMs: integer('wan-delay', values['wan-delay'], 0, 0, 3_600_000),
+    withoutHlc: values['without-hlc'] ?? false,
     logLevel: logLevel(values['log-level']),
     onGatewayExit: (g, code) =>
       process.stderr.write(
@@ -190,7 +194,9 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
   process.stderr.write(
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas ` +
       `on ${total} redis-servers (appendfsync ${options.appendfsync}), ${options.gateways} gateway process(es) per region, ` +
-      `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}\n`,
+      `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}` +
+      `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
+      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}\n`,
   )
   const { startRedisDevCluster } = await import('./dev/redis-dev-cluster.js')
   await runUntilSignal('causeway dev', startRedisDevCluster(options), (dev) => {

@@ -112,6 +112,26 @@ export const ClusterConfigFileSchema = Type.Object(
         },
       ),
     ),
+    benchmark: Type.Optional(
+      Type.Object(
+        {
+          wanDelayMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 3_600_000,
+              description: 'emulated one-way delay of shipping between regions, in ms',
+            }),
+          ),
+          withoutHlc: Type.Optional(
+            Type.Boolean({
+              description:
+                'the NuKV "without HLC" ablation: writes wait for their dependency vector instead of using the HLC',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
     redis: Type.Optional(
       Type.Object(
         {
@@ -167,6 +187,20 @@ export interface RedisConfig {
   reconnectMaxDelayMs: number
 }
 
+/**
+ * Switches for benchmarks on one machine (`causeway dev --backend redis --wan-delay MS
+ * --without-hlc`); never for a real deployment.
+ */
+export interface BenchmarkConfig {
+  /** Emulated one-way delay of shipping between regions (and of its answers), in ms. */
+  wanDelayMs: number
+  /**
+   * The NuKV "without HLC" ablation: writes are stamped by the leader's clock alone and wait at
+   * the leader for the dependency vector they carry (see `RegionServiceOptions.withoutHlc`).
+   */
+  withoutHlc: boolean
+}
+
 /** A checked config, with defaults filled in and secrets resolved. */
 export interface ClusterConfig {
   format: typeof CONFIG_FORMAT
@@ -184,6 +218,8 @@ export interface ClusterConfig {
   redis: RedisConfig
   /** Key namespaces and their conflict mode (checked, null prototype); `{}`: all `lww`. */
   namespaces: Namespaces
+  /** Benchmark switches; off (0 ms, with HLC) unless the file has a `benchmark` section. */
+  benchmark: BenchmarkConfig
 }
 
 /** Defaults of {@link ShippingConfig}. */
@@ -360,6 +396,10 @@ export function parseClusterConfig(
     limits,
     shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
     namespaces,
+    benchmark: {
+      wanDelayMs: file.benchmark?.wanDelayMs ?? 0,
+      withoutHlc: file.benchmark?.withoutHlc ?? false,
+    },
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,
       commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,

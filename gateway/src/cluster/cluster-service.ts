@@ -97,6 +97,11 @@ export interface WriteResult {
    * result's history holds (see `RegionService.write`); a write with it supersedes this one.
    */
   context?: CausalContext
+  /**
+   * The "without HLC" ablation only: how long the write waited at the leader for its dependency
+   * vector, in ms (the cost NuKV's HLC saves). Undefined when the service does not wait.
+   */
+  waitedMs?: number
 }
 
 /** One region of the cluster, as the gateway's routes use it. */

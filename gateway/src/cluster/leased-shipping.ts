@@ -9,8 +9,10 @@
 import type { ShipperStatus } from '@causeway/core'
 import { HttpShippingLink } from '../replication/http-shipping-link.js'
 import { Shipper } from '../replication/shipper.js'
+import type { ShippingLink } from '../replication/shipping-link.js'
 import type { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
 import type { RegionConfig, ShippingConfig } from './cluster-config.js'
+import { DelayedShippingLink } from './delayed-shipping-link.js'
 import { RedisLease } from './shipping-lease.js'
 
 /** Options of {@link LeasedShipping}. */
@@ -32,6 +34,12 @@ export interface LeasedShippingOptions {
   token?: string
   /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
   fetch?: typeof fetch
+  /**
+   * Emulated one-way WAN delay added to every shipping request and its answer, in ms (benchmarks
+   * on one machine; see {@link DelayedShippingLink}).
+   * @default 0
+   */
+  wanDelayMs?: number
   /** Told about failed shipping attempts (they are retried) and lease changes. */
   onEvent?: (event: 'acquired' | 'lost' | 'error', partition: number, error?: unknown) => void
 }
@@ -93,15 +101,17 @@ export class LeasedShipping {
           new Shipper({
             source: leaders[p]!,
             to: destination.id,
-            link: new HttpShippingLink({
-              gateways: destination.gateways,
-              partition: p,
-              origin: region,
-              secret,
-              timeoutMs: shipping.requestTimeoutMs,
-              maxBatchBytes: shipping.maxBatchBytes,
-              ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
-            }),
+            link: this.#delayed(
+              new HttpShippingLink({
+                gateways: destination.gateways,
+                partition: p,
+                origin: region,
+                secret,
+                timeoutMs: shipping.requestTimeoutMs,
+                maxBatchBytes: shipping.maxBatchBytes,
+                ...(this.#options.fetch ? { fetch: this.#options.fetch } : {}),
+              }),
+            ),
             batchSize: shipping.batchSize,
             maxInFlight: shipping.maxInFlight,
             retryMaxMs: shipping.retryMaxMs,
@@ -110,6 +120,11 @@ export class LeasedShipping {
       )
     this.#shippers.set(p, shippers)
     for (const shipper of shippers) shipper.start()
+  }
+
+  #delayed(link: ShippingLink): ShippingLink {
+    const delayMs = this.#options.wanDelayMs ?? 0
+    return delayMs > 0 ? new DelayedShippingLink(link, delayMs) : link
   }
 
   #stopShipping(p: number): void {

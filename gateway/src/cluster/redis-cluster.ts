@@ -99,6 +99,7 @@ export class RedisCluster implements ShippingReceiver {
             leaderUrls: here.replicas.map((urls) => urls[0]!),
             secret,
             shipping: config.shipping,
+            wanDelayMs: config.benchmark.wanDelayMs,
             ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
             ...(options.fetch ? { fetch: options.fetch } : {}),
             onEvent: (event, p, error) => {
@@ -113,6 +114,7 @@ export class RedisCluster implements ShippingReceiver {
       regionNames: config.regions.map((r) => r.name),
       limits: config.limits,
       namespaces: config.namespaces,
+      withoutHlc: config.benchmark.withoutHlc,
       replicas: this.replicas,
       shippers: () => this.#shipping?.status() ?? [],
       // Every gateway process of the cluster must accept the set contexts the others issued.

@@ -183,7 +183,7 @@ export class RegionService implements ClusterService {
       )
     }
     const leader = this.#router.leader(partition)
-    if (this.#options.withoutHlc) await this.#awaitDependencies(leader, request)
+    const waitedMs = this.#options.withoutHlc ? await this.#awaitDependencies(request) : undefined
     const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
     if (siblings) await this.#checkSiblingRoom(leader, request)
     const entry = siblings
@@ -196,6 +196,7 @@ export class RegionService implements ClusterService {
       idx: entry.idx,
       epoch: leader.epoch(),
     }
+    if (waitedMs !== undefined) result.waitedMs = waitedMs
     if (siblings) {
       const context = this.#contextAfter(entry, request.context ?? [])
       if (context) result.context = context
@@ -267,12 +268,12 @@ export class RegionService implements ClusterService {
     }
   }
 
-  // The "without HLC" ablation: a write waits until its leader has applied what it depends on.
-  async #awaitDependencies(leader: PartitionReplica, request: WriteRequest): Promise<void> {
-    if (!request.need || request.level === 'eventual') return
-    await this.#router.checkNeed(request.partition, request.need)
+  // The "without HLC" ablation: a write waits until its leader has applied what it depends on;
+  // resolves to the ms it waited.
+  async #awaitDependencies(request: WriteRequest): Promise<number> {
+    if (request.level === 'eventual') return 0
     const timeoutMs = this.#options.limits.defaultTimeoutMs
-    await this.#router.wait(request.partition, leader, request.need, timeoutMs)
+    return this.#router.awaitAtLeader(request.partition, request.need, timeoutMs)
   }
 
   #lag(p: number, i: number, leader: PartitionReplica, replica: PartitionReplica): FollowerLag {

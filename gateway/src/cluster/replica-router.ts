@@ -163,6 +163,17 @@ export class ReplicaRouter {
     return performance.now() - started
   }
 
+  /**
+   * The "without HLC" ablation's write path (NuKV section 6): waits until the leader of `p` has
+   * applied `need`, the dependency vector a write carries, checked like a read's; resolves to the
+   * ms waited (0 without a vector). Shared by every backend's region service.
+   */
+  async awaitAtLeader(p: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
+    if (need === undefined) return 0
+    await this.checkNeed(p, need)
+    return this.wait(p, this.leader(p), need, timeoutMs)
+  }
+
   /** Refuses a write dependency too far ahead of this region's clock (`CLOCK_SKEW_EXCEEDED`). */
   checkDependency(dt: Hlc): void {
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)

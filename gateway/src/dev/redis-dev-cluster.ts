@@ -77,6 +77,18 @@ export interface RedisDevClusterOptions {
    */
   namespaces?: Namespaces
   /**
+   * Emulated one-way delay of shipping between regions, in ms (written to the config's
+   * `benchmark.wanDelayMs`; every shipping request and its answer take that long extra).
+   * @default 0
+   */
+  wanDelayMs?: number
+  /**
+   * The NuKV "without HLC" ablation (the config's `benchmark.withoutHlc`): writes wait at the
+   * leader for their dependency vector instead of being stamped past their HLC dependency.
+   * @default false
+   */
+  withoutHlc?: boolean
+  /**
    * Log level of the gateway processes.
    * @default 'warn'
    */
@@ -223,6 +235,14 @@ export async function startRedisDevCluster(
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
+      ...(options.wanDelayMs || options.withoutHlc
+        ? {
+            benchmark: {
+              wanDelayMs: options.wanDelayMs ?? 0,
+              withoutHlc: options.withoutHlc ?? false,
+            },
+          }
+        : {}),
     }
     const config = parseClusterConfig(file, 'the dev cluster config')
     await writeFile(`${configPath}.tmp`, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })

@@ -1,0 +1,145 @@
+/**
+ * The benchmark switches of a Redis-backed cluster (the config's `benchmark` section, set by
+ * `causeway dev --backend redis --wan-delay MS --without-hlc`): shipping between regions takes the
+ * emulated WAN delay, and the "without HLC" ablation makes a write wait at its leader until the
+ * leader has applied the write's dependency vector, as the embedded cluster's ablation does. Two
+ * real redis-servers and two gateways (one per region) shipping to each other over HTTP.
+ */
+import { hlcFrom, hlcMillis } from '@causeway/core'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import type { WriteRequest } from '../../src/cluster/cluster-service.js'
+import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
+import { freePort, startRedis, stopAllRedis, type RedisServer } from '../support/redis-server.js'
+
+const WAN_MS = 300
+
+let servers: RedisServer[] = []
+const gateways: GatewayServer[] = []
+let namespace = 0
+
+beforeAll(async () => {
+  servers = await Promise.all([
+    startRedis({ appendfsync: 'everysec' }),
+    startRedis({ appendfsync: 'everysec' }),
+  ])
+}, 20_000)
+
+afterEach(async () => {
+  await Promise.all(gateways.splice(0).map((g) => g.close()))
+})
+
+afterAll(async () => {
+  await stopAllRedis()
+})
+
+/** Both regions of a fresh cluster (its own Redis namespace on the shared servers). */
+async function start(benchmark: { wanDelayMs: number; withoutHlc: boolean }) {
+  const ports = [await freePort(), await freePort()]
+  const config = parseClusterConfig({
+    format: 1,
+    cluster: `switches-${++namespace}`,
+    partitions: 1,
+    regions: servers.map((s, d) => ({
+      name: `r${d}`,
+      url: `http://127.0.0.1:${ports[d]}`,
+      replicas: [[s.url]],
+    })),
+    auth: { clusterSecret: 'cluster-secret-for-the-test' },
+    shipping: { leaseMs: 600, retryMaxMs: 200 },
+    benchmark,
+  })
+  for (const [d, port] of ports.entries()) {
+    gateways.push(
+      await startGateway({ config, region: d, port, cluster: { onEvent: () => undefined } }),
+    )
+  }
+  const [g0, g1] = gateways as [GatewayServer, GatewayServer]
+  // Wait for both shipping leases, so shipping starts at once in the measurements below.
+  const deadline = Date.now() + 5000
+  while (g0.cluster.shippingLeases().length + g1.cluster.shippingLeases().length < 2) {
+    if (Date.now() > deadline) throw new Error('the shipping leases were never taken')
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  return { g0, g1 }
+}
+
+const write = (key: string, extra: Partial<WriteRequest> = {}): WriteRequest => ({
+  key,
+  partition: 0,
+  value: '"v"',
+  dt: hlcFrom(0, 0),
+  durability: 'leader',
+  level: 'session',
+  ...extra,
+})
+
+describe('Redis cluster benchmark switches', () => {
+  it('delays shipping between regions by the WAN delay', async () => {
+    const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: false })
+    const first = await g0.cluster.service.write(write('k'))
+    const started = performance.now()
+    const leader = g1.cluster.replicas[0]![0]!
+    expect(leader.sv()[0] ?? 0).toBeLessThan(first.idx)
+    expect(await leader.waitFor([first.idx, 0], Date.now() + 5000)).toBe(true)
+    // One way there; the shipper may also have been idle for a poll first.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(WAN_MS - 30)
+    expect(performance.now() - started).toBeLessThan(WAN_MS + 1500)
+  }, 15_000)
+
+  it('without HLC, makes a write wait at the leader until its dependencies are applied', async () => {
+    const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: true })
+    const first = await g0.cluster.service.write(write('k'))
+    const started = performance.now()
+    const second = await g1.cluster.service.write(
+      write('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
+    )
+    const took = performance.now() - started
+    // It could not be accepted before region 0's write was shipped, and it says how long it waited.
+    expect(took).toBeGreaterThanOrEqual(WAN_MS - 30)
+    expect(second.waitedMs).toBeGreaterThanOrEqual(WAN_MS - 30)
+    expect(second.waitedMs).toBeLessThanOrEqual(took + 1)
+    expect(g1.cluster.replicas[0]![0]!.sv()[0]).toBeGreaterThanOrEqual(first.idx)
+    expect(second.ts > first.ts).toBe(true)
+
+    // Stamped from the leader's clock only: a dt far ahead does not push the stamp.
+    const dt = hlcFrom(Date.now() + 10_000, 0)
+    const third = await g0.cluster.service.write(write('j', { dt }))
+    expect(hlcMillis(third.ts)).toBeLessThan(hlcMillis(dt))
+    // A write with nothing to wait for reports 0, and an eventual write never waits.
+    expect(third.waitedMs).toBe(0)
+    const eventual = await g1.cluster.service.write(
+      write('e', { level: 'eventual', need: { epoch: third.epoch, need: [third.idx + 1000, 0] } }),
+    )
+    expect(eventual.waitedMs).toBe(0)
+  }, 15_000)
+
+  it('with HLC (the default), the same write does not wait: its stamp orders it', async () => {
+    const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: false })
+    const first = await g0.cluster.service.write(write('k'))
+    const started = performance.now()
+    const second = await g1.cluster.service.write(
+      write('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
+    )
+    expect(performance.now() - started).toBeLessThan(WAN_MS - 50)
+    expect(second.waitedMs).toBeUndefined()
+    expect(g1.cluster.replicas[0]![0]!.sv()[0] ?? 0).toBeLessThan(first.idx)
+    expect(second.ts > first.ts).toBe(true)
+  }, 15_000)
+
+  it('reads the switches from the config, off by default', () => {
+    const base = {
+      format: 1,
+      cluster: 'c',
+      partitions: 1,
+      regions: [{ name: 'a', url: 'http://127.0.0.1:1', replicas: [['redis://127.0.0.1:2']] }],
+    }
+    expect(parseClusterConfig(base).benchmark).toEqual({ wanDelayMs: 0, withoutHlc: false })
+    expect(() => parseClusterConfig({ ...base, benchmark: { wanDelayMs: -1 } })).toThrow(
+      /benchmark\.wanDelayMs/,
+    )
+    expect(() => parseClusterConfig({ ...base, benchmark: { hlc: false } })).toThrow(
+      /unknown field "hlc"/,
+    )
+  })
+})
