@@ -476,6 +476,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     if (accepted.length > 0 || mutations.some((m) => m.kind === 'sets')) {
       for (const entry of accepted) this.#clock.observe(entry.ts)
       await this.#db.batch(await this.#operations(accepted, siblingWrites, sv), this.#durable)
+      this.#sets.committed() // before anything is acknowledged: `has` reads its cache
     }
 
     const advanced = sv.some((idx, d) => idx !== this.#sv[d])

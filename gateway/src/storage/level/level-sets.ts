@@ -59,15 +59,9 @@ import {
   type SetWrite,
 } from '../set-replica.js'
 import { deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
-import {
-  CommitKv,
-  SET_NAMESPACE,
-  StoreKv,
-  type StoreOp,
-  fromStoreString,
-  toStoreString,
-} from './level-set-kv.js'
+import { CommitKv, SET_NAMESPACE, StoreKv, type StoreOp, toStoreString } from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
+import { SetReadCache, type CachedSetState, type SetReadCacheOptions } from './set-read-cache.js'
 
 /** Options of {@link LevelSets}. */
 export interface LevelSetsOptions {
@@ -86,6 +80,8 @@ export interface LevelSetsOptions {
   compactDelayMs?: number
   /** Told about failed background compactions (they are retried by the next one). */
   onError?: (error: unknown) => void
+  /** Bounds of the in-memory tombstones and stamps `has` reads (`set-read-cache.ts`). */
+  cache?: SetReadCacheOptions
 }
 
 /** The tag of the stamp key, after the codec's `c`/`d`/`e`/`n` (left to backends). */
@@ -134,6 +130,39 @@ function decodeStamp(bytes: Uint8Array | undefined, regions: number): SetStamp {
   return { seen, ts: parsed.ts }
 }
 
+// Just past an element's keys, from its first key (whose last byte is the terminator 0x01).
+function elementEndOf(start: string): string {
+  return start.slice(0, -1) + '\x02'
+}
+
+// The live dots of an element from its keys (each its first key plus a 12-byte dot, as latin1
+// code units: actor u32be, counter u64be), decoded straight from the strings.
+function membership(
+  stored: readonly string[],
+  startLength: number,
+  state: CachedSetState,
+): SetMembership {
+  const dots: Dot[] = []
+  for (const key of stored) {
+    if (key.length !== startLength + 12)
+      throw new CausewayError('INTERNAL', 'corrupt bigset key: not an element key of this set')
+    const at = startLength
+    const actor = u32(key, at)
+    const counter = u32(key, at + 4) * 0x1_0000_0000 + u32(key, at + 8)
+    const dot = { actor, counter }
+    if (!hasSeen(state.tombstone, dot)) dots.push(dot)
+  }
+  // A copy: the cached stamp is shared by every read until the next write.
+  return { dots, stamp: { seen: [...state.stamp.seen], ts: state.stamp.ts } }
+}
+
+function u32(text: string, at: number): number {
+  return (
+    text.charCodeAt(at) * 0x100_0000 +
+    ((text.charCodeAt(at + 1) << 16) | (text.charCodeAt(at + 2) << 8) | text.charCodeAt(at + 3))
+  )
+}
+
 /** The entries of a commit that are set writes: `key` (the set name) and `setDelta`. */
 export interface SetCommitEntry {
   origin: number
@@ -161,6 +190,10 @@ export class LevelSets {
   readonly #targets = new Map<string, Targets>()
   #targetCount = 0
   #timer: ReturnType<typeof setTimeout> | undefined
+  /** Tombstones and stamps for `has`, kept by the commits (`set-read-cache.ts`). */
+  readonly #cache: SetReadCache
+  /** The states the commit being written leaves its sets in, for the cache once it is written. */
+  #writing: Map<string, CachedSetState> | undefined
 
   constructor(options: LevelSetsOptions) {
     this.#db = options.db
@@ -170,6 +203,12 @@ export class LevelSets {
     this.#requestCommit = options.requestCommit
     this.#compactDelayMs = options.compactDelayMs ?? 50
     this.#onError = options.onError ?? (() => {})
+    this.#cache = new SetReadCache(options.cache)
+  }
+
+  /** Sets whose tombstone and stamp are cached now (tests). */
+  get cachedSets(): number {
+    return this.#cache.size
   }
 
   /** Registers a local write for its commit (the leader validated it with `checkSetWrite`). */
@@ -189,12 +228,15 @@ export class LevelSets {
   close(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
+    this.#cache.clear()
+    this.#writing = undefined
   }
 
   /**
    * Plans the set entries of one commit, in order, plus any pending compaction, and returns the
    * store operations. Fills in `setDelta` of local writes. Must run inside the replica's commit:
-   * no other write may reach the store until these operations are written.
+   * no other write may reach the store until these operations are written, and the replica
+   * calls {@link committed} once they are (before acknowledging anything of the commit).
    */
   async commitOps(entries: readonly SetCommitEntry[]): Promise<StoreOp[]> {
     const kv = new CommitKv(this.#db)
@@ -254,7 +296,20 @@ export class LevelSets {
       kv.putText(stampKey(state.keys), JSON.stringify(state.stamp))
     }
     if (targeted) this.#scheduleCompaction()
-    return kv.ops()
+    const ops = kv.ops()
+    // From here until `committed`, `has` reads these sets from a snapshot.
+    this.#writing = new Map()
+    for (const [name, state] of states)
+      this.#writing.set(name, { tombstone: state.clocks.tombstone, stamp: state.stamp })
+    this.#cache.starting(states.keys())
+    return ops
+  }
+
+  /** The operations of the last {@link commitOps} are written (and about to be acknowledged). */
+  committed(): void {
+    if (this.#writing === undefined) return
+    this.#cache.finished(this.#writing)
+    this.#writing = undefined
   }
 
   async #plan(
@@ -337,30 +392,47 @@ export class LevelSets {
 
   // ---- reads ----
 
-  /** See `ReplicaSets.has`: the element's keys, the tombstone and the stamp, from one snapshot. */
+  /**
+   * See `ReplicaSets.has`: the element's keys (one seek) with the set's tombstone and stamp as of
+   * the same state. Usually the tombstone and stamp come from the cache and the seek is the only
+   * read: the cache's seqlock proves no commit touched the set meanwhile. While one is being
+   * written, or when a commit touched the set during the seek, all is read from one snapshot.
+   */
   async has(name: string, element: string): Promise<SetMembership> {
     checkElement(element)
+    const seen = this.#cache.observe(name, () => levelSetKeys(name))
+    if (seen === undefined) return this.#hasAtSnapshot(name, element)
+    const { keys } = seen
+    const start = toStoreString(keys.elementStart(element))
+    const range = { gte: start, lt: elementEndOf(start) }
+    if (seen.state !== undefined) {
+      const stored = await this.#db.keys(range).all()
+      if (!this.#cache.unchanged(name, seen.ticket)) return this.#hasAtSnapshot(name, element)
+      return membership(stored, start.length, seen.state)
+    }
+    const [[tombstone, stamp], stored] = await Promise.all([
+      new StoreKv(this.#db).getMany([keys.tombstone, stampKey(keys)]),
+      this.#db.keys(range).all(),
+    ])
+    if (!this.#cache.unchanged(name, seen.ticket)) return this.#hasAtSnapshot(name, element)
+    const state = { tombstone: decodeClock(tombstone), stamp: decodeStamp(stamp, this.#regions) }
+    this.#cache.remember(name, seen, state)
+    return membership(stored, start.length, state)
+  }
+
+  // `has` from one snapshot: the element's keys, the tombstone and the stamp.
+  async #hasAtSnapshot(name: string, element: string): Promise<SetMembership> {
     const keys = levelSetKeys(name)
+    const start = toStoreString(keys.elementStart(element))
     const snapshot = this.#db.snapshot()
     try {
       // Both reads at once, from one snapshot: the clocks and the element's own keys (a seek).
       const [[tombstone, stamp], stored] = await Promise.all([
         new StoreKv(this.#db, snapshot).getMany([keys.tombstone, stampKey(keys)]),
-        this.#db
-          .keys({
-            gte: toStoreString(keys.elementStart(element)),
-            lt: toStoreString(keys.elementEnd(element)),
-            snapshot,
-          })
-          .all(),
+        this.#db.keys({ gte: start, lt: elementEndOf(start), snapshot }).all(),
       ])
-      const covered = decodeClock(tombstone)
-      const dots: Dot[] = []
-      for (const key of stored) {
-        const { dot } = keys.decodeElement(fromStoreString(key))
-        if (!hasSeen(covered, dot)) dots.push(dot)
-      }
-      return { dots, stamp: decodeStamp(stamp, this.#regions) }
+      const state = { tombstone: decodeClock(tombstone), stamp: decodeStamp(stamp, this.#regions) }
+      return membership(stored, start.length, state)
     } finally {
       await snapshot.close()
     }
