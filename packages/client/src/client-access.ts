@@ -1,22 +1,27 @@
 /**
- * What a part of the SDK built on a {@link Causeway} (such as `db.set(name)`) reaches of it: its
- * transport, session, routes and defaults, plus the two read and write exchanges every call is
- * made of, with NuKV's session bookkeeping and the read retries of `read-retry.ts`.
+ * The two exchanges every call of the SDK is made of, for keys (`client.ts`) and sets (`set.ts`)
+ * alike, and what they reach of a {@link Causeway} (its transport, session, routes and defaults).
+ *
+ * A read sends the session's vector for its partition and retries as `read-retry.ts` says; a
+ * write sends the dependency time its level picks and is never retried. Either way the reply is
+ * checked and then recorded in the session here, and only here (NuKV Algorithm 1).
  */
 import {
   CausewayError,
   HEADER_AFTER,
+  HEADER_CONTEXT,
   HEADER_DT,
   HLC_ZERO,
   SessionNotAvailableError,
   formatReadNeed,
   type Hlc,
-  type ReadLevel,
+  type ReadObservation,
   type ReplicaChoice,
   type Session,
   type WriteLevel,
 } from '@causeway/core'
 import { CallDeadline } from './call-deadline.js'
+import type { WriteResult } from './client.js'
 import {
   checkDurability,
   checkRead,
@@ -36,10 +41,11 @@ import {
   waitShare,
   type ReadRetryScope,
 } from './read-retry.js'
+import { checkWriteReply } from './replies.js'
 import { findRegion, type RegionRoute } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
 
-/** The parts of a client its extensions use. */
+/** The parts of a client its calls use. */
 export interface ClientParts {
   readonly transport: Transport
   /** Headers of every request. */
@@ -59,41 +65,49 @@ export interface ClientParts {
   throwIfClosed(): void
 }
 
-/** One read exchange: a `GET` of `path` (its query so far), retried as `get` is. */
-export interface ReadCall {
+/** A read reply, checked, and what it tells the session about the read's partition. */
+export interface CheckedRead<R> {
+  reply: R
+  /** Every version the reply shows (each one of its own region); recorded in the session. */
+  observed: readonly ReadObservation[]
+}
+
+/** One read exchange: a `GET` of `path` (its query so far), retried on refusals. */
+export interface ReadCall<R> {
   /** Partition the read's vector is for. */
   partition: number
   /** Path and query without `level`, `replica` and `timeoutMs` (the call adds them). */
   path: string
-  /** For error messages: `has "x"`. */
+  /** For error messages: `get "x"`. */
   what: string
   options: ReadOptions | undefined
+  /**
+   * Checks a success reply's body, throwing `INTERNAL` when it is malformed. Runs before anything
+   * is recorded, so a malformed reply leaves the session alone.
+   */
+  check(body: unknown, regions: number): CheckedRead<R>
 }
 
-/** A successful read: the reply body (checked by the caller) and the attempts it took. */
-export interface ReadOutcome {
-  body: unknown
-  level: ReadLevel
+/** A successful read: the checked reply (already recorded) and the attempts it took. */
+export interface ReadOutcome<R> {
+  reply: R
   attempts: number
 }
 
 /**
  * Sends a read with the session's vector for `call.partition`, retrying on
- * `SESSION_NOT_AVAILABLE` (leader, then home region) and on unreachable gateways, as `get` does.
- * The caller records the reply in the session.
+ * `SESSION_NOT_AVAILABLE` (leader, then home region) and on unreachable gateways, and records the
+ * reply in the session.
  */
-export async function readCall(parts: ClientParts, call: ReadCall): Promise<ReadOutcome> {
+export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promise<ReadOutcome<R>> {
   const { options } = call
-  parts.throwIfClosed()
-  options?.signal?.throwIfAborted()
+  const { region: target, timeoutMs } = callScope(parts, options)
   const d = parts.defaults
   const level = options?.read === undefined ? d.read : checkRead(options.read)
   const replica = options?.replica === undefined ? d.replica : checkReplica(options.replica)
-  const timeoutMs = parts.timeout(options?.timeoutMs)
   const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
-  const target =
-    options?.region === undefined ? parts.home : findRegion(parts.regions, options.region)
   const need = parts.session.readNeed(call.partition, level)
+  // Computed once: every attempt, retries included, sends exactly this vector.
   const after = need && formatReadNeed(need)
   const scope: ReadRetryScope = {
     retry,
@@ -114,6 +128,7 @@ export async function readCall(parts: ClientParts, call: ReadCall): Promise<Read
       const region = step === STEP_HOME ? parts.home : target
       const choice: ReplicaChoice = step === 0 ? replica : step === STEP_LEADER ? 'leader' : 'any'
       const waitMs = waitShare(deadline.remaining(), reserve, stepsAfter(step, scope))
+      // A fallback with no time left to wait cannot succeed where the last attempt failed.
       if (waitMs <= 0 && lastRefusal) throw finalRefusal(lastRefusal, attempts)
       deadline.throwIfStopped(call.what, { attempts })
       attempts++
@@ -132,7 +147,12 @@ export async function readCall(parts: ClientParts, call: ReadCall): Promise<Read
         if (step < 0) throw lastRefusal
         continue
       }
-      if (res.status === 200) return { body: res.body, level, attempts }
+      if (res.status === 200) {
+        const { reply, observed } = call.check(res.body, parts.regions.length)
+        for (const o of observed) parts.session.observeRead(call.partition, o)
+        parts.changed()
+        return { reply, attempts }
+      }
       const error = CausewayError.fromBody(res.body, res.status)
       if (error.code !== 'SESSION_NOT_AVAILABLE' && !isUnavailable(error)) throw error
       lastRefusal = error
@@ -145,84 +165,109 @@ export async function readCall(parts: ClientParts, call: ReadCall): Promise<Read
   }
 }
 
-/** One write exchange: a `POST` of a JSON body to `path` at the leader of the call's region. */
+/** One write exchange: `method` on `path` at the leader of the call's region. */
 export interface WriteCall {
+  method: 'PUT' | 'DELETE' | 'POST'
   partition: number
   /** Path without query. */
   path: string
-  body: string
+  /** JSON text; undefined for a request without a body (a delete). */
+  body: string | undefined
+  /** For error messages: `put "x"`. */
   what: string
   options: Omit<WriteOptions, 'context'> | undefined
+  /** Siblings namespaces: the causal context the write supersedes (`causeway-context`). */
+  context?: string | undefined
   /**
    * Also send the session's vector for the partition (`causeway-after`), so the leader first
    * covers what the session has read and written.
    */
   withVector?: boolean
-}
-
-/** A successful write: the reply body (checked by the caller). */
-export interface WriteOutcome {
-  body: unknown
+  /**
+   * The route takes `timeoutMs`, how long its leader may wait to cover that vector (the set
+   * routes do; the kv routes refuse it).
+   */
+  leaderWaits?: boolean
 }
 
 /**
- * Sends a write with the dependency time its level picks; never retried (a failed send may or
- * may not have been applied). The caller records the reply in the session.
+ * Sends a write with the dependency time its level picks and records the reply in the session.
+ * Never retried: a failed send may or may not have been applied.
  */
-export async function writeCall(parts: ClientParts, call: WriteCall): Promise<WriteOutcome> {
+export async function writeCall(parts: ClientParts, call: WriteCall): Promise<WriteResult> {
   const { options } = call
-  parts.throwIfClosed()
-  options?.signal?.throwIfAborted()
+  const { region, timeoutMs } = callScope(parts, options)
   const d = parts.defaults
   const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
   const durability =
     options?.durability === undefined ? d.durability : checkDurability(options.durability)
-  const timeoutMs = parts.timeout(options?.timeoutMs)
-  const region =
-    options?.region === undefined ? parts.home : findRegion(parts.regions, options.region)
   const dt: Hlc = parts.session.writeDependency(level)
-  const headers: Record<string, string> = {
-    ...parts.headers,
-    'content-type': 'application/json',
-  }
+  const headers = { ...parts.headers }
   if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
+  if (call.context !== undefined) headers[HEADER_CONTEXT] = call.context
+  if (call.body !== undefined) headers['content-type'] = 'application/json'
   if (call.withVector === true && level !== 'eventual') {
     const need = parts.session.readNeed(call.partition, 'session')
     const after = need && formatReadNeed(need)
     if (after !== undefined) headers[HEADER_AFTER] = after
   }
-  const leaderWaitMs = Math.max(0, timeoutMs - replyReserve(timeoutMs))
-  const url =
-    region.url +
-    call.path +
-    `?level=${level}&durability=${durability}&timeoutMs=${Math.floor(leaderWaitMs)}`
+  let url = region.url + call.path + '?level=' + level + '&durability=' + durability
+  if (call.leaderWaits === true)
+    url += '&timeoutMs=' + Math.floor(Math.max(0, timeoutMs - replyReserve(timeoutMs)))
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
   let res: TransportResponse
   try {
     res = await parts.transport.request({
-      method: 'POST',
+      method: call.method,
       url,
       headers,
       body: call.body,
       signal: deadline.signal,
     })
   } catch (cause) {
+    // The request may have reached the leader: say so, and do not resend it.
     deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)
     throw unreachable(region, cause, ' (the write may or may not have been applied)')
   } finally {
     deadline.dispose()
   }
   if (res.status !== 200) throw CausewayError.fromBody(res.body, res.status)
-  return { body: res.body }
+  const reply = checkWriteReply(res.body, parts.regions.length)
+  parts.session.observeWrite(call.partition, reply)
+  parts.changed()
+  return {
+    ts: reply.ts,
+    dc: reply.dc,
+    idx: reply.idx,
+    epoch: reply.epoch,
+    region: reply.region,
+    context: reply.context,
+  }
+}
+
+/**
+ * The start of every exchange: a closed client or an aborted call goes no further; then the
+ * region the call goes to and its time budget, checked.
+ */
+function callScope(
+  parts: ClientParts,
+  options: Pick<ReadOptions, 'region' | 'timeoutMs' | 'signal'> | undefined,
+): { region: RegionRoute; timeoutMs: number } {
+  parts.throwIfClosed()
+  options?.signal?.throwIfAborted()
+  return {
+    region: options?.region === undefined ? parts.home : findRegion(parts.regions, options.region),
+    timeoutMs: parts.timeout(options?.timeoutMs),
+  }
 }
 
 /** A gateway that answers but cannot serve now (shutting down, backend down): try elsewhere. */
-export function isUnavailable(error: CausewayError): boolean {
+function isUnavailable(error: CausewayError): boolean {
   return error.code === 'SHUTTING_DOWN' || error.code === 'BACKEND_UNAVAILABLE'
 }
 
 /** The error of a call whose gateway could not be reached. */
-export function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
+function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
   const why = cause instanceof Error ? cause.message : String(cause)
   return new CausewayError(
     'NETWORK_ERROR',
@@ -233,7 +278,7 @@ export function unreachable(region: RegionRoute, cause: unknown, note = ''): Cau
 }
 
 /** The error a read throws after its last attempt: a refusal names how many attempts it made. */
-export function finalRefusal(error: CausewayError, attempts: number): CausewayError {
+function finalRefusal(error: CausewayError, attempts: number): CausewayError {
   if (error.code !== 'SESSION_NOT_AVAILABLE') return error
   return new SessionNotAvailableError(
     `${error.message} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,

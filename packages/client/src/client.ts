@@ -2,8 +2,9 @@
  * The client: `get`, `put` and `delete` with per-call consistency levels over the NuKV session
  * (Algorithm 1). Each call validates its input, computes the key's partition once, sends the
  * vector (reads) or dependency time (writes) its level picks, and records the reply in the
- * session. Reads fall back to the region's leader and the home region on
- * `SESSION_NOT_AVAILABLE` (see `read-retry.ts`); writes are never retried.
+ * session, through the exchanges of `client-access.ts` that sets use too: reads fall back to the
+ * region's leader and the home region on `SESSION_NOT_AVAILABLE` (see `read-retry.ts`); writes
+ * are never retried.
  *
  * Keys of a `siblings` namespace (see the topology's `namespaces`) read as every concurrent
  * version plus a causal context; a write that passes the context back supersedes what was read.
@@ -14,50 +15,31 @@
 import {
   CausewayError,
   type ConflictMode,
-  HLC_ZERO,
   type Hlc,
   type Namespaces,
+  type ReadObservation,
   type ReadReply,
-  type ReplicaChoice,
   type Session,
   type Topology,
-  type WriteLevel,
   checkKey,
   checkNamespaces,
   conflictModeOf,
   decodeCausalContext,
-  formatReadNeed,
   partitionOf,
   utf8Length,
 } from '@causeway/core'
-import { CallDeadline } from './call-deadline.js'
-import { type ClientParts, finalRefusal, isUnavailable, unreachable } from './client-access.js'
+import { type CheckedRead, type ClientParts, readCall, writeCall } from './client-access.js'
 import { CausewaySet } from './set.js'
-import { HEADER_AFTER, HEADER_CONTEXT, HEADER_DT } from '@causeway/core'
 import {
   type ReadOptions,
   type ResolveOptions,
   type ResolvedDefaults,
   type WriteOptions,
-  checkDurability,
-  checkRead,
-  checkReplica,
-  checkRetry,
   checkTimeout,
-  checkWrite,
 } from './options.js'
-import { checkReadReply, checkWriteReply } from './replies.js'
-import {
-  type ReadRetryScope,
-  STEP_HOME,
-  STEP_LEADER,
-  nextStep,
-  replyReserve,
-  stepsAfter,
-  waitShare,
-} from './read-retry.js'
-import { type RegionRoute, findRegion } from './topology.js'
-import type { Transport, TransportResponse } from './transport.js'
+import { checkReadReply } from './replies.js'
+import type { RegionRoute } from './topology.js'
+import type { Transport } from './transport.js'
 
 /** One concurrent version of a key in a siblings namespace. */
 export interface Sibling<T = unknown> {
@@ -179,7 +161,6 @@ export class Causeway {
   readonly defaults: Readonly<ResolvedDefaults>
   readonly #transport: Transport
   readonly #ownsTransport: boolean
-  readonly #headers: Record<string, string>
   readonly #closing = new AbortController()
   readonly #listeners = new Set<SessionListener>()
   readonly #partitions: number
@@ -187,6 +168,8 @@ export class Causeway {
   readonly #maxValueBytes: number
   readonly #maxTimeoutMs: number
   readonly #namespaces: Namespaces
+  // What the exchanges (and sets) reach of this client.
+  readonly #parts: ClientParts
   /**
    * The context each object or array a read returned (as the key's only value) or a write wrote
    * belongs with, so writing that object back supersedes what was read. Weak: forgotten with it.
@@ -202,12 +185,25 @@ export class Causeway {
     this.defaults = Object.freeze({ ...init.defaults })
     this.#transport = init.transport
     this.#ownsTransport = init.ownsTransport
-    this.#headers = init.headers
     this.#partitions = init.topology.partitions
     this.#maxKeyBytes = init.topology.limits.maxKeyBytes
     this.#maxValueBytes = init.topology.limits.maxValueBytes
     this.#maxTimeoutMs = init.topology.limits.maxTimeoutMs
     this.#namespaces = checkNamespaces(init.topology.namespaces)
+    this.#parts = {
+      transport: init.transport,
+      headers: init.headers,
+      session: this.session,
+      regions: this.regions,
+      home: this.home,
+      defaults: this.defaults,
+      partitions: this.#partitions,
+      maxKeyBytes: this.#maxKeyBytes,
+      closing: this.#closing.signal,
+      timeout: (timeoutMs) => this.#timeout(timeoutMs),
+      changed: () => this.#changed(),
+      throwIfClosed: () => this.#throwIfClosed(),
+    }
   }
 
   /** Whether `close()` was called. */
@@ -227,25 +223,7 @@ export class Causeway {
    */
   set(name: string): CausewaySet {
     checkKey(name, this.#maxKeyBytes)
-    return new CausewaySet(name, this.#parts())
-  }
-
-  // What extensions such as sets reach of this client.
-  #parts(): ClientParts {
-    return {
-      transport: this.#transport,
-      headers: this.#headers,
-      session: this.session,
-      regions: this.regions,
-      home: this.home,
-      defaults: this.defaults,
-      partitions: this.#partitions,
-      maxKeyBytes: this.#maxKeyBytes,
-      closing: this.#closing.signal,
-      timeout: (timeoutMs) => this.#timeout(timeoutMs),
-      changed: () => this.#changed(),
-      throwIfClosed: () => this.#throwIfClosed(),
-    }
+    return new CausewaySet(name, this.#parts)
   }
 
   /**
@@ -265,88 +243,28 @@ export class Causeway {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
-    const d = this.defaults
-    const level = options?.read === undefined ? d.read : checkRead(options.read)
-    const replica = options?.replica === undefined ? d.replica : checkReplica(options.replica)
-    const timeoutMs = this.#timeout(options?.timeoutMs)
-    const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
-    const target =
-      options?.region === undefined ? this.home : findRegion(this.regions, options.region)
-
-    const p = partitionOf(key, this.#partitions)
-    const need = this.session.readNeed(p, level)
-    // Computed once: every attempt, retries included, sends exactly this vector.
-    const after = need && formatReadNeed(need)
-    const path = '/v1/kv/' + encodeURIComponent(key) + '?level=' + level + '&replica='
-    const scope: ReadRetryScope = {
-      retry,
-      askedLeader: replica === 'leader',
-      awayFromHome: target !== this.home,
-    }
-    const headers = { ...this.#headers }
-    if (after !== undefined) headers[HEADER_AFTER] = after
-    const reserve = replyReserve(timeoutMs)
-    const deadline = new CallDeadline(timeoutMs, options?.signal, this.#closing.signal)
-    let step = 0
-    let attempts = 0
-    let lastRefusal: CausewayError | undefined
-    try {
-      for (;;) {
-        const region = step === STEP_HOME ? this.home : target
-        const choice: ReplicaChoice = step === 0 ? replica : step === STEP_LEADER ? 'leader' : 'any'
-        const waitMs = waitShare(deadline.remaining(), reserve, stepsAfter(step, scope))
-        // A fallback with no time left to wait cannot succeed where the last attempt failed.
-        if (waitMs <= 0 && lastRefusal) throw finalRefusal(lastRefusal, attempts)
-        deadline.throwIfStopped(`get ${JSON.stringify(key)}`, { attempts })
-        attempts++
-        let res: TransportResponse
-        try {
-          res = await this.#transport.request({
-            method: 'GET',
-            url: region.url + path + choice + '&timeoutMs=' + waitMs,
-            headers,
-            signal: deadline.signal,
-          })
-        } catch (cause) {
-          deadline.throwIfStopped(`get ${JSON.stringify(key)}`, { attempts })
-          lastRefusal = unreachable(region, cause)
-          step = nextStep(step, scope, 'unreachable', false)
-          if (step < 0) throw lastRefusal
-          continue
-        }
-        if (res.status === 200) {
-          const reply = checkReadReply(res.body, this.regions.length)
-          this.session.observeRead(p, reply)
-          // Each sibling is a version of its own region: the session must cover them all.
-          for (const s of reply.siblings ?? [])
-            this.session.observeRead(p, { epoch: reply.epoch, ts: s.ts, dc: s.dc, idx: s.idx })
-          this.#changed()
-          const value = reply.found ? (reply.value as T | undefined) : undefined
-          if (reply.context !== undefined && typeof value === 'object' && value !== null)
-            this.#contexts.set(value, { key, context: reply.context })
-          return {
-            found: reply.found,
-            value,
-            ...siblingsOf<T>(reply),
-            ts: reply.ts,
-            dc: reply.dc,
-            idx: reply.idx,
-            epoch: reply.epoch,
-            region: reply.region,
-            replica: reply.replica,
-            waitedMs: reply.waitedMs,
-            attempts,
-          }
-        }
-        const error = CausewayError.fromBody(res.body, res.status)
-        if (error.code !== 'SESSION_NOT_AVAILABLE' && !isUnavailable(error)) throw error
-        lastRefusal = error
-        const leaderServed = error.details?.role === 'leader'
-        step = nextStep(step, scope, isUnavailable(error) ? 'unreachable' : 'session', leaderServed)
-        if (step < 0) throw finalRefusal(error, attempts)
-      }
-    } finally {
-      deadline.dispose()
+    const { reply, attempts } = await readCall(this.#parts, {
+      partition: partitionOf(key, this.#partitions),
+      path: '/v1/kv/' + encodeURIComponent(key),
+      what: `get ${JSON.stringify(key)}`,
+      options,
+      check: checkKeyRead,
+    })
+    const value = reply.found ? (reply.value as T | undefined) : undefined
+    if (reply.context !== undefined && typeof value === 'object' && value !== null)
+      this.#contexts.set(value, { key, context: reply.context })
+    return {
+      found: reply.found,
+      value,
+      ...siblingsOf<T>(reply),
+      ts: reply.ts,
+      dc: reply.dc,
+      idx: reply.idx,
+      epoch: reply.epoch,
+      region: reply.region,
+      replica: reply.replica,
+      waitedMs: reply.waitedMs,
+      attempts,
     }
   }
 
@@ -360,7 +278,15 @@ export class Causeway {
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const context = this.#contextFor(key, value, options?.context)
-    const written = await this.#write('PUT', key, this.#encodeValue(value), options, context)
+    const written = await writeCall(this.#parts, {
+      method: 'PUT',
+      partition: partitionOf(key, this.#partitions),
+      path: '/v1/kv/' + encodeURIComponent(key),
+      body: this.#encodeValue(value),
+      what: `put ${JSON.stringify(key)}`,
+      options,
+      context,
+    })
     if (typeof value === 'object' && value !== null && this.conflictMode(key) === 'siblings') {
       // Writing the same object again then supersedes this write, and only it.
       if (written.context !== undefined)
@@ -380,7 +306,15 @@ export class Causeway {
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const context = this.#contextFor(key, undefined, options?.context)
-    return this.#write('DELETE', key, undefined, options, context)
+    return writeCall(this.#parts, {
+      method: 'DELETE',
+      partition: partitionOf(key, this.#partitions),
+      path: '/v1/kv/' + encodeURIComponent(key),
+      body: undefined,
+      what: `delete ${JSON.stringify(key)}`,
+      options,
+      context,
+    })
   }
 
   /**
@@ -471,61 +405,6 @@ export class Causeway {
     return known?.key === key ? known.context : undefined
   }
 
-  async #write(
-    method: 'PUT' | 'DELETE',
-    key: string,
-    body: string | undefined,
-    options: WriteOptions | undefined,
-    context: string | undefined,
-  ): Promise<WriteResult> {
-    const d = this.defaults
-    const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
-    const durability =
-      options?.durability === undefined ? d.durability : checkDurability(options.durability)
-    const timeoutMs = this.#timeout(options?.timeoutMs)
-    const region =
-      options?.region === undefined ? this.home : findRegion(this.regions, options.region)
-
-    const p = partitionOf(key, this.#partitions)
-    const dt = this.session.writeDependency(level)
-    const headers = { ...this.#headers }
-    if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
-    if (context !== undefined) headers[HEADER_CONTEXT] = context
-    if (body !== undefined) headers['content-type'] = 'application/json'
-    const url =
-      region.url +
-      '/v1/kv/' +
-      encodeURIComponent(key) +
-      '?level=' +
-      level +
-      '&durability=' +
-      durability
-    const what = `${method === 'PUT' ? 'put' : 'delete'} ${JSON.stringify(key)}`
-    const deadline = new CallDeadline(timeoutMs, options?.signal, this.#closing.signal)
-    let res: TransportResponse
-    try {
-      res = await this.#transport.request({ method, url, headers, body, signal: deadline.signal })
-    } catch (cause) {
-      // The request may have reached the leader: say so, and do not resend it.
-      deadline.throwIfStopped(`${what} (it may or may not have been applied)`)
-      throw unreachable(region, cause, ' (the write may or may not have been applied)')
-    } finally {
-      deadline.dispose()
-    }
-    if (res.status !== 200) throw CausewayError.fromBody(res.body, res.status)
-    const reply = checkWriteReply(res.body, this.regions.length)
-    this.session.observeWrite(p, reply)
-    this.#changed()
-    return {
-      ts: reply.ts,
-      dc: reply.dc,
-      idx: reply.idx,
-      epoch: reply.epoch,
-      region: reply.region,
-      context: reply.context,
-    }
-  }
-
   #encodeValue(value: unknown): string {
     if (value === undefined || typeof value === 'function' || typeof value === 'symbol') {
       throw new CausewayError('INVALID_VALUE', `a value must be JSON; got ${typeof value}`)
@@ -581,6 +460,16 @@ export class Causeway {
       }
     }
   }
+}
+
+/** Checks a key's read reply; each sibling is a version of its own region, seen by the session. */
+function checkKeyRead(body: unknown, regions: number): CheckedRead<ReadReply> {
+  const reply = checkReadReply(body, regions)
+  if (reply.siblings === undefined) return { reply, observed: [reply] }
+  const observed: ReadObservation[] = [reply]
+  for (const s of reply.siblings)
+    observed.push({ epoch: reply.epoch, ts: s.ts, dc: s.dc, idx: s.idx })
+  return { reply, observed }
 }
 
 /** The sibling fields of a read result, from its reply. */

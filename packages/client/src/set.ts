@@ -17,9 +17,10 @@ import {
   isHlc,
   partitionOf,
   type Hlc,
+  type ReadObservation,
 } from '@causeway/core'
 import type { WriteResult } from './client.js'
-import { readCall, writeCall, type ClientParts } from './client-access.js'
+import { readCall, writeCall, type CheckedRead, type ClientParts } from './client-access.js'
 import type { ReadOptions, WriteOptions } from './options.js'
 
 /** Options of a set read (`has`, `size`): those of `get`. */
@@ -140,43 +141,37 @@ export class CausewaySet {
   /** Whether `element` is in the set, and its context. */
   async has(element: string, options?: SetReadOptions): Promise<SetHasResult> {
     checkElement(element)
-    const outcome = await readCall(this.#parts, {
+    const { reply, attempts } = await readCall(this.#parts, {
       partition: this.partition,
       path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
       what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
       options,
+      check: checkHas,
     })
-    const reply = this.#meta(outcome.body, 'has')
-    const body = outcome.body as { found?: unknown; ctx?: unknown }
-    if (typeof body.found !== 'boolean' || (body.ctx !== undefined && typeof body.ctx !== 'string'))
-      throw malformed('has', outcome.body)
     return {
-      found: body.found,
+      found: reply.found,
       element,
-      ctx: body.ctx as string | undefined,
+      ctx: reply.ctx,
       seen: reply.seen,
       ts: reply.ts,
       epoch: reply.epoch,
       region: reply.region,
       replica: reply.replica,
       waitedMs: reply.waitedMs,
-      attempts: outcome.attempts,
+      attempts,
     }
   }
 
   /** The number of elements (exact, as of the serving replica). */
   async size(options?: SetReadOptions): Promise<number> {
-    const outcome = await readCall(this.#parts, {
+    const { reply } = await readCall(this.#parts, {
       partition: this.partition,
       path: `${this.#path}/size`,
       what: `size of set ${JSON.stringify(this.name)}`,
       options,
+      check: checkSize,
     })
-    this.#meta(outcome.body, 'size')
-    const size = (outcome.body as { size?: unknown }).size
-    if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
-      throw malformed('size', outcome.body)
-    return size
+    return reply.size
   }
 
   /**
@@ -211,34 +206,27 @@ export class CausewaySet {
         if (cursor.after !== undefined) query += `&after=${encodeURIComponent(cursor.after)}`
         if (withContext === true) query += '&ctx=true'
         if (merge === true) query += '&merge=true'
-        const outcome = await readCall(this.#parts, {
+        const { reply } = await readCall(this.#parts, {
           partition: this.partition,
           path: `${this.#path}/scan?${query}`,
           what: `scan of set ${JSON.stringify(this.name)}`,
           options: read,
+          check: checkScanPage,
         })
-        const body = outcome.body as { elements?: unknown; next?: unknown; error?: unknown }
-        if (body?.error !== undefined) throw CausewayError.fromBody(body.error, 200)
-        this.#meta(outcome.body, 'scan')
-        if (
-          !Array.isArray(body.elements) ||
-          (body.next !== undefined && typeof body.next !== 'string')
-        )
-          throw malformed('scan', outcome.body)
-        for (const item of body.elements as unknown[]) {
+        for (const item of reply.elements) {
           if (withContext === true) {
             const e = item as Partial<SetElement>
             if (typeof e?.element !== 'string' || typeof e.ctx !== 'string')
-              throw malformed('scan', outcome.body)
+              throw malformed('scan', reply.body)
             yield { element: e.element, ctx: e.ctx }
           } else {
-            if (typeof item !== 'string') throw malformed('scan', outcome.body)
+            if (typeof item !== 'string') throw malformed('scan', reply.body)
             yield item
           }
           returned++
         }
-        if (body.next === undefined) return
-        cursor = { after: body.next }
+        if (reply.next === undefined) return
+        cursor = { after: reply.next }
       }
     }
     return { [Symbol.asyncIterator]: () => pages.call(this) }
@@ -253,7 +241,8 @@ export class CausewaySet {
     let result: WriteResult | undefined
     for (let i = 0; i < items.length; i += MAX_SET_WRITE_ELEMENTS) {
       const chunk = items.slice(i, i + MAX_SET_WRITE_ELEMENTS)
-      const { body } = await writeCall(this.#parts, {
+      result = await writeCall(this.#parts, {
+        method: 'POST',
         partition: this.partition,
         path: `${this.#path}/${op}`,
         body: JSON.stringify({ elements: chunk }),
@@ -261,62 +250,80 @@ export class CausewaySet {
         options,
         // A remove without a context removes what the leader holds once it covers the session.
         withVector: op === 'remove' && chunk.some((e) => typeof e === 'string'),
+        leaderWaits: true,
       })
-      const reply = body as Partial<WriteResult> | null
-      const regions = this.#parts.regions.length
-      if (
-        typeof reply !== 'object' ||
-        reply === null ||
-        !isHlc(reply.ts) ||
-        !isCount(reply.dc, 0, regions - 1) ||
-        !isCount(reply.idx, 1) ||
-        !isCount(reply.epoch, 1) ||
-        !isCount(reply.region, 0, regions - 1)
-      )
-        throw malformed(op, body)
-      this.#parts.session.observeWrite(this.partition, {
-        dc: reply.dc,
-        idx: reply.idx,
-        ts: reply.ts,
-        epoch: reply.epoch,
-      })
-      this.#parts.changed()
-      result = {
-        ts: reply.ts,
-        dc: reply.dc,
-        idx: reply.idx,
-        epoch: reply.epoch,
-        region: reply.region,
-        context: undefined,
-      }
     }
     return result!
   }
+}
 
-  // Checks the meta of a read reply and records it in the session: each region's `seen` is read.
-  #meta(body: unknown, what: string): ReadMeta {
-    const r = body as Partial<ReadMeta> | null
-    const regions = this.#parts.regions.length
-    if (
-      typeof r !== 'object' ||
-      r === null ||
-      !Array.isArray(r.seen) ||
-      r.seen.length !== regions ||
-      !r.seen.every((idx) => isCount(idx, 0)) ||
-      (r.ts !== undefined && !isHlc(r.ts)) ||
-      !isCount(r.epoch, 1) ||
-      !isCount(r.region, 0, regions - 1) ||
-      !isCount(r.replica, 0) ||
-      typeof r.waitedMs !== 'number'
-    )
-      throw malformed(what, body)
-    const meta = r as ReadMeta
-    meta.seen.forEach((idx, dc) => {
-      const observation = { epoch: meta.epoch, dc, idx, ...(meta.ts ? { ts: meta.ts } : {}) }
-      this.#parts.session.observeRead(this.partition, observation)
-    })
-    this.#parts.changed()
-    return meta
+/**
+ * Checks the meta every set read reply carries. Each region's `seen` is what the read reflects
+ * of that region's writes of the set: the session has read that far.
+ */
+function checkMeta(body: unknown, what: string, regions: number): CheckedRead<ReadMeta> {
+  const r = body as Partial<ReadMeta> | null
+  if (
+    typeof r !== 'object' ||
+    r === null ||
+    !Array.isArray(r.seen) ||
+    r.seen.length !== regions ||
+    !r.seen.every((idx) => isCount(idx, 0)) ||
+    (r.ts !== undefined && !isHlc(r.ts)) ||
+    !isCount(r.epoch, 1) ||
+    !isCount(r.region, 0, regions - 1) ||
+    !isCount(r.replica, 0) ||
+    typeof r.waitedMs !== 'number'
+  )
+    throw malformed(what, body)
+  const meta = r as ReadMeta
+  const observed = meta.seen.map((idx, dc): ReadObservation => ({
+    epoch: meta.epoch,
+    dc,
+    idx,
+    ...(meta.ts ? { ts: meta.ts } : {}),
+  }))
+  return { reply: meta, observed }
+}
+
+function checkHas(
+  body: unknown,
+  regions: number,
+): CheckedRead<ReadMeta & { found: boolean; ctx: string | undefined }> {
+  const { reply, observed } = checkMeta(body, 'has', regions)
+  const b = body as { found?: unknown; ctx?: unknown }
+  if (typeof b.found !== 'boolean' || (b.ctx !== undefined && typeof b.ctx !== 'string'))
+    throw malformed('has', body)
+  return { reply: { ...reply, found: b.found, ctx: b.ctx as string | undefined }, observed }
+}
+
+function checkSize(body: unknown, regions: number): CheckedRead<{ size: number }> {
+  const { observed } = checkMeta(body, 'size', regions)
+  const size = (body as { size?: unknown }).size
+  if (typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0)
+    throw malformed('size', body)
+  return { reply: { size }, observed }
+}
+
+/** A scan page: its elements are checked one by one as the iteration reaches them. */
+interface ScanPage {
+  elements: unknown[]
+  next: string | undefined
+  /** The whole reply, for the error of a malformed element. */
+  body: unknown
+}
+
+function checkScanPage(body: unknown, regions: number): CheckedRead<ScanPage> {
+  const b = body as { elements?: unknown; next?: unknown; error?: unknown } | null
+  // A scan that failed after its reply began streaming ends with the error.
+  if (b?.error !== undefined) throw CausewayError.fromBody(b.error, 200)
+  const { observed } = checkMeta(body, 'scan', regions)
+  const page = body as { elements?: unknown; next?: unknown }
+  if (!Array.isArray(page.elements) || (page.next !== undefined && typeof page.next !== 'string'))
+    throw malformed('scan', body)
+  return {
+    reply: { elements: page.elements, next: page.next as string | undefined, body },
+    observed,
   }
 }
 
