@@ -1,0 +1,70 @@
+/** What the `bigsets` suite records (`bench/results/bigsets.json`). */
+import type { ClusterConfig } from '../cluster-process.js'
+
+/** Where a row was measured (see `suites/bigsets.ts`). */
+export type Level = 'storage' | 'end to end'
+
+/**
+ * What was inserted into: the decomposed set, or a whole-value set read, modified and written
+ * whole (`whole-value-sets.ts`): riak_dt's ORSWOT, or a plain array (not a CRDT).
+ */
+export type Store = 'decomposed' | 'orswot' | 'array'
+
+/** One measured window of inserts. */
+export interface InsertRow {
+  level: Level
+  store: Store
+  /** Clients inserting at once. */
+  concurrency: number
+  /** Target size: the set holds about this many elements while measured. */
+  size: number
+  ops: number
+  /** NaN (null in the JSON) when the store refused the value. */
+  opsPerS: number
+  meanMs: number
+  p95Ms: number
+  /**
+   * End to end: ms from the window's last reply until every replica of both regions had applied
+   * its writes, as a follower read in each region saw it (the read included); 0 at the storage
+   * level. Not part of the rate: it shows no replication work was left out of the window.
+   */
+  settleMs?: number
+  /** Whole-value sets: bytes of JSON of the value written before the window. */
+  valueBytes?: number
+  /** Whole-value sets: the store refused the value (over its value limit), so nothing ran. */
+  refused?: { bytes: number; limit: number }
+}
+
+/** One full scan (median of the repeats). */
+export interface ScanRow {
+  level: Level
+  size: number
+  via: 'service' | 'sdk' | 'stream'
+  ms: number
+  elementsPerS: number
+}
+
+/** Point reads on the largest set and on a key. */
+export interface PointRow {
+  level: Level
+  case: 'has' | 'get'
+  /** Elements of the set `has` read (0 for the key). */
+  size: number
+  ops: number
+  meanMs: number
+  p95Ms: number
+}
+
+/** What the suite records. */
+export interface BigsetsResults {
+  cluster: ClusterConfig
+  /** What the storage level ran on. */
+  storage: 'memory' | 'disk'
+  /** CPU cores of the machine (everything shares them). */
+  cores?: number
+  /** Whole-value windows stop starting inserts after this long (ms). */
+  wholeValueMaxMs?: number
+  inserts: InsertRow[]
+  scans: ScanRow[]
+  points: PointRow[]
+}
