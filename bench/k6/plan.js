@@ -30,6 +30,7 @@ for (const s of plan.scenarios) {
   thresholds[`causeway_ops{${only}}`] = ['count>=0']
   thresholds[`causeway_op_failed{${only}}`] = ['rate>=0']
   thresholds[`causeway_read_wait{${only}}`] = ['max>=0']
+  thresholds[`causeway_write_wait{${only}}`] = ['max>=0']
   thresholds[`causeway_read_retries{${only}}`] = ['count>=0']
   thresholds[`causeway_errors{${only}}`] = ['count>=0']
 }

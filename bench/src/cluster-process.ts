@@ -1,8 +1,8 @@
 /**
  * Starts the cluster a suite measures as a child process on loopback (`causeway dev`, the
  * command users run), waits until every region's gateway listens, and stops it again. A backend
- * is a parameter: the embedded cluster in memory or on disk now; Redis plugs in as the CLI's
- * `--backend redis` when that mode lands.
+ * is a parameter: the embedded cluster in memory or on disk, or the Redis deployment
+ * (`--backend redis`: redis-servers and gateway processes).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
@@ -84,18 +84,12 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
 
 /**
  * `causeway dev --backend redis`: a redis-server per replica and a gateway process per region
- * (data in a temporary directory it removes). It has no injected delays and no ablation.
+ * (data in a temporary directory it removes), with the WAN delay and the ablation; followers are
+ * Redis replicas, so there is no injected replica lag.
  */
 function redisDevArgs(config: ClusterConfig): string[] {
-  const unsupported = [
-    config.wanDelayMs ? '--wan-delay' : '',
-    config.replicaLagMs ? '--replica-lag' : '',
-    config.withoutHlc ? '--without-hlc' : '',
-  ].filter(Boolean)
-  if (unsupported.length > 0) {
-    throw new Error(`causeway dev --backend redis has no ${unsupported.join(', ')}`)
-  }
-  return [
+  if (config.replicaLagMs) throw new Error('causeway dev --backend redis has no --replica-lag')
+  const args = [
     'dev',
     '--backend',
     'redis',
@@ -111,7 +105,11 @@ function redisDevArgs(config: ClusterConfig): string[] {
     '127.0.0.1',
     '--log-level',
     'silent',
+    '--wan-delay',
+    String(config.wanDelayMs ?? 0),
   ]
+  if (config.withoutHlc) args.push('--without-hlc')
+  return args
 }
 
 const REGION_LINE = /^region (\d+) \(([^)]*)\) (http:\/\/\S+)$/

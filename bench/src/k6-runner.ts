@@ -75,6 +75,8 @@ export interface ScenarioResult {
   failed: number
   /** Mean wait of the serving replica for the session, ms. */
   readWaitMs?: number
+  /** Mean wait of a put at its leader for its dependencies ("without HLC" ablation only), ms. */
+  writeWaitMs?: number
   retries: number
   errors: number
 }
@@ -159,6 +161,8 @@ export function scenarioResults(
     if (put) result.put = put
     const wait = summary.metrics[`causeway_read_wait{${only}}`]?.values
     if (wait?.count) result.readWaitMs = wait.avg
+    const writeWait = summary.metrics[`causeway_write_wait{${only}}`]?.values
+    if (writeWait?.count) result.writeWaitMs = writeWait.avg
     return result
   })
 }
@@ -271,6 +275,8 @@ export function combineRounds(name: string, rounds: readonly ScenarioResult[]): 
   if (put) result.put = put
   const waits = rounds.map((r) => r.readWaitMs).filter((w): w is number => w !== undefined)
   if (waits.length > 0) result.readWaitMs = median(waits)
+  const writeWaits = rounds.map((r) => r.writeWaitMs).filter((w): w is number => w !== undefined)
+  if (writeWaits.length > 0) result.writeWaitMs = median(writeWaits)
   return result
 }
 

@@ -100,6 +100,16 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     process.stderr.write(
       `${name}: WARNING: the config names no API keys, so anyone who reaches ${command.host}:${command.port} can read and write\n`,
     )
+  const { wanDelayMs, withoutHlc } = config.benchmark
+  if (wanDelayMs > 0 || withoutHlc)
+    process.stderr.write(
+      `${name}: benchmark switches on (${[
+        wanDelayMs > 0 ? `shipping delayed ${wanDelayMs} ms one way` : '',
+        withoutHlc ? 'WITHOUT HLC: writes wait for their dependencies' : '',
+      ]
+        .filter(Boolean)
+        .join(', ')}); never run a real cluster like this\n`,
+    )
   const { startGateway } = await import('./gateway-server.js')
   const log = throttled(name)
   const starting = startGateway({

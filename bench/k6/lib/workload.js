@@ -27,6 +27,8 @@
 //   causeway_errors       failed calls, tagged with the error code
 //   causeway_read_wait    how long the serving replica waited for the session (gateway-reported)
 //   causeway_read_retries extra attempts the SDK made (SESSION_NOT_AVAILABLE fallbacks)
+//   causeway_write_wait   how long a put waited at its leader for its dependencies (gateway-reported;
+//                         only a gateway running the "without HLC" ablation reports it)
 import exec from 'k6/execution'
 import { Counter, Rate, Trend } from 'k6/metrics'
 import { connect, k6Transport } from '../../dist/causeway-k6.js'
@@ -37,6 +39,7 @@ export const opFailed = new Rate('causeway_op_failed')
 export const errors = new Counter('causeway_errors')
 export const readWait = new Trend('causeway_read_wait', true)
 export const readRetries = new Counter('causeway_read_retries')
+export const writeWait = new Trend('causeway_write_wait', true)
 
 function number(name, fallback, min, max) {
   const text = __ENV[name]
@@ -134,6 +137,8 @@ export async function mixed() {
   try {
     if (isWrite) {
       await db.put(key, valueOf(cfg.valueBytes, ++s.writes), { region })
+      const waited = transport.writeWaitMs()
+      if (waited !== undefined && measuring(cfg)) writeWait.add(waited, tags)
     } else {
       const replica = pickReplica(cfg.replica, db.topology.replicas)
       const r = await db.get(key, { region, replica })

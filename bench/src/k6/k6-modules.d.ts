@@ -14,6 +14,8 @@ declare module 'k6/http' {
   export interface K6Response {
     status: number
     body: string | null
+    /** Response headers, names in canonical form (`Causeway-Waited-Ms`). */
+    headers: Record<string, string>
     error: string
     error_code: number
     timings: K6Timings

@@ -54,6 +54,12 @@ export interface K6Transport extends Transport {
   elapsedMs(): number
   /** Requests sent since the last {@link reset}. */
   requests(): number
+  /**
+   * How long the last write since the last {@link reset} waited at its leader for its
+   * dependencies, as the gateway reports it (`causeway-waited-ms`, only from a gateway running
+   * the "without HLC" ablation); undefined when no write reported one.
+   */
+  writeWaitMs(): number | undefined
   /** Starts a new measurement (call it before each SDK call you time). */
   reset(): void
   /**
@@ -74,6 +80,16 @@ const WRITE_DEPENDENCY: Record<WriteLevel, ReadLevel> = {
 }
 
 const KV_PATH = '/v1/kv/'
+
+/** The reply header in which a "without HLC" gateway says how long a write waited, in ms. */
+export const HEADER_WAITED = 'causeway-waited-ms'
+
+/** A header of a k6 response, whatever the case of its name. */
+function header(headers: Record<string, string> | undefined, name: string): string | undefined {
+  if (!headers) return undefined
+  for (const [key, value] of Object.entries(headers)) if (key.toLowerCase() === name) return value
+  return undefined
+}
 
 function queryParam(url: string, name: string): string | undefined {
   const q = url.indexOf('?')
@@ -131,6 +147,7 @@ export function k6Transport(options: K6TransportOptions = {}): K6Transport {
   const timeout = options.timeout ?? '60s'
   let elapsed = 0
   let count = 0
+  let writeWait: number | undefined
   let dependencies: Causeway | undefined
 
   function withDependencies(req: TransportRequest): Record<string, string> {
@@ -160,6 +177,10 @@ export function k6Transport(options: K6TransportOptions = {}): K6Transport {
     count++
     elapsed += res.timings.duration
     if (res.status === 0) throw new Error(`k6 request failed: ${res.error} (${res.error_code})`)
+    if (req.method !== 'GET') {
+      const waited = Number(header(res.headers, HEADER_WAITED) ?? NaN)
+      if (Number.isFinite(waited)) writeWait = waited
+    }
     if (remote) {
       await sleep(delay)
       elapsed += delay
@@ -174,9 +195,11 @@ export function k6Transport(options: K6TransportOptions = {}): K6Transport {
     },
     elapsedMs: () => elapsed,
     requests: () => count,
+    writeWaitMs: () => writeWait,
     reset() {
       elapsed = 0
       count = 0
+      writeWait = undefined
     },
     sendWriteDependencies(db) {
       dependencies = db

@@ -98,7 +98,7 @@ describe('causeway gateway: command-line and config errors', () => {
   it('refuses dev options the redis backend does not have', async () => {
     for (const args of [
       ['dev', '--backend', 'mongo'],
-      ['dev', '--backend', 'redis', '--wan-delay', '5'],
+      ['dev', '--backend', 'redis', '--replica-lag', '5'],
       ['dev', '--backend', 'redis', '--appendfsync', 'sometimes'],
       ['dev', '--backend=redis', '--gateways', '0'],
     ]) {
