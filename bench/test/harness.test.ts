@@ -74,6 +74,7 @@ describe('harness', () => {
         'causeway_op_failed{scenario:a}': { values: { rate: 0.01 } },
         'causeway_read_wait{scenario:a}': trend(0.5, 200),
         'causeway_read_retries{scenario:a}': { values: { count: 3 } },
+        'causeway_write_wait{scenario:a}': trend(2.5, 150),
       },
     }
     const [a, b] = scenarioResults(summary, [scenario('a'), scenario('b')])
@@ -84,11 +85,14 @@ describe('harness', () => {
       failed: 0.01,
       retries: 3,
       readWaitMs: 0.5,
+      writeWaitMs: 2.5,
     })
     expect(a!.latency).toEqual({ avg: 2, p50: 2, p90: 4, p99: 6, max: 8, count: 400 })
     expect(a!.get?.avg).toBe(1)
     expect(a!.put?.avg).toBe(3)
     expect(b).toMatchObject({ ops: 0, throughput: 0 })
+    // Only a without-HLC gateway reports write waits: none recorded, none reported.
+    expect(b!.writeWaitMs).toBeUndefined()
   })
 
   it('interleaves compared scenarios in alternating order and takes the median of their rounds', () => {
@@ -145,13 +149,21 @@ describe('harness', () => {
     expect(
       devArgs({ backend: 'redis', regions: 1, partitions: 1, replicas: 1 }, undefined),
     ).toEqual(expect.arrayContaining(['--backend', 'redis']))
-    // The Redis deployment has no injected delays nor the ablation: say so instead of ignoring them.
+    // The Redis deployment has the WAN delay and the ablation too (the nukv suite runs all cases).
+    const redis = devArgs(
+      { backend: 'redis', regions: 2, partitions: 1, replicas: 1, wanDelayMs: 8, withoutHlc: true },
+      undefined,
+    )
+    expect(redis).toEqual(
+      expect.arrayContaining(['--backend', 'redis', '--wan-delay', '8', '--without-hlc']),
+    )
+    // Its followers are Redis replicas: no injected replica lag, said instead of ignored.
     expect(() =>
       devArgs(
-        { backend: 'redis', regions: 2, partitions: 1, replicas: 1, wanDelayMs: 8 },
+        { backend: 'redis', regions: 2, partitions: 1, replicas: 2, replicaLagMs: 5 },
         undefined,
       ),
-    ).toThrow(/no --wan-delay/)
+    ).toThrow(/no --replica-lag/)
   })
 
   it('starts a cluster as a child process, serves, and stops it', async () => {

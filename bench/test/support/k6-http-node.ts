@@ -28,6 +28,13 @@ export async function asyncRequest(
     return {
       status: res.status,
       body: text,
+      // k6 gives header names in canonical form; fetch gives them in lower case.
+      headers: Object.fromEntries(
+        [...res.headers].map(([name, value]) => [
+          name.replace(/(^|-)[a-z]/g, (c) => c.toUpperCase()),
+          value,
+        ]),
+      ),
       error: '',
       error_code: 0,
       timings: { duration, blocked: 0, connecting: 0, sending: 0, waiting: duration, receiving: 0 },
@@ -37,6 +44,7 @@ export async function asyncRequest(
     return {
       status: 0,
       body: null,
+      headers: {},
       error: String(error),
       error_code: 1000,
       timings: { duration: 0, blocked: 0, connecting: 0, sending: 0, waiting: 0, receiving: 0 },
