@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { startDevCluster, type DevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { buildK6Bundle } from '../src/k6-bundle.js'
+import { buildK6Bundle, type BuiltK6Bundle } from '../src/k6-bundle.js'
 import type * as K6Bundle from '../src/k6/causeway-k6.js'
 import type { SeenRequest } from './support/k6-http-node.js'
 
@@ -16,6 +16,7 @@ describe('k6 bundle', () => {
   let dir: string
   let dev: DevCluster
   let sdk: Bundle
+  let k6: BuiltK6Bundle
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'causeway-k6-bundle-'))
@@ -28,7 +29,7 @@ describe('k6 bundle', () => {
     })
     // The bundle as k6 gets it, and a copy whose k6/http is a Node stand-in, to run it here.
     const stub = fileURLToPath(new URL('./support/k6-http-node.ts', import.meta.url))
-    await buildK6Bundle({ outfile: join(dir, 'k6.js') })
+    k6 = await buildK6Bundle({ outfile: join(dir, 'k6.js') })
     const { outfile } = await buildK6Bundle({ outfile: join(dir, 'node.mjs'), k6Http: stub })
     sdk = (await import(pathToFileURL(outfile).href)) as Bundle
   })
@@ -47,6 +48,14 @@ describe('k6 bundle', () => {
     expect(text).not.toMatch(/require\(|from ["']node:/)
     // k6's runtime cannot parse async generators; the build rewrites them.
     expect(text).not.toMatch(/async\s*\*/)
+  })
+
+  it('carries no TypeBox, nor any other npm package: the SDK validates nothing with schemas', async () => {
+    expect(k6.packages).toEqual([])
+    const text = await readFile(k6.outfile, 'utf8')
+    expect(text).not.toMatch(/typebox/i)
+    // TypeBox alone is about 193 kB here; the whole SDK with the k6 transport is under 100 kB.
+    expect(k6.bytes).toBeLessThan(100_000)
   })
 
   it('runs the real SDK through the k6 transport: session, tags, wire time', async () => {
