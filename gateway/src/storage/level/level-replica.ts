@@ -193,6 +193,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       this.#clock = new HybridClock({ now: this.#now, last: meta.hlc })
       this.#failure = undefined
       this.#state = 'open'
+      void this.#sets.opened() // background: compacts sets a previous run left covered keys in
     } catch (error) {
       this.#state = 'closed'
       if (this.#db.status === 'open') await this.#db.close()

@@ -59,7 +59,14 @@ import {
   type SetWrite,
 } from '../set-replica.js'
 import { deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
-import { CommitKv, SET_NAMESPACE, StoreKv, type StoreOp, toStoreString } from './level-set-kv.js'
+import {
+  CommitKv,
+  SET_NAMESPACE,
+  StoreKv,
+  type StoreOp,
+  fromStoreString,
+  toStoreString,
+} from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
 import { SetReadCache, type CachedSetState, type SetReadCacheOptions } from './set-read-cache.js'
 
@@ -130,6 +137,25 @@ function decodeStamp(bytes: Uint8Array | undefined, regions: number): SetStamp {
   return { seen, ts: parsed.ts }
 }
 
+/** Just past every set key: the namespace `b/` with its last byte incremented. */
+const NAMESPACE_END = 'b0'
+/** The set-tombstone's tag after a set's prefix (`BigsetKeys`). */
+const TOMBSTONE_TAG = 'd'
+
+// The prefix of the set a store key belongs to: the namespace, then the escaped name up to its
+// terminator 00 01 (inside an escaped name a 00 is always followed by FF).
+function setPrefixOf(key: string): string | undefined {
+  if (!key.startsWith(SET_NAMESPACE)) return undefined
+  const end = key.indexOf('\x00\x01', SET_NAMESPACE.length)
+  return end < 0 ? undefined : key.slice(0, end + 2)
+}
+
+// The set name of a prefix from `setPrefixOf`.
+function setNameOf(prefix: string): string {
+  const escaped = prefix.slice(SET_NAMESPACE.length, -2).replaceAll('\x00\xff', '\x00')
+  return Buffer.from(escaped, 'latin1').toString('utf8')
+}
+
 // Just past an element's keys, from its first key (whose last byte is the terminator 0x01).
 function elementEndOf(start: string): string {
   return start.slice(0, -1) + '\x02'
@@ -194,6 +220,8 @@ export class LevelSets {
   readonly #cache: SetReadCache
   /** The states the commit being written leaves its sets in, for the cache once it is written. */
   #writing: Map<string, CachedSetState> | undefined
+  /** Bumped by `opened` and `close`: a recovery pass of an older run stops. */
+  #run = 0
 
   constructor(options: LevelSetsOptions) {
     this.#db = options.db
@@ -230,6 +258,38 @@ export class LevelSets {
     this.#timer = undefined
     this.#cache.clear()
     this.#writing = undefined
+    this.#run++
+  }
+
+  /**
+   * The replica opened: in the background, finds the sets whose tombstone is not empty and runs
+   * a compaction pass over each ({@link compact}), one set at a time. Their covered keys were
+   * remembered only in memory by the process that removed them (or were never met by a scan),
+   * so after a restart nothing else would delete them. Finding them skips from set to set (one
+   * seek and one read per set, never walking a set's elements); each pass hands at most
+   * `PASS_CHUNK` deletions to one commit, so writes wait at most one small batch.
+   * @returns the background work, settled when it is done or stopped (errors go to `onError`).
+   */
+  opened(): Promise<void> {
+    const run = ++this.#run
+    return this.#recover(run).catch(this.#onError)
+  }
+
+  async #recover(run: number): Promise<void> {
+    // A moment after opening, so the first requests do not queue behind it.
+    await new Promise((resolve) => setTimeout(resolve, this.#compactDelayMs).unref?.())
+    let from = SET_NAMESPACE
+    while (this.#run === run) {
+      const [key] = await this.#db.keys({ gte: from, lt: NAMESPACE_END, limit: 1 }).all()
+      if (key === undefined || this.#run !== run) return
+      const prefix = setPrefixOf(key)
+      if (prefix === undefined) return // not a set key: nothing of ours past it
+      from = prefix + '\xff' // the next set's keys start past this one's
+      const tombstone = await this.#db.get(prefix + TOMBSTONE_TAG)
+      if (tombstone === undefined || this.#run !== run) continue
+      if (isEmptyClock(decodeClock(fromStoreString(tombstone)))) continue
+      await this.#compact(setNameOf(prefix), run)
+    }
   }
 
   /**
@@ -518,7 +578,12 @@ export class LevelSets {
    * A full compaction pass over one set: walks every element key once (from a snapshot), has
    * the covered ones deleted in chunks, then trims every tombstone dot the pass started with.
    */
-  async compact(name: string): Promise<{ deleted: number }> {
+  compact(name: string): Promise<{ deleted: number }> {
+    return this.#compact(name, this.#run)
+  }
+
+  // The pass stops early when the replica closes (`run` is over): the rest stays hidden.
+  async #compact(name: string, run: number): Promise<{ deleted: number }> {
     const keys = levelSetKeys(name)
     const snapshot = this.#db.snapshot()
     let deleted = 0
@@ -528,6 +593,7 @@ export class LevelSets {
       if (isEmptyClock(passStart)) return { deleted: 0 }
       let chunk = 0
       for await (const k of storedElementKeys(kv, keys, scanRange(keys))) {
+        if (this.#run !== run) return { deleted }
         if (!hasSeen(passStart, k.dot)) continue
         if (this.#addTarget(name, keys, k)) chunk++
         deleted++
@@ -536,6 +602,7 @@ export class LevelSets {
           await this.#requestCommit()
         }
       }
+      if (this.#run !== run) return { deleted }
       let targets = this.#targets.get(name)
       if (targets === undefined) this.#targets.set(name, (targets = { covered: new Map() }))
       targets.passStart = passStart

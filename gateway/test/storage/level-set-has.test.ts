@@ -1,0 +1,329 @@
+/**
+ * The LevelDB replica's `has` without a snapshot: its cache of tombstones and stamps
+ * (`set-read-cache.ts`) and the seqlock that proves a seek saw the cached state, under
+ * concurrent writes, with eviction; and the compaction a restarted replica runs by itself over
+ * sets whose tombstone a previous run left non-empty.
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import {
+  BigsetKeys,
+  HLC_ZERO,
+  addDots,
+  decodeClock,
+  freshClock,
+  isEmptyClock,
+  type DotClock,
+} from '@causeway/core'
+import { ClassicLevel } from 'classic-level'
+import { MemoryLevel } from 'memory-level'
+import { afterEach, describe, expect, it } from 'vitest'
+import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
+import { fromStoreString, toStoreString } from '../../src/storage/level/level-set-kv.js'
+import { levelSetKeys } from '../../src/storage/level/level-sets.js'
+import { SetReadCache } from '../../src/storage/level/set-read-cache.js'
+import type { SetMembership } from '../../src/storage/set-replica.js'
+import { elementsOf, setsOf } from './set-compliance.js'
+
+const stamp = (idx: number) => ({ seen: [idx, 0], ts: '' })
+const state = (idx: number, tombstone: DotClock = freshClock()) => ({
+  tombstone,
+  stamp: stamp(idx),
+})
+const keysOf = (name: string) => () => BigsetKeys.forSet(name, 'b/')
+
+describe('SetReadCache', () => {
+  it('holds a ticket while no commit touching the set starts', () => {
+    const cache = new SetReadCache()
+    const seen = cache.observe('a', keysOf('a'))!
+    expect(seen.state).toBeUndefined()
+    cache.remember('a', seen, state(1))
+    // A commit of another set, started and written: the ticket still holds for `a`.
+    cache.starting(['b'])
+    expect(cache.observe('a', keysOf('a'))).toBeDefined()
+    expect(cache.unchanged('a', seen.ticket)).toBe(true)
+    cache.finished(new Map([['b', state(2)]]))
+    expect(cache.unchanged('a', seen.ticket)).toBe(true)
+    // A commit of `a`: no read of `a` uses the cache while it is written, and older tickets fail.
+    cache.starting(['a'])
+    expect(cache.observe('a', keysOf('a'))).toBeUndefined()
+    expect(cache.unchanged('a', seen.ticket)).toBe(false)
+    cache.finished(new Map([['a', state(3)]]))
+    const after = cache.observe('a', keysOf('a'))!
+    expect(after.state?.stamp.seen[0]).toBe(3)
+    expect(cache.unchanged('a', after.ticket)).toBe(true)
+    // Sets not cached are not added by commits (`b` was never read).
+    expect(cache.observe('b', keysOf('b'))!.state).toBeUndefined()
+  })
+
+  it('does not remember a state read across a commit of the set', () => {
+    const cache = new SetReadCache()
+    const seen = cache.observe('a', keysOf('a'))!
+    cache.starting(['a'])
+    cache.finished(new Map([['a', state(1)]]))
+    cache.remember('a', seen, state(0))
+    expect(cache.observe('a', keysOf('a'))!.state).toBeUndefined()
+  })
+
+  it('fails tickets older than the commits it remembers, and every ticket after clear', () => {
+    const cache = new SetReadCache()
+    const seen = cache.observe('a', keysOf('a'))!
+    for (let i = 0; i < 200; i++) {
+      cache.starting(['b'])
+      cache.finished(new Map())
+    }
+    expect(cache.unchanged('a', seen.ticket)).toBe(false)
+    const fresh = cache.observe('a', keysOf('a'))!
+    cache.remember('a', fresh, state(1))
+    cache.clear()
+    expect(cache.size).toBe(0)
+    expect(cache.unchanged('a', fresh.ticket)).toBe(false)
+  })
+
+  it('evicts the least recently used sets beyond its bounds of sets and of tombstone dots', () => {
+    const cache = new SetReadCache({ maxSets: 3, maxCloudDots: 10 })
+    const put = (name: string, tombstone?: DotClock) =>
+      cache.remember(name, cache.observe(name, keysOf(name))!, state(1, tombstone))
+    put('a')
+    put('b')
+    put('c')
+    cache.observe('a', keysOf('a')) // a is now the most recently used
+    put('d')
+    expect(cache.size).toBe(3)
+    expect(cache.observe('b', keysOf('b'))!.state).toBeUndefined()
+    expect(cache.observe('a', keysOf('a'))!.state).toBeDefined()
+    // A tombstone whose cloud holds 8 dots: the others go until the dots fit.
+    const cloud = addDots(
+      freshClock(),
+      Array.from({ length: 8 }, (_, i) => ({ actor: 0, counter: 2 * i + 2 })),
+    )
+    put('big', cloud)
+    put(
+      'e',
+      addDots(freshClock(), [
+        { actor: 0, counter: 5 },
+        { actor: 0, counter: 9 },
+        { actor: 0, counter: 11 },
+      ]),
+    )
+    expect(cache.observe('big', keysOf('big'))!.state).toBeUndefined()
+    // A tombstone larger than the whole bound is never cached.
+    const huge = addDots(
+      freshClock(),
+      Array.from({ length: 11 }, (_, i) => ({ actor: 1, counter: 2 * i + 2 })),
+    )
+    put('huge', huge)
+    expect(cache.observe('huge', keysOf('huge'))!.state).toBeUndefined()
+  })
+})
+
+describe('LevelDB has under concurrent writes', () => {
+  const cleanup: (() => Promise<void>)[] = []
+  afterEach(async () => {
+    for (const fn of cleanup.splice(0).reverse()) await fn()
+  })
+
+  async function counted(db: StringLevel): Promise<LevelPartitionReplica> {
+    const r = new LevelPartitionReplica({ region: 0, partition: 0, replica: 0, regions: 2, db })
+    cleanup.push(() => r.close())
+    await r.open()
+    return r
+  }
+
+  // Counts the snapshots taken, so a test can show both ways of `has` ran.
+  function snapshots(db: StringLevel): () => number {
+    let n = 0
+    const take = db.snapshot.bind(db)
+    db.snapshot = (...args: Parameters<typeof take>) => (n++, take(...args))
+    return () => n
+  }
+
+  const stores: [string, () => Promise<StringLevel>][] = [
+    ['memory-level', async () => new MemoryLevel<string, string>({ storeEncoding: 'utf8' })],
+    [
+      'classic-level',
+      async () => {
+        const location = await mkdtemp(join(tmpdir(), 'causeway-has-'))
+        cleanup.push(() => rm(location, { recursive: true, force: true }))
+        return new ClassicLevel<string, string>(location)
+      },
+    ],
+  ]
+
+  describe.each(stores)('%s', (_label, store) => {
+    it('returns dots and a stamp of the same state while writes race', async () => {
+      const db = await store()
+      const taken = snapshots(db)
+      const r = await counted(db)
+      const sets = setsOf(r)
+      await sets.write('other', { op: 'add', elements: [{ element: 'o' }] }, HLC_ZERO)
+      // The plan: adds and removes of `x` in `s`, with writes of another set between them. Each
+      // write takes the next idx when called, so the state after every idx is known in advance.
+      const base = r.sv()[0]!
+      const after = new Map<number, { found: boolean; counter: number }>()
+      const plan: ('add' | 'remove' | 'other')[] = []
+      let adds = 0
+      for (let k = 0; k < 240; k++) {
+        const op = k % 3 === 2 ? 'other' : k % 4 < 2 ? 'add' : 'remove'
+        plan.push(op)
+        if (op === 'add') adds++
+        if (op !== 'other') after.set(base + k + 1, { found: op === 'add', counter: adds })
+      }
+      const results: SetMembership[] = []
+      let done = false
+      const readers = Array.from({ length: 4 }, async () => {
+        for (let n = 0; n < 5000 && !done; n++) results.push(await sets.has('s', 'x'))
+      })
+      const writes: Promise<unknown>[] = []
+      for (const [k, op] of plan.entries()) {
+        const name = op === 'other' ? 'other' : 's'
+        const element = op === 'other' ? `o${k}` : 'x'
+        writes.push(
+          sets.write(
+            name,
+            { op: op === 'remove' ? 'remove' : 'add', elements: [{ element }] },
+            HLC_ZERO,
+          ),
+        )
+        if (k % 5 === 0) await new Promise((resolve) => setImmediate(resolve))
+      }
+      await Promise.all(writes)
+      done = true
+      await Promise.all(readers)
+      expect(results.length).toBeGreaterThan(50)
+      for (const m of results) {
+        const idx = m.stamp.seen[0]!
+        if (idx <= base) {
+          expect(m.dots).toEqual([])
+          continue
+        }
+        const expected = after.get(idx)
+        expect(expected).toBeDefined()
+        expect(m.dots.map((d) => d.counter)).toEqual(expected!.found ? [expected!.counter] : [])
+      }
+      // Some reads used the cache (no snapshot), some fell back while `s` was being written.
+      expect(taken()).toBeGreaterThan(0)
+      expect(taken()).toBeLessThan(results.length)
+    })
+
+    it('a has after an acknowledged write sees it, with other sets written meanwhile', async () => {
+      const db = await store()
+      const r = await counted(db)
+      const sets = setsOf(r)
+      let stop = false
+      const noise = (async () => {
+        for (let i = 0; i < 5000 && !stop; i++)
+          await sets.write(`n${i % 7}`, { op: 'add', elements: [{ element: `e${i}` }] }, HLC_ZERO)
+      })()
+      for (let i = 0; i < 60; i++) {
+        const op = i % 2 === 0 ? 'add' : 'remove'
+        const entry = await sets.write('s', { op, elements: [{ element: 'x' }] }, HLC_ZERO)
+        const m = await sets.has('s', 'x')
+        expect(m.stamp.seen[0]).toBe(entry.idx)
+        expect(m.dots.length).toBe(op === 'add' ? 1 : 0)
+      }
+      stop = true
+      await noise
+    })
+  })
+
+  it('answers right for sets evicted from the cache and read again', async () => {
+    const r = await counted(new MemoryLevel<string, string>({ storeEncoding: 'utf8' }))
+    const sets = setsOf(r)
+    const names = Array.from({ length: 5000 }, (_, i) => `s${i}`) // more than the cache keeps
+    await Promise.all(
+      names.map((name) => sets.write(name, { op: 'add', elements: [{ element: 'x' }] }, HLC_ZERO)),
+    )
+    for (const name of names) expect((await sets.has(name, 'x')).dots).toHaveLength(1)
+    // s0 was evicted long ago; written while not cached, then read again.
+    await sets.write('s0', { op: 'remove', elements: [{ element: 'x' }] }, HLC_ZERO)
+    expect((await sets.has('s0', 'x')).dots).toEqual([])
+    // s4999 is cached: the commit updates it.
+    await sets.write('s4999', { op: 'remove', elements: [{ element: 'x' }] }, HLC_ZERO)
+    expect((await sets.has('s4999', 'x')).dots).toEqual([])
+    await sets.write('s4999', { op: 'add', elements: [{ element: 'x' }] }, HLC_ZERO)
+    expect((await sets.has('s4999', 'x')).dots).toHaveLength(1)
+  })
+})
+
+describe('LevelDB compaction after a restart', () => {
+  let location: string | undefined
+  afterEach(async () => {
+    if (location !== undefined) await rm(location, { recursive: true, force: true })
+    location = undefined
+  })
+
+  async function elementKeys(db: StringLevel, name: string): Promise<number> {
+    const keys = levelSetKeys(name)
+    const stored = await db
+      .keys({ gte: toStoreString(keys.elementsStart), lt: toStoreString(keys.elementsEnd) })
+      .all()
+    return stored.length
+  }
+
+  async function tombstone(db: StringLevel, name: string): Promise<DotClock> {
+    const text = await db.get(toStoreString(levelSetKeys(name).tombstone))
+    return decodeClock(text === undefined ? undefined : fromStoreString(text))
+  }
+
+  it('deletes the covered keys a previous run left, in the background, set unchanged', async () => {
+    location = await mkdtemp(join(tmpdir(), 'causeway-restart-'))
+    const open = async () => {
+      const db = new ClassicLevel<string, string>(location!)
+      const r = new LevelPartitionReplica({ region: 0, partition: 0, replica: 0, regions: 2, db })
+      await r.open()
+      return { r, db }
+    }
+    let { r } = await open()
+    // Sets whose names need escaping, one untouched, one emptied, one partly removed.
+    const names = ['s', 'with\u0000zero', 'é', 'kept']
+    const elements = Array.from({ length: 40 }, (_, i) => ({ element: `e${i}` }))
+    for (const name of names) await setsOf(r).write(name, { op: 'add', elements }, HLC_ZERO)
+    // One commit of removes, then a close before their background compaction ran.
+    await Promise.all([
+      setsOf(r).write('s', { op: 'remove', elements: elements.slice(0, 15) }, HLC_ZERO),
+      setsOf(r).write('with\u0000zero', { op: 'remove', elements }, HLC_ZERO),
+      setsOf(r).write('é', { op: 'remove', elements: elements.slice(30) }, HLC_ZERO),
+    ])
+    const all = elements.map((e) => e.element)
+    const before = new Map<string, string[]>([
+      ['s', all.slice(15).sort()],
+      ['with\u0000zero', []],
+      ['é', all.slice(0, 30).sort()],
+      ['kept', all.sort()],
+    ])
+    // Closed before the background compaction of the removes ran: their keys stay, covered.
+    await r.close()
+    const raw = new ClassicLevel<string, string>(location)
+    await raw.open()
+    expect(await elementKeys(raw, 's')).toBe(40)
+    expect(await elementKeys(raw, 'with\u0000zero')).toBe(40)
+    expect(isEmptyClock(await tombstone(raw, 's'))).toBe(false)
+    await raw.close()
+
+    const reopened = await open()
+    r = reopened.r
+    const db = reopened.db
+    try {
+      const expected = { s: 25, 'with\u0000zero': 0, é: 30, kept: 40 } as Record<string, number>
+      const until = Date.now() + 5000
+      for (;;) {
+        let settled = true
+        for (const name of names) {
+          if ((await elementKeys(db, name)) !== expected[name]) settled = false
+          if (!isEmptyClock(await tombstone(db, name))) settled = false
+        }
+        if (settled) break
+        if (Date.now() > until) throw new Error('the restarted replica did not compact')
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      for (const name of names) {
+        expect(await elementsOf(r, name)).toEqual(before.get(name))
+        expect((await setsOf(r).size(name)).size).toBe(expected[name])
+      }
+    } finally {
+      await r.close()
+    }
+  })
+})
