@@ -1,4 +1,4 @@
-import { HLC_ZERO, hlcCompare } from '@causeway/core'
+import { HEADER_WAITED, HLC_ZERO, hlcCompare } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildGateway, type Gateway } from '../../src/http/build-gateway.js'
 import { FakeClusterService } from './fake-cluster-service.js'
@@ -194,5 +194,29 @@ describe('kv routes', () => {
       message: 'replica did not catch up',
       details: { need: { 0: 0, 1: 5 }, sv: { 0: 0, 1: 0 } },
     })
+  })
+})
+
+describe('write wait header (the "without HLC" benchmark ablation)', () => {
+  class WaitingService extends FakeClusterService {
+    override async write(request: Parameters<FakeClusterService['write']>[0]) {
+      return { ...(await super.write(request)), waitedMs: 12.3456 }
+    }
+  }
+
+  it('reports how long a write waited for its dependencies on PUT and DELETE', async () => {
+    const { app } = setup(new WaitingService())
+    const put = await app.inject({ method: 'PUT', url: '/v1/kv/k', payload: { value: 1 } })
+    expect(put.statusCode).toBe(200)
+    expect(put.headers[HEADER_WAITED]).toBe('12.346')
+    expect(put.json()).not.toHaveProperty('waitedMs')
+    const del = await app.inject({ method: 'DELETE', url: '/v1/kv/k' })
+    expect(del.headers[HEADER_WAITED]).toBe('12.346')
+  })
+
+  it('sends no such header when writes do not wait (the default)', async () => {
+    const { app } = setup()
+    const put = await app.inject({ method: 'PUT', url: '/v1/kv/k', payload: { value: 1 } })
+    expect(put.headers[HEADER_WAITED]).toBeUndefined()
   })
 })

@@ -9,5 +9,10 @@ export const HEADER_AFTER = 'causeway-after'
 export const HEADER_DT = 'causeway-dt'
 /** Request header: a siblings-namespace causal context. */
 export const HEADER_CONTEXT = 'causeway-context'
+/**
+ * Reply header of a write: how long it waited at the leader for its dependencies, in ms. Only the
+ * "without HLC" benchmark ablation makes writes wait (NuKV section 6), so only it sends this.
+ */
+export const HEADER_WAITED = 'causeway-waited-ms'
 /** Wire protocol version, sent in the topology. */
 export const PROTOCOL_VERSION = 1

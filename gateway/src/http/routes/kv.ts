@@ -8,6 +8,7 @@ import {
   HEADER_AFTER,
   HEADER_CONTEXT,
   HEADER_DT,
+  HEADER_WAITED,
   KeyParamsSchema,
   PutBodySchema,
   ReadQuerySchema,
@@ -61,7 +62,12 @@ const WriteHeadersSchema = Type.Object({
   ),
 })
 
-function writeReply(result: WriteResult, region: number): WriteReply {
+function writeReply(
+  result: WriteResult,
+  region: number,
+  http: { header(name: string, value: string): unknown },
+): WriteReply {
+  if (result.waitedMs !== undefined) http.header(HEADER_WAITED, result.waitedMs.toFixed(3))
   const reply: WriteReply = {
     ts: result.ts,
     dc: result.dc,
@@ -130,11 +136,11 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         response: { 200: WriteReplySchema, ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const shape = service.shape()
       const value = encodeValue(request.body.value)
       const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
-      return writeReply(await service.write(write), service.region)
+      return writeReply(await service.write(write), service.region, reply)
     },
   )
 
@@ -153,10 +159,10 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         response: { 200: WriteReplySchema, ...errors },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const shape = service.shape()
       const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
-      return writeReply(await service.write(write), service.region)
+      return writeReply(await service.write(write), service.region, reply)
     },
   )
 }
