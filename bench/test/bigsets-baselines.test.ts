@@ -51,52 +51,55 @@ describe('ORSWOT (riak_dt semantics)', () => {
     ])
   })
 
-  it('stores compactly: actors by position in the clock, flat sorted entries, nothing else', () => {
+  it('stores compactly: actors by position in the clock, elements and dots as two flat arrays', () => {
     const s = Orswot.empty()
     s.add('r0', 'b')
     s.add('r1', 'a')
     s.add('r0', 'c')
     expect(JSON.stringify(s)).toBe(
-      '{"clock":[["r0",2],["r1",1]],"entries":[["a",1,1],["b",0,1],["c",0,2]]}',
+      '{"clock":[["r0",2],["r1",1]],"elements":["a","b","c"],"dots":[1,1,1,1,0,1,1,0,2]}',
     )
     const back = Orswot.fromJSON(JSON.parse(JSON.stringify(s)))
     expect(back.value()).toEqual(['a', 'b', 'c'])
     expect(back.dotsOf('a')).toEqual([{ actor: 'r1', counter: 1 }])
+    // Updates after a round trip keep the layout consistent.
+    back.add('r1', 'b')
+    back.add('r0', 'aa')
+    back.remove('c')
+    expect(JSON.stringify(back)).toBe(
+      '{"clock":[["r0",3],["r1",2]],"elements":["a","aa","b"],"dots":[1,1,1,1,0,3,1,1,2]}',
+    )
+    expect(Orswot.fromJSON(JSON.parse(JSON.stringify(back))).dotsOf('b')).toEqual([
+      { actor: 'r1', counter: 2 },
+    ])
   })
 
   it('refuses stored values that are not well-formed ORSWOTs', () => {
+    const ok = { clock: [['r0', 2]], elements: ['a'], dots: [1, 0, 1] }
+    expect(Orswot.fromJSON(ok).value()).toEqual(['a'])
     const bad: unknown[] = [
       null,
       [],
-      { clock: [], entries: {} },
-      { clock: [['r0', 0]], entries: [] },
+      { clock: [], elements: {}, dots: [] },
+      { clock: [['r0', 0]], elements: [], dots: [] },
       {
         clock: [
           ['r0', 1],
           ['r0', 2],
         ],
-        entries: [],
+        elements: [],
+        dots: [],
       },
-      {
-        clock: [['r0', 2]],
-        entries: [
-          ['b', 0, 1],
-          ['a', 0, 2],
-        ],
-      }, // out of order
-      {
-        clock: [['r0', 2]],
-        entries: [
-          ['a', 0, 1],
-          ['a', 0, 2],
-        ],
-      }, // duplicate
-      { clock: [['r0', 2]], entries: [['a', 0, 3]] }, // dot the clock has not seen
-      { clock: [['r0', 2]], entries: [['a', 1, 1]] }, // no such actor
-      { clock: [['r0', 2]], entries: [['a', 0, 1, 0, 2]] }, // two dots of one actor
-      { clock: [['r0', 2]], entries: [['a', 0]] },
-      { clock: [['r0', 2]], entries: [['a']] },
-      { clock: [['r0', 2]], entries: [], deferred: [[[['r1', 1]], [1]]] },
+      { clock: [['r0', 2]], elements: ['b', 'a'], dots: [1, 0, 1, 1, 0, 2] }, // out of order
+      { clock: [['r0', 2]], elements: ['a', 'a'], dots: [1, 0, 1, 1, 0, 2] }, // duplicate
+      { clock: [['r0', 2]], elements: ['a'], dots: [1, 0, 3] }, // a dot the clock has not seen
+      { clock: [['r0', 2]], elements: ['a'], dots: [1, 1, 1] }, // no such actor
+      { clock: [['r0', 2]], elements: ['a'], dots: [2, 0, 1, 0, 2] }, // two dots of one actor
+      { clock: [['r0', 2]], elements: ['a'], dots: [0] }, // no dots
+      { clock: [['r0', 2]], elements: ['a'], dots: [1, 0] }, // cut short
+      { clock: [['r0', 2]], elements: ['a'], dots: [1, 0, 1, 1] }, // left over
+      { clock: [['r0', 2]], elements: [1], dots: [1, 0, 1] },
+      { clock: [['r0', 2]], elements: [], dots: [], deferred: [[[['r1', 1]], [1]]] },
     ]
     for (const value of bad) expect(() => Orswot.fromJSON(value), JSON.stringify(value)).toThrow()
   })
@@ -199,6 +202,9 @@ describe('ORSWOT (riak_dt semantics)', () => {
           else if (o.kind === 'remove-ctx') r.remove(o.element, replicas[o.from]!.clock)
           else r.merge(replicas[o.from]!)
         }
+        // Every state survives its stored form (fromJSON checks the layout).
+        for (const r of replicas)
+          expect(Orswot.fromJSON(JSON.parse(JSON.stringify(r))).toJSON()).toEqual(r.toJSON())
         const orders = [
           [0, 1, 2],
           [0, 2, 1],
@@ -236,11 +242,8 @@ describe('whole-value inserts by read-modify-write', () => {
         ['r0', 3],
         ['r1', 1],
       ],
-      entries: [
-        ['a', 0, 2],
-        ['b', 0, 3],
-        ['c', 1, 1],
-      ],
+      elements: ['a', 'b', 'c'],
+      dots: [1, 0, 2, 1, 0, 3, 1, 1, 1],
     })
   })
 
