@@ -14,6 +14,8 @@ import {
   hangingTransport,
   notAvailable,
   readOk,
+  rejection,
+  sessionJSON,
   writeOk,
 } from './fake-gateway.js'
 
@@ -27,36 +29,12 @@ function keyIn(p: number): string {
 const KEY = keyIn(1)
 const OTHER = keyIn(2)
 
-/** A session that has read (9 from us, 3 from eu) and written (7 in us, 4 in ap) partition 1. */
-function sessionJSON(overrides: Partial<SessionJSON> = {}): SessionJSON {
-  return {
-    v: 1,
-    cluster: 'test-cluster',
-    regions: 3,
-    partitions: 4,
-    dtR: t(120),
-    dtW: t(100),
-    p: { 1: { e: 1, r: [9, 3, 0], w: [7, 0, 4] } },
-    ...overrides,
-  }
-}
-
 async function open(
   gw = new FakeGateway(),
   options: Partial<ConnectOptions> = {},
 ): Promise<{ db: Causeway; gw: FakeGateway }> {
   const db = await connect({ url: 'http://us.test', transport: gw, ...options })
   return { db, gw }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CausewayError> {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(CausewayError)
-    return error as CausewayError
-  }
-  throw new Error('expected a rejection')
 }
 
 describe('connect', () => {

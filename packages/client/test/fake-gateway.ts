@@ -2,7 +2,14 @@
  * A fake transport that plays a gateway: it answers `GET /v1/topology` from a fixture, records
  * every request, and answers the others from a script of replies, in order.
  */
-import { DEFAULT_LIMITS, type Topology } from '@causeway/core'
+import {
+  CausewayError,
+  DEFAULT_LIMITS,
+  type SessionJSON,
+  type Topology,
+  hlcFrom,
+} from '@causeway/core'
+import { expect } from 'vitest'
 import type { Transport, TransportRequest, TransportResponse } from '../src/transport.js'
 
 /** Three regions; `ap`'s URL is relative to the gateway the client connects to. */
@@ -21,6 +28,23 @@ export function fixtureTopology(overrides: Partial<Topology> = {}): Topology {
     epochs: [1, 1, 1, 1],
     limits: { ...DEFAULT_LIMITS },
     shipping: 'fifo',
+    ...overrides,
+  }
+}
+
+/**
+ * A session of the fixture's cluster that has read (9 from us, 3 from eu) and written (7 in us,
+ * 4 in ap) partition 1; `dtR` is 120 ms, `dtW` 100 ms.
+ */
+export function sessionJSON(overrides: Partial<SessionJSON> = {}): SessionJSON {
+  return {
+    v: 1,
+    cluster: 'test-cluster',
+    regions: 3,
+    partitions: 4,
+    dtR: hlcFrom(120, 0),
+    dtW: hlcFrom(100, 0),
+    p: { 1: { e: 1, r: [9, 3, 0], w: [7, 0, 4] } },
     ...overrides,
   }
 }
@@ -153,4 +177,15 @@ export function hangingTransport(): Transport & { requests: TransportRequest[] }
       })
     },
   }
+}
+
+/** The error a call rejects with; fails the test when the call resolves or throws something else. */
+export async function rejection(promise: Promise<unknown>): Promise<CausewayError> {
+  try {
+    await promise
+  } catch (error) {
+    expect(error).toBeInstanceOf(CausewayError)
+    return error as CausewayError
+  }
+  throw new Error('expected a rejection')
 }

@@ -4,9 +4,9 @@
  * the session records it, and set writes advance the session like `put`.
  */
 import { describe, expect, it } from 'vitest'
-import { CausewayError, hlcFrom, partitionOf, type SessionJSON } from '@causeway/core'
+import { hlcFrom, partitionOf } from '@causeway/core'
 import { SessionNotAvailableError, connect } from '../src/index.js'
-import { FakeGateway, notAvailable, writeOk } from './fake-gateway.js'
+import { FakeGateway, notAvailable, rejection, sessionJSON, writeOk } from './fake-gateway.js'
 
 const t = (ms: number) => hlcFrom(ms, 0)
 
@@ -16,17 +16,6 @@ const NAME = (() => {
   throw new Error('no name found')
 })()
 
-/** Read 9 from us and 3 from eu, written 7 in us and 4 in ap, all in partition 1. */
-const SESSION: SessionJSON = {
-  v: 1,
-  cluster: 'test-cluster',
-  regions: 3,
-  partitions: 4,
-  dtR: t(120),
-  dtW: t(100),
-  p: { 1: { e: 1, r: [9, 3, 0], w: [7, 0, 4] } },
-}
-
 /** The meta every set read reply carries. */
 function meta(fields: Record<string, unknown> = {}) {
   return { seen: [12, 3, 0], ts: t(200), epoch: 1, region: 0, replica: 0, waitedMs: 0, ...fields }
@@ -34,19 +23,9 @@ function meta(fields: Record<string, unknown> = {}) {
 
 async function open() {
   const gw = new FakeGateway()
-  const db = await connect({ url: 'http://us.test', transport: gw, session: SESSION })
+  const db = await connect({ url: 'http://us.test', transport: gw, session: sessionJSON() })
   const sets = () => gw.requests.filter((r) => r.path.startsWith('/v1/sets/'))
   return { db, gw, set: db.set(NAME), sets }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CausewayError> {
-  try {
-    await promise
-  } catch (error) {
-    expect(error).toBeInstanceOf(CausewayError)
-    return error as CausewayError
-  }
-  throw new Error('expected a rejection')
 }
 
 describe('set exchanges', () => {
