@@ -156,6 +156,19 @@ function setNameOf(prefix: string): string {
   return Buffer.from(escaped, 'latin1').toString('utf8')
 }
 
+/** The store string of `keys.elementsStart`, per cached set. */
+const elementsStarts = new WeakMap<BigsetKeys, string>()
+/** Elements whose escaped UTF-8, as latin1, is the element itself: ASCII without NUL. */
+const PLAIN_ELEMENT = /^[\x01-\x7f]*$/
+
+// The store string of an element's first key, without encoding the common plain element.
+function elementStartOf(keys: BigsetKeys, element: string): string {
+  if (!PLAIN_ELEMENT.test(element)) return toStoreString(keys.elementStart(element))
+  let prefix = elementsStarts.get(keys)
+  if (prefix === undefined) elementsStarts.set(keys, (prefix = toStoreString(keys.elementsStart)))
+  return prefix + element + '\x00\x01'
+}
+
 // Just past an element's keys, from its first key (whose last byte is the terminator 0x01).
 function elementEndOf(start: string): string {
   return start.slice(0, -1) + '\x02'
@@ -463,7 +476,7 @@ export class LevelSets {
     const seen = this.#cache.observe(name, () => levelSetKeys(name))
     if (seen === undefined) return this.#hasAtSnapshot(name, element)
     const { keys } = seen
-    const start = toStoreString(keys.elementStart(element))
+    const start = elementStartOf(keys, element)
     const range = { gte: start, lt: elementEndOf(start) }
     if (seen.state !== undefined) {
       const stored = await this.#db.keys(range).all()
