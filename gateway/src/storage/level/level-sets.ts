@@ -158,12 +158,18 @@ function setNameOf(prefix: string): string {
 
 /** The store string of `keys.elementsStart`, per cached set. */
 const elementsStarts = new WeakMap<BigsetKeys, string>()
-/** Elements whose escaped UTF-8, as latin1, is the element itself: ASCII without NUL. */
-const PLAIN_ELEMENT = /^[\x01-\x7f]*$/
+// Whether the escaped UTF-8 of `element`, as latin1, is the element itself: ASCII without NUL.
+function isPlain(element: string): boolean {
+  for (let i = 0; i < element.length; i++) {
+    const c = element.charCodeAt(i)
+    if (c === 0 || c > 0x7f) return false
+  }
+  return true
+}
 
 // The store string of an element's first key, without encoding the common plain element.
 function elementStartOf(keys: BigsetKeys, element: string): string {
-  if (!PLAIN_ELEMENT.test(element)) return toStoreString(keys.elementStart(element))
+  if (!isPlain(element)) return toStoreString(keys.elementStart(element))
   let prefix = elementsStarts.get(keys)
   if (prefix === undefined) elementsStarts.set(keys, (prefix = toStoreString(keys.elementsStart)))
   return prefix + element + '\x00\x01'
