@@ -68,8 +68,10 @@ describe('LevelPartitionReplica', () => {
     await r.open()
     const first = await r.write('k', '"kept"', HLC_ZERO)
 
-    const batch = db.batch.bind(db)
-    ;(db as { batch: unknown }).batch = () => Promise.reject(new Error('disk full'))
+    // The store's own write fails (under both array and chained batches).
+    const store = db as unknown as { _batch: unknown }
+    const batch = store._batch
+    store._batch = () => Promise.reject(new Error('disk full'))
     const lost = r.write('k', '"lost"', HLC_ZERO)
     const alsoLost = r.write('j', '"lost"', HLC_ZERO)
     await expect(lost).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
@@ -84,7 +86,7 @@ describe('LevelPartitionReplica', () => {
     await expect(r.read('k')).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
     expect(await r.waitFor([2, 0], Date.now() + 1000)).toBe(false)
 
-    ;(db as { batch: unknown }).batch = batch
+    store._batch = batch
     await r.close()
     const back = replica()
     await back.open()
