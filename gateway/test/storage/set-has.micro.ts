@@ -14,6 +14,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { HLC_ZERO } from '@causeway/core'
 import { Bench } from 'tinybench'
+import { EmbeddedCluster } from '../../src/cluster/embedded-cluster.js'
 import { ContextTokens } from '../../src/cluster/set-contexts.js'
 import { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
 
@@ -78,6 +79,39 @@ function report(bench: Bench): void {
     )
 }
 
+// The same through the region service (as the bigsets suite's storage level): replica choice,
+// vector checks and, for `has`, the signed context.
+async function throughService(): Promise<void> {
+  const cluster = await EmbeddedCluster.start({ regions: 1, partitions: 1, replicas: 1 })
+  try {
+    const service = cluster.service(0)
+    const sets = service.sets!
+    const common = { partition: 0, dt: HLC_ZERO, durability: 'leader', level: 'eventual' } as const
+    for (let i = 0; i < SIZE; i += BULK) {
+      const elements = Array.from({ length: Math.min(BULK, SIZE - i) }, (_, j) => ({
+        element: element(i + j),
+      }))
+      await sets.write({ ...common, name: SET, op: 'add', elements, timeoutMs: 5_000 })
+    }
+    await service.write({ ...common, key: 'micro:key', value: '"value"' })
+    const read = { partition: 0, replica: 'leader', timeoutMs: 5_000, level: 'eventual' } as const
+    let i = 0
+    const bench = new Bench({ time: TIME_MS, warmupTime: 200 })
+    bench
+      .add('service has', async () => {
+        const r = await sets.has({ ...read, name: SET, element: element((i++ * 7919) % SIZE) })
+        if (!r.found) throw new Error('an element of the set was not found')
+      })
+      .add('service read', async () => {
+        await service.read({ ...read, key: 'micro:key' })
+      })
+    await bench.run()
+    report(bench)
+  } finally {
+    await cluster.close()
+  }
+}
+
 function median(samples: readonly number[]): number {
   const sorted = [...samples].sort((a, b) => a - b)
   return sorted[sorted.length >> 1] ?? NaN
@@ -118,4 +152,5 @@ try {
 } finally {
   await rm(location, { recursive: true, force: true })
 }
+await throughService()
 await signing()

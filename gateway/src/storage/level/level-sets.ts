@@ -19,7 +19,12 @@
  * Removes only touch the clocks: a removed dot goes into the set-tombstone, which hides its key.
  * Compaction deletes covered keys and trims the tombstone, never rewriting the set: in the
  * background, a short while after the remove (targeted: the remove names the keys), during scans
- * (a scan reports the covered keys it walks over), and on demand as a full pass over one set.
+ * (a scan reports the covered keys it walks over), on demand as a full pass over one set, and,
+ * when the replica opens, as full passes over the sets a previous run left a tombstone in.
+ *
+ * Reads: `has` seeks the element's keys and takes the tombstone and stamp from a cache the
+ * commits keep (`set-read-cache.ts`), whose seqlock proves the seek saw that state; a snapshot
+ * only when a commit touching the set is being written. `scan` and `stream` read one snapshot.
  */
 import {
   BigsetKeys,
