@@ -24,6 +24,11 @@ export interface InsertRow {
   meanMs: number
   p95Ms: number
   /**
+   * Measured again at the end of the run on a fresh set (ours, the smallest size only): the sizes
+   * run in order of growth, so this tells what warm-up did from what the size does.
+   */
+  again?: boolean
+  /**
    * End to end: ms from the window's last reply until every replica of both regions had applied
    * its writes, as a follower read in each region saw it (the read included); 0 at the storage
    * level. Not part of the rate: it shows no replication work was left out of the window.
