@@ -158,14 +158,25 @@ for _, v in ipairs(sv_list(KEYS[2], regions)) do reply[#reply + 1] = v end
 return reply
 `)
 
+// Appends a set's stamp (`ts`, '' when none, then seen[0..D-1]) to `reply`: one HMGET.
+const STAMP_LUA = `
+local function add_stamp(reply, key, regions)
+  local fields = { 'ts' }
+  for d = 0, regions - 1 do fields[#fields + 1] = tostring(d) end
+  local values = redis.call('HMGET', key, unpack(fields))
+  reply[#reply + 1] = values[1] or ''
+  for d = 1, regions do reply[#reply + 1] = values[d + 1] or '0' end
+  return reply
+end
+`
+
 /**
  * `has`: one element's members and the stamp, atomically. KEYS: stamp, elements.
  * ARGV: regions, start bound, end bound. Reply: ts ('' when none), seen[0..D-1], members...
  */
 export const SET_HAS_SCRIPT = new LuaScript(`#!lua flags=no-writes
-local regions = tonumber(ARGV[1])
-local reply = { redis.call('HGET', KEYS[1], 'ts') or '' }
-for d = 0, regions - 1 do reply[#reply + 1] = redis.call('HGET', KEYS[1], tostring(d)) or '0' end
+${STAMP_LUA}
+local reply = add_stamp({}, KEYS[1], tonumber(ARGV[1]))
 for _, m in ipairs(redis.call('ZRANGEBYLEX', KEYS[2], ARGV[2], ARGV[3])) do reply[#reply + 1] = m end
 return reply
 `)
@@ -175,10 +186,8 @@ return reply
  * Reply: size, ts ('' when none), seen[0..D-1].
  */
 export const SET_SIZE_SCRIPT = new LuaScript(`#!lua flags=no-writes
-local regions = tonumber(ARGV[1])
-local reply = { redis.call('GET', KEYS[2]) or '0', redis.call('HGET', KEYS[1], 'ts') or '' }
-for d = 0, regions - 1 do reply[#reply + 1] = redis.call('HGET', KEYS[1], tostring(d)) or '0' end
-return reply
+${STAMP_LUA}
+return add_stamp({ redis.call('GET', KEYS[2]) or '0' }, KEYS[1], tonumber(ARGV[1]))
 `)
 
 /**
@@ -186,10 +195,8 @@ return reply
  * ARGV: regions. Reply: ts ('' when none), seen[0..D-1].
  */
 export const SET_STAMP_SCRIPT = new LuaScript(`#!lua flags=no-writes
-local regions = tonumber(ARGV[1])
-local reply = { redis.call('HGET', KEYS[1], 'ts') or '' }
-for d = 0, regions - 1 do reply[#reply + 1] = redis.call('HGET', KEYS[1], tostring(d)) or '0' end
-return reply
+${STAMP_LUA}
+return add_stamp({}, KEYS[1], tonumber(ARGV[1]))
 `)
 
 /** Every script of the sets, for loading after a (re)connection. */
