@@ -109,7 +109,7 @@ function element(i: number): string {
 }
 
 /** What a level measures through. */
-interface Driver extends ValueStore {
+export interface Driver extends ValueStore {
   level: Level
   /** The region that coordinates this driver's writes: the ORSWOT's actor. */
   actor: string
@@ -155,7 +155,7 @@ function sdkDriver(db: Causeway, url: string): Driver {
 }
 
 /** One replica in process, through its region service. */
-function storageDriver(cluster: EmbeddedCluster): Driver {
+export function storageDriver(cluster: EmbeddedCluster): Driver {
   const service = cluster.service(0)
   const sets = service.sets!
   const partitions = cluster.partitions

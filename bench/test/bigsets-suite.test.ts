@@ -1,0 +1,138 @@
+/** The `bigsets` suite's storage driver with the whole-value sets, and its report's arithmetic. */
+import { EmbeddedCluster } from '@causeway/gateway'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Orswot } from '../src/bigsets/orswot.js'
+import type { BigsetsResults, InsertRow, Level, Store } from '../src/bigsets/results.js'
+import { grownValue, insertIntoArray, insertIntoOrswot } from '../src/bigsets/whole-value-sets.js'
+import { bigsetsSuite, storageDriver } from '../src/suites/bigsets.js'
+
+describe('whole-value sets through the region service (the storage level)', () => {
+  let cluster: EmbeddedCluster
+  beforeAll(async () => {
+    cluster = await EmbeddedCluster.start({ regions: 1, partitions: 1, replicas: 1 })
+  })
+  afterAll(async () => {
+    await cluster.close()
+  })
+
+  it('ORSWOT: the writing region is the actor, dots come from its clock entry', async () => {
+    const driver = storageDriver(cluster)
+    expect(driver.actor).toBe('r0')
+    await driver.put('t:orswot', grownValue('orswot', driver.actor, ['b', 'a']))
+    expect(await insertIntoOrswot(driver, 't:orswot', driver.actor, 'c')).toEqual({
+      actor: 'r0',
+      counter: 3,
+    })
+    // A re-add: a new dot, one entry.
+    expect(await insertIntoOrswot(driver, 't:orswot', driver.actor, 'a')).toEqual({
+      actor: 'r0',
+      counter: 4,
+    })
+    const set = Orswot.fromJSON(await driver.get('t:orswot'))
+    expect(set.value()).toEqual(['a', 'b', 'c'])
+    expect(set.clock).toEqual([['r0', 4]])
+    expect(set.dotsOf('a')).toEqual([{ actor: 'r0', counter: 4 }])
+  })
+
+  it('array: read, insert, write back', async () => {
+    const driver = storageDriver(cluster)
+    await insertIntoArray(driver, 't:array', 'b')
+    await insertIntoArray(driver, 't:array', 'a')
+    await insertIntoArray(driver, 't:array', 'b')
+    expect(await driver.get('t:array')).toEqual(['a', 'b'])
+  })
+})
+
+describe('the bigsets report', () => {
+  const row = (
+    level: Level,
+    store: Store,
+    concurrency: number,
+    size: number,
+    opsPerS: number,
+    extra: Partial<InsertRow> = {},
+  ): InsertRow => ({
+    level,
+    store,
+    concurrency,
+    size,
+    ops: 100,
+    opsPerS,
+    meanMs: 1000 / opsPerS,
+    p95Ms: 2000 / opsPerS,
+    ...extra,
+  })
+  const levelRows = (level: Level, oursSmall: number, oursAgain: number): InsertRow[] => [
+    row(level, 'decomposed', 1, 1_000, oursSmall),
+    row(level, 'decomposed', 16, 1_000, 2 * oursSmall),
+    row(level, 'orswot', 1, 1_000, 500, { valueBytes: 17_000 }),
+    row(level, 'array', 1, 1_000, 800, { valueBytes: 7_000 }),
+    row(level, 'decomposed', 1, 45_000, 1_000),
+    row(level, 'decomposed', 16, 45_000, 3_000),
+    row(level, 'orswot', 1, 45_000, 20, { valueBytes: 760_000 }),
+    row(level, 'array', 1, 45_000, 40, { valueBytes: 315_000 }),
+    row(level, 'decomposed', 1, 1_000, oursAgain, { again: true }),
+    row(level, 'decomposed', 16, 1_000, 2 * oursAgain, { again: true }),
+  ]
+  const results: BigsetsResults = {
+    cluster: { backend: 'memory', regions: 2, partitions: 4, replicas: 2 },
+    storage: 'memory',
+    cores: 2,
+    wholeValueMaxMs: 3_000,
+    inserts: [
+      ...levelRows('storage', 1_000, 1_000),
+      // End to end: the smallest size ran slow first (warm-up), fast again at the end.
+      ...levelRows('end to end', 500, 1_250),
+    ],
+    scans: [],
+    points: [
+      { level: 'storage', case: 'has', size: 45_000, ops: 10, meanMs: 0.01, p95Ms: 0.01 },
+      { level: 'storage', case: 'get', size: 0, ops: 10, meanMs: 0.01, p95Ms: 0.01 },
+      { level: 'end to end', case: 'has', size: 45_000, ops: 10, meanMs: 0.5, p95Ms: 0.5 },
+      { level: 'end to end', case: 'get', size: 0, ops: 10, meanMs: 0.5, p95Ms: 0.5 },
+    ],
+  }
+  const { markdown } = bigsetsSuite.report(results, false)
+  const targetRow = (level: string, target: string) =>
+    markdown.split('\n').find((l) => l.startsWith(`| ${level} | ${target}`))
+
+  it('judges the 100× target against the ORSWOT, 16 clients vs 1, and prints the array ratios', () => {
+    // 3,000 / 20 = 150× (16 vs 1), 1,000 / 20 = 50× (1 vs 1); array: 75×, 25×.
+    expect(targetRow('storage', '≥ 100× the naive set at 45,000')).toBe(
+      '| storage | ≥ 100× the naive set at 45,000, judged against the ORSWOT as one value | ' +
+        '150.00× (16 clients vs 1), 50.00× (1 client each); against the array (not a CRDT): 75.00×, 25.00× | ' +
+        'met with 16 clients; **not met** 1 client each |',
+    )
+    expect(markdown).toContain('Met with 16 clients against 1 (150.00×), not with one client each')
+  })
+
+  it('takes the higher of the two windows at the smallest size for the growth target', () => {
+    // Storage: 1,000 / 1,000 = 1.00×. End to end: 1,000 / max(500, 1,250) = 0.80×, not 2.00×.
+    expect(targetRow('storage', 'inserts/s at 45,000')).toContain('1.00× (1 client)')
+    expect(targetRow('end to end', 'inserts/s at 45,000')).toContain('0.80× (1 client)')
+    expect(targetRow('end to end', 'inserts/s at 45,000')).toContain('**not met**')
+  })
+
+  it('shows a refused whole value as refused, and leaves its ratios unmeasured', () => {
+    const refused: BigsetsResults = {
+      ...results,
+      inserts: results.inserts.map((r) =>
+        r.level === 'end to end' && r.store === 'orswot' && r.size === 45_000
+          ? {
+              ...r,
+              ops: 0,
+              opsPerS: NaN,
+              meanMs: NaN,
+              p95Ms: NaN,
+              refused: { bytes: 1_700_000, limit: 1_048_576 },
+            }
+          : r,
+      ),
+    }
+    const md = bigsetsSuite.report(refused, false).markdown
+    expect(md).toContain('| refused | over the 1,024 KiB limit |')
+    expect(
+      md.split('\n').find((l) => l.startsWith('| end to end | ≥ 100× the naive set')),
+    ).toContain('| not measured |')
+  })
+})
