@@ -169,9 +169,11 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     if (hasRatio > 1.15) misses.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
 
     const orswotVerdict =
-      o.concurrent >= 100 && !(o.single >= 100)
-        ? `met with ${concurrency} clients; **not met** 1 client each`
-        : verdict(o.concurrent, o.concurrent >= 100)
+      o.concurrent >= 100 === o.single >= 100 || Number.isNaN(o.concurrent + o.single)
+        ? verdict(o.concurrent, o.concurrent >= 100)
+        : o.concurrent >= 100
+          ? `met with ${concurrency} clients; **not met** 1 client each`
+          : `**not met** with ${concurrency} clients; met 1 client each`
     return [
       [
         level,
@@ -223,7 +225,17 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const which =
       o.concurrent >= 100
         ? `Met with ${concurrency} clients against 1 (${times(o.concurrent)}), not with one client each (${times(o.single)}), which is how the paper measured.`
-        : `${times(o.concurrent)} with ${concurrency} clients against 1, ${times(o.single)} with one client each.`
+        : o.single >= 100
+          ? `Not met with ${concurrency} clients against 1 (${times(o.concurrent)}), which is what the target is judged on; met with one client each (${times(o.single)}), which is how the paper measured.`
+          : `${times(o.concurrent)} with ${concurrency} clients against 1, ${times(o.single)} with one client each.`
+    const quotient =
+      o.single >= 100
+        ? ''
+        : `One client each, the ratio is about their quotient; 100× would need ours under ${fixed(mean(orswot) / 100, 3)} ms per insert. `
+    const clients =
+      gain >= 1
+        ? `${concurrency} clients raise ours only ${times(gain)} over one`
+        : `${concurrency} clients do not raise ours (${times(gain)} the rate of one)`
     const path =
       level === 'end to end'
         ? ` At the storage level the same insert takes ${fixed(atStorage, 3)} ms: the rest is the path every write takes (the SDK, HTTP, the gateway's session checks, the log that replicates it to a follower and to the other region), which a whole-value insert pays twice (its \`get\` and its \`put\`): a \`get\` of a small key alone takes ${fixed(keyRead, 3)} ms.`
@@ -231,8 +243,8 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     return (
       `**${level}, ≥ 100× the ORSWOT at ${whole(compare)}**: ${which} An insert into ours takes ${fixed(ours, 3)} ms (1 client).${path} ` +
       `The ORSWOT insert at ${whole(compare)} takes ${fixed(mean(orswot), 1)} ms: it reads, checks, re-encodes and writes ${kib(orswot?.valueBytes)} KiB. ` +
-      `One client each, the ratio is about their quotient; 100× would need ours under ${fixed(mean(orswot) / 100, 3)} ms per insert. ` +
-      `${concurrency} clients raise ours ${times(gain)} over one: the clients, the gateway and every replica share ${cores}.` +
+      quotient +
+      `${clients}: the clients, the gateway and every replica share ${cores}.` +
       (level === 'end to end' ? storageRatio() : '') +
       paperNote(level)
     )
@@ -325,7 +337,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     '(Riak keeps such writes as siblings and merges them on the next read; each insert still reads and',
     `writes the whole value, so more clients would queue for the same cores). Ours takes ${concurrency} clients at`,
     `once because it admits concurrent writers by design. The whole-value windows are short (${windowNote}),`,
-    'so their p95 is close to their maximum. The gateway refuses values over its `maxValueBytes` (1 MiB by',
+    'and where one holds only a few inserts its p95 is close to its maximum. The gateway refuses values over its `maxValueBytes` (1 MiB by',
     'default), so a whole-value set too large for it shows "refused" end to end; the storage level has no',
     'such limit.',
     '',
