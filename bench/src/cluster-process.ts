@@ -26,6 +26,8 @@ export interface ClusterConfig {
   replicaLagMs?: number
   /** The "without HLC" ablation (`--without-hlc`). @default false */
   withoutHlc?: boolean
+  /** Largest value the gateways accept, bytes of JSON (`--max-value-bytes`). @default 1 MiB */
+  maxValueBytes?: number
   /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
   nodeFlags?: string[]
 }
@@ -79,6 +81,8 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
   if (config.backend === 'memory') args.push('--memory')
   else args.push('--data', dataDir!)
   if (config.withoutHlc) args.push('--without-hlc')
+  if (config.maxValueBytes !== undefined)
+    args.push('--max-value-bytes', String(config.maxValueBytes))
   return args
 }
 
@@ -109,6 +113,8 @@ function redisDevArgs(config: ClusterConfig): string[] {
     String(config.wanDelayMs ?? 0),
   ]
   if (config.withoutHlc) args.push('--without-hlc')
+  if (config.maxValueBytes !== undefined)
+    args.push('--max-value-bytes', String(config.maxValueBytes))
   return args
 }
 

@@ -92,6 +92,8 @@ const QUICK: Plan = {
 }
 
 const WRITE_BATCH = 1_000
+/** The end-to-end cluster's value limit: the ORSWOT of 100k 4-byte elements is ~1.7 MB. */
+const WHOLE_VALUE_MAX_BYTES = 4 * 1024 * 1024
 const SPACE = 36 ** 4
 const SET = 'bench:grow'
 const AGAIN_SET = 'bench:grow-again'
@@ -515,7 +517,14 @@ export const bigsetsSuite: Suite<BigsetsResults> = {
       if (dataDir !== undefined) await rm(dataDir, { recursive: true, force: true })
     }
 
-    const cluster: ClusterConfig = { backend: ctx.backend, regions: 2, partitions: 4, replicas: 2 }
+    // 4 MiB values (the default is 1 MiB), so the whole-value baselines fit up to 100k elements.
+    const cluster: ClusterConfig = {
+      backend: ctx.backend,
+      regions: 2,
+      partitions: 4,
+      replicas: 2,
+      maxValueBytes: WHOLE_VALUE_MAX_BYTES,
+    }
     const running = await startCluster(cluster)
     try {
       const db = await connect({ url: running.urls[0]!, defaults: { timeoutMs: 60_000 } })
