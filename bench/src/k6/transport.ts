@@ -19,7 +19,7 @@ import {
   type TransportResponse,
   type WriteLevel,
 } from '@causeway/client'
-import { HEADER_AFTER, formatReadNeed } from '@causeway/core'
+import { HEADER_AFTER, HEADER_WAITED, formatReadNeed } from '@causeway/core'
 
 /** Options of {@link k6Transport}. */
 export interface K6TransportOptions {
@@ -80,9 +80,6 @@ const WRITE_DEPENDENCY: Record<WriteLevel, ReadLevel> = {
 }
 
 const KV_PATH = '/v1/kv/'
-
-/** The reply header in which a "without HLC" gateway says how long a write waited, in ms. */
-export const HEADER_WAITED = 'causeway-waited-ms'
 
 /** A header of a k6 response, whatever the case of its name. */
 function header(headers: Record<string, string> | undefined, name: string): string | undefined {
