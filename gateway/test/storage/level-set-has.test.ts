@@ -228,6 +228,40 @@ describe('LevelDB has under concurrent writes', () => {
     })
   })
 
+  it('reuses an open iterator while the set is not written, and never reads through a stale one', async () => {
+    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+    // Counts the iterators opened over the whole set namespace: the pool's (writes seek too).
+    let opened = 0
+    const open = db.keys.bind(db)
+    db.keys = ((...args: Parameters<typeof open>) => {
+      if ((args[0] as { gte?: unknown } | undefined)?.gte === 'b/') opened++
+      return open(...args)
+    }) as typeof db.keys
+    const r = await counted(db)
+    const sets = setsOf(r)
+    const add = (name: string, element: string) =>
+      sets.write(name, { op: 'add', elements: [{ element }] }, HLC_ZERO)
+    await add('a', 'x')
+    await add('b', 'y')
+    await sets.has('a', 'x') // caches a's tombstone and stamp
+    await sets.has('a', 'x') // opens a pooled iterator
+    const before = opened
+    for (let i = 0; i < 20; i++) {
+      await add('b', `y${i}`) // writes of another set leave the iterator's view of a current
+      expect((await sets.has('a', 'x')).dots).toHaveLength(1)
+      expect((await sets.has('a', `x${i}`)).dots).toEqual([])
+    }
+    expect(opened - before).toBeLessThanOrEqual(1)
+    const reused = opened
+    for (let i = 0; i < 20; i++) {
+      const entry = await add('a', `x${i}`) // a write of a: the iterator's view of a is stale
+      const m = await sets.has('a', `x${i}`)
+      expect(m.dots).toHaveLength(1)
+      expect(m.stamp.seen[0]).toBe(entry.idx)
+    }
+    expect(opened - reused).toBeGreaterThanOrEqual(20) // each stale iterator was replaced
+  })
+
   it('answers right for sets evicted from the cache and read again', async () => {
     const r = await counted(new MemoryLevel<string, string>({ storeEncoding: 'utf8' }))
     const sets = setsOf(r)

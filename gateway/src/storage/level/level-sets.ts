@@ -22,9 +22,10 @@
  * (a scan reports the covered keys it walks over), on demand as a full pass over one set, and,
  * when the replica opens, as full passes over the sets a previous run left a tombstone in.
  *
- * Reads: `has` seeks the element's keys and takes the tombstone and stamp from a cache the
- * commits keep (`set-read-cache.ts`), whose seqlock proves the seek saw that state; a snapshot
- * only when a commit touching the set is being written. `scan` and `stream` read one snapshot.
+ * Reads: `has` seeks the element's keys, usually in a long-lived iterator (`element-seeks.ts`),
+ * and takes the tombstone and stamp from a cache the commits keep (`set-read-cache.ts`), whose
+ * seqlock proves the seek saw that state; a snapshot only when a commit touching the set is
+ * being written. `scan` and `stream` read one snapshot.
  */
 import {
   BigsetKeys,
@@ -73,6 +74,7 @@ import {
   toStoreString,
 } from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
+import { ElementSeeks } from './element-seeks.js'
 import { SetReadCache, type CachedSetState, type SetReadCacheOptions } from './set-read-cache.js'
 
 /** Options of {@link LevelSets}. */
@@ -242,6 +244,8 @@ export class LevelSets {
   #timer: ReturnType<typeof setTimeout> | undefined
   /** Tombstones and stamps for `has`, kept by the commits (`set-read-cache.ts`). */
   readonly #cache: SetReadCache
+  /** Long-lived iterators `has` seeks in (`element-seeks.ts`). */
+  readonly #seeks: ElementSeeks
   /** The states the commit being written leaves its sets in, for the cache once it is written. */
   #writing: Map<string, CachedSetState> | undefined
   /** Bumped by `opened` and `close`: a recovery pass of an older run stops. */
@@ -256,6 +260,7 @@ export class LevelSets {
     this.#compactDelayMs = options.compactDelayMs ?? 50
     this.#onError = options.onError ?? (() => {})
     this.#cache = new SetReadCache(options.cache)
+    this.#seeks = new ElementSeeks(this.#db, this.#cache)
   }
 
   /** Sets whose tombstone and stamp are cached now (tests). */
@@ -280,6 +285,7 @@ export class LevelSets {
   close(): void {
     clearTimeout(this.#timer)
     this.#timer = undefined
+    this.#seeks.close()
     this.#cache.clear()
     this.#writing = undefined
     this.#run++
@@ -394,6 +400,7 @@ export class LevelSets {
     if (this.#writing === undefined) return
     this.#cache.finished(this.#writing)
     this.#writing = undefined
+    this.#seeks.closeExpired()
   }
 
   async #plan(
@@ -490,6 +497,9 @@ export class LevelSets {
     const start = elementStartOf(keys, element)
     const range = { gte: start, lt: elementEndOf(start) }
     if (seen.state !== undefined) {
+      // In the same tick as `observe`: a pooled iterator serves only if its view is this state.
+      const pooled = await this.#seeks.keys(name, range.gte, range.lt)
+      if (pooled !== undefined) return membership(pooled, start.length, seen.state)
       const stored = await this.#db.keys(range).all()
       if (!this.#cache.unchanged(name, seen.ticket)) return this.#hasAtSnapshot(name, element)
       return membership(stored, start.length, seen.state)

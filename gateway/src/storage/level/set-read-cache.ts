@@ -89,10 +89,24 @@ export class SetReadCache {
    * written then): reads of the store made in between all saw the set as it was at the ticket.
    */
   unchanged(name: string, ticket: number): boolean {
-    if (this.#started - ticket > RECENT_COMMITS) return false
+    if (this.expired(ticket)) return false
     for (let seq = ticket + 1; seq <= this.#started; seq++)
       if (this.#touched(seq, name)) return false
     return true
+  }
+
+  /**
+   * A ticket for a view of the store that gets fixed at some point from now on (an iterator's
+   * implicit snapshot): a commit being written now may or may not be in that view, so it counts
+   * as started after the ticket.
+   */
+  viewTicket(): number {
+    return this.#writing ? this.#started - 1 : this.#started
+  }
+
+  /** Whether `ticket` is too old to hold for any set. */
+  expired(ticket: number): boolean {
+    return this.#started - ticket > RECENT_COMMITS
   }
 
   /**
