@@ -43,6 +43,7 @@ import { checkSetWrite } from '../set-writes.js'
 import { supersedes } from '../version-order.js'
 import type { StoreOp } from './level-set-kv.js'
 import { LevelSets } from './level-sets.js'
+import { LogTail } from './log-tail.js'
 import {
   LAYOUT_FORMAT,
   META_KEY,
@@ -144,6 +145,8 @@ export class LevelPartitionReplica implements PartitionReplica {
   #closing: Promise<void> | undefined
   readonly #waiters = new CoverageWaiters()
   readonly #listeners = new Set<AdvanceListener>()
+  /** `#tails[origin]`: the newest committed entries, which followers and shippers read next. */
+  #tails: LogTail[] = []
   readonly #sets: LevelSets
   /** The sets of this partition (`level-sets.ts`). */
   readonly sets: ReplicaSets
@@ -191,6 +194,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       this.#epoch = meta.epoch
       this.#counter = meta.sv[this.region]!
       this.#clock = new HybridClock({ now: this.#now, last: meta.hlc })
+      this.#tails = Array.from({ length: this.#regions }, () => new LogTail())
       this.#failure = undefined
       this.#state = 'open'
       void this.#sets.opened() // background: compacts sets a previous run left covered keys in
@@ -347,6 +351,10 @@ export class LevelPartitionReplica implements PartitionReplica {
     const refused = this.#refusal()
     if (refused) throw refused
     if (limit <= 0) return []
+    const tail = Number.isSafeInteger(afterIdx)
+      ? this.#tails[origin]?.read(afterIdx, limit)
+      : undefined
+    if (tail !== undefined) return tail
     const rows = await this.#db
       .iterator({
         gt: logKey(origin, afterIdx),
@@ -481,6 +489,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
 
     const advanced = sv.some((idx, d) => idx !== this.#sv[d])
+    for (const entry of accepted) this.#tails[entry.origin]!.append(entry)
     this.#sv = sv
     // A follower that applied its own region's entries must not reuse their idx if promoted.
     if (sv[this.region]! > this.#counter) this.#counter = sv[this.region]!
