@@ -17,8 +17,8 @@ import type { SetReadCache } from './set-read-cache.js'
 
 /** Iterators kept: concurrent `has` calls beyond that open their own. */
 const POOL_SIZE = 4
-/** Keys read per step: an element usually has one, and the next element's key ends the walk. */
-const STEP = 4
+/** Keys read per step: an element usually has one key, and the next element's key ends the walk. */
+const STEP = 2
 /** Just past every set key: the namespace `b/` with its last byte incremented. */
 const NAMESPACE_END = 'b0'
 
