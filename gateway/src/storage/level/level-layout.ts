@@ -33,6 +33,17 @@ export interface ReplicaMeta {
   hlc: Hlc
 }
 
+/**
+ * The JSON text of `meta`, written by every commit: the same text as `JSON.stringify(meta)` (every
+ * number in it is an integer and the HLC is hex), made without walking the object.
+ */
+export function encodeMeta(meta: ReplicaMeta): string {
+  return (
+    `{"format":${meta.format},"region":${meta.region},"partition":${meta.partition},` +
+    `"regions":${meta.regions},"sv":[${meta.sv.join(',')}],"epoch":${meta.epoch},"hlc":"${meta.hlc}"}`
+  )
+}
+
 const IDX_DIGITS = 16
 const ORIGIN_DIGITS = 3
 

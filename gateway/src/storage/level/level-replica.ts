@@ -52,6 +52,7 @@ import {
   decodeEntry,
   decodeVersion,
   encodeEntry,
+  encodeMeta,
   encodeVersion,
   logKey,
   parseLogKey,
@@ -467,6 +468,7 @@ export class LevelPartitionReplica implements PartitionReplica {
           if (entry.idx > sv[m.origin]! + 1) break // a gap: the shipper resends from the checkpoint
           sv[m.origin] = entry.idx
           accepted.push(entry)
+          this.#clock.observe(entry.ts)
         }
       } else if (m.kind === 'apply') {
         const gapped = new Set<number>()
@@ -478,13 +480,15 @@ export class LevelPartitionReplica implements PartitionReplica {
           }
           sv[entry.origin] = entry.idx
           accepted.push(entry)
+          this.#clock.observe(entry.ts)
         }
       }
     }
 
-    if (accepted.length > 0 || mutations.some((m) => m.kind === 'sets')) {
-      for (const entry of accepted) this.#clock.observe(entry.ts)
-      await this.#store(await this.#operations(accepted, siblingWrites, sv))
+    // A local write's ts came from this clock: only other replicas' entries move it.
+    const compact = mutations.some((m) => m.kind === 'sets')
+    if (accepted.length > 0 || compact) {
+      await this.#store(await this.#operations(accepted, siblingWrites, sv, compact))
       this.#sets.committed() // before anything is acknowledged: `has` reads its cache
     }
 
@@ -524,68 +528,75 @@ export class LevelPartitionReplica implements PartitionReplica {
   /**
    * The batch that stores `accepted` entries: log rows, changed winners and sibling sets, and the
    * new meta. A leader's sibling write gets its entry's set here, from the key's set as the
-   * entries before it in the batch left it.
+   * entries before it in the batch left it. The sets plan only when the commit has set entries
+   * or was asked for by their compaction (`compact`): a commit of keys alone leaves them be.
    */
   async #operations(
     accepted: readonly LogEntry[],
     siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>,
     sv: number[],
-  ) {
+    compact: boolean,
+  ): Promise<StoreOp[]> {
+    const setWrites: LogEntry[] = []
+    const kvKeys = new Set<string>()
+    const siblingKeys = new Set<string>()
+    for (const entry of accepted) {
+      if (entry.setDelta !== undefined) setWrites.push(entry)
+      else if (entry.siblings !== undefined || siblingWrites.has(entry)) siblingKeys.add(entry.key)
+      else kvKeys.add(entry.key)
+    }
     // Set writes plan first: a local one's delta (its log row) is made here.
-    const isSetWrite = (e: LogEntry) => e.setDelta !== undefined
-    const ops: StoreOp[] = await this.#sets.commitOps(accepted.filter(isSetWrite))
-    const isSibling = (e: LogEntry) => e.siblings !== undefined || siblingWrites.has(e)
-    const isKv = (e: LogEntry) => !isSibling(e) && !isSetWrite(e)
-    const keys = [...new Set(accepted.filter(isKv).map((e) => e.key))]
-    const setKeys = [...new Set(accepted.filter(isSibling).map((e) => e.key))]
-    const stored = await this.#db.getMany([...keys.map(dataKey), ...setKeys.map(siblingsKey)])
+    const ops: StoreOp[] =
+      setWrites.length > 0 || compact ? await this.#sets.commitOps(setWrites) : []
+    const reads: string[] = []
+    for (const key of kvKeys) reads.push(dataKey(key))
+    for (const key of siblingKeys) reads.push(siblingsKey(key))
+    const stored = reads.length > 0 ? await this.#db.getMany(reads) : []
     const winners = new Map<string, Version | undefined>()
-    keys.forEach((key, i) => {
-      const text = stored[i]
-      winners.set(key, text === undefined ? undefined : decodeVersion(text))
-    })
     const sets = new Map<string, SiblingSet>()
-    setKeys.forEach((key, i) => {
-      const text = stored[keys.length + i]
+    let i = 0
+    for (const key of kvKeys) {
+      const text = stored[i++]
+      winners.set(key, text === undefined ? undefined : decodeVersion(text))
+    }
+    for (const key of siblingKeys) {
+      const text = stored[i++]
       sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text))
-    })
+    }
     const changed = new Set<string>()
     const changedSets = new Set<string>()
     for (const entry of accepted) {
-      if (isSetWrite(entry)) {
-        ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
-        continue
-      }
-      const write = siblingWrites.get(entry)
-      if (write !== undefined || entry.siblings !== undefined) {
-        const local = sets.get(entry.key)!
-        let next: SiblingSet
-        if (write !== undefined) {
-          const sibling =
-            write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
-          next = writeSibling(local, write.context, sibling, this.region)
-          entry.siblings = encodeSiblingSet(next)
+      if (entry.setDelta === undefined) {
+        const write = siblingWrites.get(entry)
+        if (write !== undefined || entry.siblings !== undefined) {
+          const local = sets.get(entry.key)!
+          let next: SiblingSet
+          if (write !== undefined) {
+            const sibling =
+              write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
+            next = writeSibling(local, write.context, sibling, this.region)
+            entry.siblings = encodeSiblingSet(next)
+          } else {
+            next = mergeSiblings(local, decodeSiblingSet(entry.siblings!))
+          }
+          sets.set(entry.key, next)
+          changedSets.add(entry.key)
         } else {
-          next = mergeSiblings(local, decodeSiblingSet(entry.siblings!))
+          const candidate: Version = { ts: entry.ts, dc: entry.origin }
+          if (entry.value !== undefined) candidate.value = entry.value
+          if (supersedes(candidate, winners.get(entry.key))) {
+            winners.set(entry.key, candidate)
+            changed.add(entry.key)
+          }
         }
-        sets.set(entry.key, next)
-        changedSets.add(entry.key)
-        ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
-        continue
       }
       ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
-      const candidate: Version = { ts: entry.ts, dc: entry.origin }
-      if (entry.value !== undefined) candidate.value = entry.value
-      if (supersedes(candidate, winners.get(entry.key))) {
-        winners.set(entry.key, candidate)
-        changed.add(entry.key)
-      }
     }
     for (const key of changed)
       ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winners.get(key)!) })
     for (const key of changedSets)
       ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(sets.get(key)!) })
-    ops.push({ type: 'put', key: META_KEY, value: JSON.stringify(this.#meta(sv)) })
+    ops.push({ type: 'put', key: META_KEY, value: encodeMeta(this.#meta(sv)) })
     return ops
   }
 
@@ -633,9 +644,10 @@ export class LevelPartitionReplica implements PartitionReplica {
 
   #notify(): void {
     this.#waiters.advance(this.#sv)
+    const sv = Object.freeze(this.sv()) // one copy for every listener
     for (const listener of this.#listeners) {
       try {
-        listener(this.sv())
+        listener(sv)
       } catch (error) {
         // A listener's bug must not undo a committed batch; surface it instead of swallowing it.
         queueMicrotask(() => {
