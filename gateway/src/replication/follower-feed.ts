@@ -6,7 +6,7 @@
  * only `lagMs` after the mark, i.e. no sooner than `lagMs` after it could first see the entries.
  */
 import { covers, maxInto } from '@causeway/core'
-import type { PartitionReplica } from '../storage/partition-replica.js'
+import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
 
 /** Options of a {@link FollowerFeed}. */
 export interface FollowerFeedOptions {
@@ -156,14 +156,15 @@ export class FollowerFeed {
     try {
       while (!this.#stopped) {
         const sv = this.#follower.sv()
-        const origins = this.#target.flatMap((idx, d) => (idx > sv[d]! ? [d] : []))
-        if (origins.length === 0) break
-        const logs = await Promise.all(
-          origins.map((d) =>
-            this.#leader.readLog(d, sv[d]!, Math.min(this.#batchSize, this.#target[d]! - sv[d]!)),
-          ),
-        )
-        const entries = logs.flat()
+        // Plain loops: this runs after every leader commit.
+        const reads: Promise<LogEntry[]>[] = []
+        for (let d = 0; d < this.#target.length; d++) {
+          const behind = this.#target[d]! - sv[d]!
+          if (behind > 0)
+            reads.push(this.#leader.readLog(d, sv[d]!, Math.min(this.#batchSize, behind)))
+        }
+        if (reads.length === 0) break
+        const entries = reads.length === 1 ? await reads[0]! : (await Promise.all(reads)).flat()
         if (entries.length === 0 || this.#stopped) break
         await this.#follower.apply(entries)
         if (covers(sv, this.#follower.sv())) break // no progress: do not spin
