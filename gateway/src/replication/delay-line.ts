@@ -1,6 +1,8 @@
 /**
  * A FIFO line with a fixed delay: what is pushed comes out `delayMs` later, in push order. One
  * timer for the whole line (the head's), so many messages in flight cost one timer, not many.
+ * With no delay the line delivers on the next turn of the event loop (`setImmediate`), not after
+ * a timer's minimum of 1 ms.
  */
 
 interface Message {
@@ -13,6 +15,7 @@ export class DelayLine {
   readonly delayMs: number
   #queue: Message[] = []
   #timer: ReturnType<typeof setTimeout> | undefined
+  #immediate: ReturnType<typeof setImmediate> | undefined
   #closed = false
 
   /** @param delayMs how long each message takes; 0 still delivers asynchronously. */
@@ -31,25 +34,29 @@ export class DelayLine {
   push(deliver: () => void): void {
     if (this.#closed) throw new Error('delay line is closed')
     this.#queue.push({ due: Date.now() + this.delayMs, deliver })
-    if (this.#timer === undefined) this.#arm()
+    if (this.#timer === undefined && this.#immediate === undefined) this.#arm()
   }
 
   /** Stops the line; undelivered messages are dropped, as a network drops them. */
   close(): void {
     this.#closed = true
     clearTimeout(this.#timer)
+    clearImmediate(this.#immediate)
     this.#timer = undefined
+    this.#immediate = undefined
     this.#queue = []
   }
 
   #arm(): void {
     const head = this.#queue[0]
     if (!head) return
-    this.#timer = setTimeout(() => this.#fire(), Math.max(0, head.due - Date.now()))
+    if (this.delayMs === 0) this.#immediate = setImmediate(() => this.#fire())
+    else this.#timer = setTimeout(() => this.#fire(), Math.max(0, head.due - Date.now()))
   }
 
   #fire(): void {
     this.#timer = undefined
+    this.#immediate = undefined
     const now = Date.now()
     let delivered = 0
     while (delivered < this.#queue.length && this.#queue[delivered]!.due <= now) {
@@ -57,6 +64,7 @@ export class DelayLine {
       if (this.#closed) return
     }
     this.#queue.splice(0, delivered)
-    this.#arm()
+    // A delivery may have pushed (and armed the line) already.
+    if (this.#timer === undefined && this.#immediate === undefined) this.#arm()
   }
 }

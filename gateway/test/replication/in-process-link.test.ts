@@ -17,6 +17,27 @@ describe('DelayLine', () => {
     for (const [, ms] of seen) expect(ms).toBeGreaterThanOrEqual(29)
   })
 
+  it('with no delay, delivers on a later turn, in push order, also what deliveries push', async () => {
+    const line = new DelayLine(0)
+    const seen: number[] = []
+    await new Promise<void>((resolve) => {
+      line.push(() => {
+        seen.push(0)
+        line.push(() => seen.push(2))
+        line.push(resolve)
+      })
+      line.push(() => seen.push(1))
+      expect(seen).toEqual([]) // never synchronously
+    })
+    expect(seen).toEqual([0, 1, 2])
+    expect(line.size).toBe(0)
+    let late = false
+    line.push(() => (late = true))
+    line.close()
+    await new Promise((resolve) => setTimeout(resolve, 5))
+    expect(late).toBe(false)
+  })
+
   it('drops what is in flight when closed', async () => {
     const line = new DelayLine(10)
     let delivered = false
