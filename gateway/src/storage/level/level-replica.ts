@@ -4,8 +4,9 @@
  *
  * Every mutation (leader write, shipped entries, follower apply) goes through one queue. A write
  * is stamped (HLC, idx) synchronously when called; the queue then commits everything that
- * accumulated while the previous batch was being written as one atomic `batch(..., { sync })`
- * (group commit), and only then advances `sv` in memory and resolves. A failed batch fails the
+ * accumulated (see `#drain`), or arrived while the previous batch was being written, as one
+ * atomic batch written with `{ sync }` (group commit), and only then advances `sv` in memory and
+ * resolves. A failed batch fails the
  * replica: memory is never ahead of disk and no idx is ever skipped.
  */
 import {
@@ -428,14 +429,21 @@ export class LevelPartitionReplica implements PartitionReplica {
 
   #enqueue<T>(make: (settle: Settle<T>) => Mutation): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#queue.push(make({ resolve, reject }))
-      this.#draining ??= this.#drain()
+      const mutation = make({ resolve, reject })
+      this.#queue.push(mutation)
+      this.#draining ??= this.#drain(mutation.kind === 'write')
     })
   }
 
-  async #drain(): Promise<void> {
-    // Let the writes of the current tick join the first batch.
-    await Promise.resolve()
+  /**
+   * Commits the queue. Group commit: a local write waits for the end of this turn of the event
+   * loop, so that every request read from the sockets in it joins the first batch. Entries from a
+   * feed or a link wait only for the current tick: they come in runs already, and a follower
+   * applies its leader's commit before the writer hears back.
+   */
+  async #drain(local: boolean): Promise<void> {
+    if (local) await new Promise<void>((resolve) => setImmediate(resolve))
+    else await Promise.resolve()
     while (this.#queue.length > 0 && this.#state !== 'failed') {
       const batch = this.#queue.splice(0, MAX_MUTATIONS_PER_BATCH)
       try {
