@@ -1,6 +1,17 @@
-import { HLC_ZERO } from '@causeway/core'
+import { HLC_ZERO, hlcFrom } from '@causeway/core'
+import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
-import { encodeMeta, type ReplicaMeta } from '../../src/storage/level/level-layout.js'
+import {
+  type ReplicaMeta,
+  decodeEntry,
+  encodeEntry,
+  encodeMeta,
+  encodeVersion,
+  storedVersionOrderKey,
+  versionOrderKey,
+} from '../../src/storage/level/level-layout.js'
+import type { LogEntry } from '../../src/storage/partition-replica.js'
+import { compareVersions } from '../../src/storage/version-order.js'
 
 describe('encodeMeta', () => {
   it('writes the text JSON.stringify writes, so every reader of the meta parses it alike', () => {
@@ -29,5 +40,44 @@ describe('encodeMeta', () => {
       expect(encodeMeta(meta)).toBe(JSON.stringify(meta))
       expect(JSON.parse(encodeMeta(meta))).toEqual(meta)
     }
+  })
+})
+
+describe('version order keys', () => {
+  const hlc = fc
+    .tuple(fc.integer({ min: 0, max: 2 ** 48 - 1 }), fc.integer({ min: 0, max: 0xffff }))
+    .map(([l, c]) => hlcFrom(l, c))
+  const version = fc.record({
+    ts: hlc,
+    dc: fc.integer({ min: 0, max: 254 }),
+    value: fc.option(fc.string(), { nil: undefined }),
+  })
+
+  it('order a stored version against a candidate as compareVersions does', () => {
+    fc.assert(
+      fc.property(version, version, (stored, candidate) => {
+        const text = encodeVersion(
+          stored.value === undefined ? { ts: stored.ts, dc: stored.dc } : stored,
+        )
+        const a = versionOrderKey(candidate.ts, candidate.dc)
+        const b = storedVersionOrderKey(text)
+        expect(Math.sign(a < b ? -1 : a > b ? 1 : 0)).toBe(
+          Math.sign(compareVersions(candidate, stored)),
+        )
+      }),
+    )
+  })
+})
+
+describe('encodeEntry', () => {
+  it('encodes a frozen entry once and a mutable one every time', () => {
+    const entry: LogEntry = { origin: 0, idx: 1, key: 'k', value: '"a"', ts: HLC_ZERO, at: 1 }
+    const first = encodeEntry(entry)
+    entry.value = '"b"'
+    expect(decodeEntry(0, 1, encodeEntry(entry)).value).toBe('"b"')
+    expect(first).not.toBe(encodeEntry(entry))
+    const frozen = Object.freeze({ ...entry })
+    expect(decodeEntry(0, 1, encodeEntry(frozen))).toEqual(frozen)
+    expect(encodeEntry(frozen)).toBe(encodeEntry(frozen))
   })
 })

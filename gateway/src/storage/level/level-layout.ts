@@ -71,6 +71,19 @@ export function encodeVersion(version: Version): string {
   return version.value === undefined ? head + TOMBSTONE : head + VALUE + version.value
 }
 
+/**
+ * A version's `(ts, dc)` as one string that sorts in version order (`version-order.ts`): the
+ * first characters of {@link encodeVersion}'s text, so a stored winner is compared unparsed.
+ */
+export function versionOrderKey(ts: Hlc, dc: number): string {
+  return ts + dc.toString(16).padStart(2, '0')
+}
+
+/** {@link versionOrderKey} of an encoded version. */
+export function storedVersionOrderKey(text: string): string {
+  return text.slice(0, 18)
+}
+
 /** Inverse of {@link encodeVersion}. */
 export function decodeVersion(text: string): Version {
   const ts = text.slice(0, 16)
@@ -90,6 +103,17 @@ const BODY_SET_DELTA = 3
  * ends the header. Origin and idx live in the LevelDB key.
  */
 export function encodeEntry(entry: LogEntry): string {
+  const known = encodedEntries.get(entry)
+  if (known !== undefined) return known
+  const text = encode(entry)
+  // A frozen entry (committed, shared by the replicas of this process) never changes again.
+  if (Object.isFrozen(entry)) encodedEntries.set(entry, text)
+  return text
+}
+
+const encodedEntries = new WeakMap<LogEntry, string>()
+
+function encode(entry: LogEntry): string {
   const body =
     entry.setDelta !== undefined
       ? BODY_SET_DELTA

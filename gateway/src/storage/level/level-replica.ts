@@ -41,7 +41,6 @@ import {
 } from '../sibling-set.js'
 import type { ReplicaSets, SetLogEntry, SetWrite } from '../set-replica.js'
 import { checkSetWrite } from '../set-writes.js'
-import { supersedes } from '../version-order.js'
 import type { StoreOp } from './level-set-kv.js'
 import { LevelSets } from './level-sets.js'
 import { LogTail } from './log-tail.js'
@@ -58,6 +57,8 @@ import {
   logKey,
   parseLogKey,
   siblingsKey,
+  storedVersionOrderKey,
+  versionOrderKey,
 } from './level-layout.js'
 
 /** A LevelDB-like store with string keys and values. */
@@ -559,19 +560,25 @@ export class LevelPartitionReplica implements PartitionReplica {
     const reads: string[] = []
     for (const key of kvKeys) reads.push(dataKey(key))
     for (const key of siblingKeys) reads.push(siblingsKey(key))
-    const stored = reads.length > 0 ? await this.#db.getMany(reads) : []
-    const winners = new Map<string, Version | undefined>()
+    const stored =
+      reads.length === 0
+        ? []
+        : reads.length === 1
+          ? [await this.#db.get(reads[0]!)]
+          : await this.#db.getMany(reads)
+    // Each key's winner as its version order key: compared without decoding the stored version.
+    const winners = new Map<string, string | undefined>()
     const sets = new Map<string, SiblingSet>()
     let i = 0
     for (const key of kvKeys) {
       const text = stored[i++]
-      winners.set(key, text === undefined ? undefined : decodeVersion(text))
+      winners.set(key, text === undefined ? undefined : storedVersionOrderKey(text))
     }
     for (const key of siblingKeys) {
       const text = stored[i++]
       sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text))
     }
-    const changed = new Set<string>()
+    const changed = new Map<string, Version>()
     const changedSets = new Set<string>()
     for (const entry of accepted) {
       if (entry.setDelta === undefined) {
@@ -590,18 +597,21 @@ export class LevelPartitionReplica implements PartitionReplica {
           sets.set(entry.key, next)
           changedSets.add(entry.key)
         } else {
-          const candidate: Version = { ts: entry.ts, dc: entry.origin }
-          if (entry.value !== undefined) candidate.value = entry.value
-          if (supersedes(candidate, winners.get(entry.key))) {
-            winners.set(entry.key, candidate)
-            changed.add(entry.key)
+          // `supersedes` on order keys: (ts, dc) strictly after the current winner's.
+          const order = versionOrderKey(entry.ts, entry.origin)
+          const current = winners.get(entry.key)
+          if (current === undefined || order > current) {
+            const winner: Version = { ts: entry.ts, dc: entry.origin }
+            if (entry.value !== undefined) winner.value = entry.value
+            winners.set(entry.key, order)
+            changed.set(entry.key, winner)
           }
         }
       }
       ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
     }
-    for (const key of changed)
-      ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winners.get(key)!) })
+    for (const [key, winner] of changed)
+      ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winner) })
     for (const key of changedSets)
       ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(sets.get(key)!) })
     ops.push({ type: 'put', key: META_KEY, value: encodeMeta(this.#meta(sv)) })
