@@ -84,6 +84,9 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   app,
   { service, metrics },
 ) => {
+  // Requests read only the limits, partitions and regions, which a service keeps for its life
+  // (the gateway's body limit is taken from them once too); shape() builds a fresh copy per call.
+  const shape = service.shape()
   app.get(
     '/v1/kv/:key',
     {
@@ -101,7 +104,6 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const shape = service.shape()
       const { request: read, afterBytes } = parseRead(
         request.params.key,
         request.query,
@@ -137,7 +139,6 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const shape = service.shape()
       const value = encodeValue(request.body.value)
       const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
       return writeReply(await service.write(write), service.region, reply)
@@ -160,7 +161,6 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const shape = service.shape()
       const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
       return writeReply(await service.write(write), service.region, reply)
     },
