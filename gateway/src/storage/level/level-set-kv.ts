@@ -17,8 +17,16 @@ export const SET_NAMESPACE = 'b/'
 
 /** A byte string as a store key or value. */
 export function toStoreString(bytes: Uint8Array): string {
+  // Keys, clocks and empty values are short: building the string from the code units is cheaper
+  // than wrapping them in a Buffer first (every write of a commit passes through here).
+  if (bytes.length <= SHORT_BYTES) {
+    return String.fromCharCode.apply(null, bytes as unknown as number[])
+  }
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')
 }
+
+/** Longest byte string {@link toStoreString} converts without a Buffer (well under arg limits). */
+const SHORT_BYTES = 256
 
 /** Inverse of {@link toStoreString}. */
 export function fromStoreString(text: string): Uint8Array {
@@ -105,6 +113,34 @@ export class CommitKv implements OrderedKv {
     this.#db = db
   }
 
+  /** Several values by their store keys; those not written by this commit from one snapshot. */
+  async getTexts(keys: readonly string[]): Promise<(string | undefined)[]> {
+    const missing = keys.filter((k) => !this.#pending.has(k))
+    const stored = missing.length > 0 ? await this.#db.getMany(missing) : []
+    let m = 0
+    return keys.map((k) => {
+      if (!this.#pending.has(k)) return stored[m++]
+      return this.#pending.get(k) ?? undefined
+    })
+  }
+
+  /**
+   * The store keys in `[gte, lt)` as this commit sees them, ascending: for the few keys of one
+   * element, read at once and merged with this commit's own writes in the range.
+   */
+  async keyTexts(gte: string, lt: string): Promise<string[]> {
+    const stored = await this.#db.keys({ gte, lt }).all()
+    const first = lowerBound(this.#sorted, gte)
+    const mine = this.#sorted[first]
+    if (mine === undefined || mine >= lt) return stored
+    const merged = new Set(stored)
+    for (let p = first; p < this.#sorted.length && this.#sorted[p]! < lt; p++)
+      merged.add(this.#sorted[p]!)
+    const out: string[] = []
+    for (const k of merged) if (this.#pending.get(k) !== null) out.push(k)
+    return out.sort()
+  }
+
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {
     const k = toStoreString(key)
     const pending = this.#pending.get(k)
@@ -133,6 +169,11 @@ export class CommitKv implements OrderedKv {
   /** Writes a string value (sizes, stamps) under a byte key. */
   putText(key: Uint8Array, value: string): void {
     this.#set(toStoreString(key), value)
+  }
+
+  /** Writes a string value under a store key. */
+  putStoreText(key: string, value: string): void {
+    this.#set(key, value)
   }
 
   #set(key: string, value: string | null): void {

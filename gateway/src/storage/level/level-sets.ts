@@ -34,12 +34,10 @@ import {
   decodeClock,
   decodeSetSize,
   deltaToJSON,
-  encodeSetSize,
   hasSeen,
   isEmptyClock,
   planApplyDelta,
   planCompaction,
-  readElementDots,
   scanEntries,
   scanRange,
   storedElementKeys,
@@ -48,7 +46,6 @@ import {
   type Dot,
   type DotClock,
   type ElementKey,
-  type OrderedKv,
   type SetEntry,
   type WritePlan,
 } from '@causeway/core'
@@ -107,6 +104,7 @@ const PASS_CHUNK = 1000
 
 interface SetState {
   readonly keys: BigsetKeys
+  readonly texts: SetKeyTexts
   clocks: BigsetClocks
   size: number
   stamp: SetStamp
@@ -120,9 +118,63 @@ interface Targets {
   passStart?: DotClock
 }
 
-/** The keys of set `name` in a LevelDB replica. */
+/** A set's keys with the store strings of its fixed keys, encoded once per set name. */
+interface SetKeyTexts {
+  readonly keys: BigsetKeys
+  readonly clock: string
+  readonly tombstone: string
+  readonly size: string
+  readonly stamp: string
+}
+
+/** Most set names whose keys are kept encoded (shared by every replica of the process). */
+const KEY_CACHE_LIMIT = 1024
+/** Encoded keys by set name, least recently used first. */
+const keyCache = new Map<string, SetKeyTexts>()
+
+// A set's keys, from the cache: encoding a name's keys on every write and read costs more than
+// the rest of planning a one-element add.
+function setKeyTexts(name: string): SetKeyTexts {
+  let texts = keyCache.get(name)
+  if (texts !== undefined) {
+    keyCache.delete(name)
+    keyCache.set(name, texts)
+    return texts
+  }
+  const keys = BigsetKeys.forSet(name, SET_NAMESPACE)
+  texts = {
+    keys,
+    clock: toStoreString(keys.clock),
+    tombstone: toStoreString(keys.tombstone),
+    size: toStoreString(keys.size),
+    stamp: toStoreString(stampKey(keys)),
+  }
+  keyCache.set(name, texts)
+  if (keyCache.size > KEY_CACHE_LIMIT) keyCache.delete(keyCache.keys().next().value!)
+  return texts
+}
+
+/** The keys of set `name` in a LevelDB replica (the same object while the name stays cached). */
 export function levelSetKeys(name: string): BigsetKeys {
-  return BigsetKeys.forSet(name, SET_NAMESPACE)
+  return setKeyTexts(name).keys
+}
+
+/**
+ * Parsed deltas of received entries, with the text they were parsed from. Committed entries are
+ * frozen and shared by the replicas of the process, so each is parsed once, not once per replica.
+ */
+const parsedDeltas = new WeakMap<SetCommitEntry, { text: string; delta: BigsetDelta }>()
+
+// The delta of a received entry; throws `INVALID_REQUEST` when malformed.
+function receivedDelta(entry: SetCommitEntry): BigsetDelta {
+  const text = entry.setDelta
+  if (typeof text !== 'string')
+    throw new CausewayError('INVALID_REQUEST', 'a set entry needs its delta')
+  const parsed = parsedDeltas.get(entry)
+  if (parsed !== undefined && parsed.text === text) return parsed.delta
+  const delta = parseSetDelta(text)
+  parsedDeltas.set(entry, { text, delta })
+  return delta
 }
 
 function stampKey(keys: BigsetKeys): Uint8Array {
@@ -135,13 +187,30 @@ function stampKey(keys: BigsetKeys): Uint8Array {
 const decoder = new TextDecoder()
 
 function decodeStamp(bytes: Uint8Array | undefined, regions: number): SetStamp {
-  if (bytes === undefined) return emptyStamp(regions)
-  const parsed = JSON.parse(decoder.decode(bytes)) as SetStamp
+  return decodeStoredStamp(bytes === undefined ? undefined : decoder.decode(bytes), regions)
+}
+
+// The stamp as stored: ASCII JSON, so its store string is its text.
+function decodeStoredStamp(text: string | undefined, regions: number): SetStamp {
+  if (text === undefined) return emptyStamp(regions)
+  const parsed = JSON.parse(text) as SetStamp
   const seen = new Array<number>(regions).fill(0)
   parsed.seen.forEach((idx, d) => {
     if (d < regions) seen[d] = idx
   })
   return { seen, ts: parsed.ts }
+}
+
+function decodeStoredClock(text: string | undefined): DotClock {
+  return decodeClock(text === undefined ? undefined : fromStoreString(text))
+}
+
+// The element count as stored: ASCII decimal (`encodeSetSize`), so its store string is its text.
+function decodeStoredSize(text: string | undefined): number {
+  if (text === undefined) return 0
+  const n = Number(text)
+  if (!Number.isSafeInteger(n) || n < 0) throw new CausewayError('INTERNAL', 'corrupt bigset size')
+  return n
 }
 
 /** Just past every set key: the namespace `b/` with its last byte incremented. */
@@ -194,6 +263,13 @@ function membership(
   startLength: number,
   state: CachedSetState,
 ): SetMembership {
+  const dots = liveDots(stored, startLength, state.tombstone)
+  // A copy: the cached stamp is shared by every read until the next write.
+  return { dots, stamp: { seen: [...state.stamp.seen], ts: state.stamp.ts } }
+}
+
+// The dots of an element's keys that `tombstone` has not seen.
+function liveDots(stored: readonly string[], startLength: number, tombstone: DotClock): Dot[] {
   const dots: Dot[] = []
   for (const key of stored) {
     if (key.length !== startLength + 12)
@@ -202,10 +278,9 @@ function membership(
     const actor = u32(key, at)
     const counter = u32(key, at + 4) * 0x1_0000_0000 + u32(key, at + 8)
     const dot = { actor, counter }
-    if (!hasSeen(state.tombstone, dot)) dots.push(dot)
+    if (!hasSeen(tombstone, dot)) dots.push(dot)
   }
-  // A copy: the cached stamp is shared by every read until the next write.
-  return { dots, stamp: { seen: [...state.stamp.seen], ts: state.stamp.ts } }
+  return dots
 }
 
 function u32(text: string, at: number): number {
@@ -236,8 +311,6 @@ export class LevelSets {
   readonly #onError: (error: unknown) => void
   /** Local writes accepted by the leader and not yet planned. */
   readonly #staged = new WeakMap<SetCommitEntry, SetWrite>()
-  /** Parsed deltas of received entries (validated once, planned at commit). */
-  readonly #parsed = new WeakMap<SetCommitEntry, BigsetDelta>()
   /** Covered keys waiting for compaction, per set name. */
   readonly #targets = new Map<string, Targets>()
   #targetCount = 0
@@ -275,10 +348,8 @@ export class LevelSets {
 
   /** Validates a received entry's delta; throws `INVALID_REQUEST` when malformed. */
   check(entry: SetCommitEntry): void {
-    if (this.#staged.has(entry) || this.#parsed.has(entry)) return
-    if (typeof entry.setDelta !== 'string')
-      throw new CausewayError('INVALID_REQUEST', 'a set entry needs its delta')
-    this.#parsed.set(entry, parseSetDelta(entry.setDelta))
+    if (this.#staged.has(entry)) return
+    receivedDelta(entry)
   }
 
   /** Cancels a scheduled compaction (the replica is closing; covered keys stay hidden). */
@@ -329,23 +400,26 @@ export class LevelSets {
    * calls {@link committed} once they are (before acknowledging anything of the commit).
    */
   async commitOps(entries: readonly SetCommitEntry[]): Promise<StoreOp[]> {
+    // Nothing to plan and no compaction waiting: no set changes, so the cache has nothing to hear.
+    if (entries.length === 0 && this.#targets.size === 0) return []
     const kv = new CommitKv(this.#db)
     const states = new Map<string, SetState>()
     const load = async (name: string): Promise<SetState> => {
       let state = states.get(name)
       if (state === undefined) {
-        const keys = levelSetKeys(name)
-        const [clock, tombstone, size, stamp] = await kv.getMany([
-          keys.clock,
-          keys.tombstone,
-          keys.size,
-          stampKey(keys),
+        const texts = setKeyTexts(name)
+        const [clock, tombstone, size, stamp] = await kv.getTexts([
+          texts.clock,
+          texts.tombstone,
+          texts.size,
+          texts.stamp,
         ])
         state = {
-          keys,
-          clocks: { clock: decodeClock(clock), tombstone: decodeClock(tombstone) },
-          size: decodeSetSize(size),
-          stamp: decodeStamp(stamp, this.#regions),
+          keys: texts.keys,
+          texts,
+          clocks: { clock: decodeStoredClock(clock), tombstone: decodeStoredClock(tombstone) },
+          size: decodeStoredSize(size),
+          stamp: decodeStoredStamp(stamp, this.#regions),
           touched: false,
         }
         states.set(name, state)
@@ -382,8 +456,8 @@ export class LevelSets {
 
     for (const state of states.values()) {
       if (!state.touched) continue
-      kv.putText(state.keys.size, decoder.decode(encodeSetSize(state.size)))
-      kv.putText(stampKey(state.keys), JSON.stringify(state.stamp))
+      kv.putStoreText(state.texts.size, String(state.size))
+      kv.putStoreText(state.texts.stamp, JSON.stringify(state.stamp))
     }
     if (targeted) this.#scheduleCompaction()
     const ops = kv.ops()
@@ -404,13 +478,13 @@ export class LevelSets {
   }
 
   async #plan(
-    kv: OrderedKv,
+    kv: CommitKv,
     state: SetState,
     entry: SetCommitEntry,
   ): Promise<WritePlan & { delta: BigsetDelta }> {
     const staged = this.#staged.get(entry)
     if (staged === undefined) {
-      const delta = this.#parsed.get(entry) ?? parseSetDelta(entry.setDelta ?? '')
+      const delta = receivedDelta(entry)
       const live = await this.#live(kv, state, deltaElements(delta))
       return { ...planApplyDelta(state.keys, state.clocks, delta, { live }), delta }
     }
@@ -428,14 +502,18 @@ export class LevelSets {
 
   // The live dots of each touched element, before the write (one seek per element).
   async #live(
-    kv: OrderedKv,
+    kv: CommitKv,
     state: SetState,
     elements: readonly string[],
   ): Promise<Map<string, Dot[]>> {
     const live = new Map<string, Dot[]>()
     for (const element of elements) {
-      if (!live.has(element))
-        live.set(element, await readElementDots(kv, state.keys, element, state.clocks.tombstone))
+      if (live.has(element)) continue
+      checkElement(element)
+      // The element's keys as store strings, their dots decoded from the strings (no bytes).
+      const start = elementStartOf(state.keys, element)
+      const stored = await kv.keyTexts(start, elementEndOf(start))
+      live.set(element, liveDots(stored, start.length, state.clocks.tombstone))
     }
     return live
   }
