@@ -53,6 +53,18 @@ describe('bigset key layout', () => {
     expect(keys.elementsEnd).toEqual(bytes('ns/s', [0, 1], 'f'))
   })
 
+  it('encodes an element start as its escaped UTF-8, ASCII or not (property)', () => {
+    // ASCII elements take a path that skips the encoder: it must give the same bytes.
+    const escaped = (e: string) => [...utf8(e)].flatMap((b) => (b === 0 ? [0, 0xff] : [b]))
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'binary-ascii' }), arbElement), (element) => {
+        expect(keys.elementStart(element)).toEqual(
+          bytes('ns/s', [0, 1], 'e', escaped(element), [0, 1]),
+        )
+      }),
+    )
+  })
+
   it('round-trips element keys (property)', () => {
     fc.assert(
       fc.property(fc.string(), arbElement, arbDot, (set, element, dot) => {
