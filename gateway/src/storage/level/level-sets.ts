@@ -31,6 +31,7 @@ import {
   BigsetKeys,
   CausewayError,
   checkElement,
+  cloudSize,
   decodeClock,
   decodeSetSize,
   deltaToJSON,
@@ -101,6 +102,17 @@ const TAG_STAMP = 0x76 // 'v'
 const MAX_TARGETS = 100_000
 /** Keys a full compaction pass hands to one commit. */
 const PASS_CHUNK = 1000
+/** Most sets whose written clocks, count and stamp a replica keeps for its next commits. */
+const KNOWN_SETS = 256
+/** Sets whose clocks hold more cloud dots than this are read from the store by each commit. */
+const KNOWN_MAX_CLOUD = 4096
+
+/** What a commit left a set's clocks, count and stamp at (all immutable values). */
+interface KnownSet {
+  readonly clocks: BigsetClocks
+  readonly size: number
+  readonly stamp: SetStamp
+}
 
 interface SetState {
   readonly keys: BigsetKeys
@@ -321,6 +333,15 @@ export class LevelSets {
   readonly #seeks: ElementSeeks
   /** The states the commit being written leaves its sets in, for the cache once it is written. */
   #writing: Map<string, CachedSetState> | undefined
+  /**
+   * The sets' state as this replica's last commits wrote it, least recently used first. Only
+   * commits write set keys, so a commit plans against these instead of reading and decoding the
+   * clocks again. A commit takes out the sets it loads and `committed` puts them back, so a
+   * commit that fails to write leaves the next one to read the store.
+   */
+  readonly #known = new Map<string, KnownSet>()
+  /** The sets of the commit being written, for `#known` once it is. */
+  #written: Map<string, SetState> | undefined
   /** Bumped by `opened` and `close`: a recovery pass of an older run stops. */
   #run = 0
 
@@ -359,6 +380,8 @@ export class LevelSets {
     this.#seeks.close()
     this.#cache.clear()
     this.#writing = undefined
+    this.#known.clear()
+    this.#written = undefined
     this.#run++
   }
 
@@ -373,6 +396,7 @@ export class LevelSets {
    */
   opened(): Promise<void> {
     const run = ++this.#run
+    this.#known.clear()
     return this.#recover(run).catch(this.#onError)
   }
 
@@ -408,6 +432,13 @@ export class LevelSets {
       let state = states.get(name)
       if (state === undefined) {
         const texts = setKeyTexts(name)
+        const known = this.#known.get(name)
+        if (known !== undefined) {
+          this.#known.delete(name)
+          state = { keys: texts.keys, texts, ...known, touched: false }
+          states.set(name, state)
+          return state
+        }
         const [clock, tombstone, size, stamp] = await kv.getTexts([
           texts.clock,
           texts.tombstone,
@@ -466,15 +497,27 @@ export class LevelSets {
     for (const [name, state] of states)
       this.#writing.set(name, { tombstone: state.clocks.tombstone, stamp: state.stamp })
     this.#cache.starting(states.keys())
+    this.#written = states
     return ops
   }
 
   /** The operations of the last {@link commitOps} are written (and about to be acknowledged). */
   committed(): void {
+    if (this.#written !== undefined) this.#remember(this.#written)
+    this.#written = undefined
     if (this.#writing === undefined) return
     this.#cache.finished(this.#writing)
     this.#writing = undefined
     this.#seeks.closeExpired()
+  }
+
+  #remember(states: ReadonlyMap<string, SetState>): void {
+    for (const [name, { clocks, size, stamp }] of states) {
+      this.#known.delete(name)
+      if (cloudSize(clocks.clock) + cloudSize(clocks.tombstone) > KNOWN_MAX_CLOUD) continue
+      this.#known.set(name, { clocks, size, stamp })
+      if (this.#known.size > KNOWN_SETS) this.#known.delete(this.#known.keys().next().value!)
+    }
   }
 
   async #plan(
