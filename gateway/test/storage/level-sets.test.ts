@@ -101,6 +101,24 @@ describe('LevelDB sets', () => {
     expect(await kv.get(bytes(1, 0xff))).toBeUndefined()
     expect(await kv.get(bytes(1, 0x80))).toEqual(bytes(9))
     expect(await kv.getMany([bytes(2), bytes(1, 0xff)])).toEqual([bytes(), undefined])
+    // The string reads planning uses: seeks in one scope's iterator, merged with pending writes.
+    const text = (...b: number[]) => toStoreString(bytes(...b))
+    const scope = { gte: text(1), lt: text(2) }
+    expect(await kv.keyTexts(text(1), text(1, 0xff, 0), scope)).toEqual([
+      text(1),
+      text(1, 0),
+      text(1, 0x80),
+    ])
+    expect(await kv.keyTexts(text(1, 0x81), text(2), scope)).toEqual([]) // 1 ff is deleted
+    expect(await kv.keyTexts(text(1, 0), text(1, 0x80), scope)).toEqual([text(1, 0)]) // again
+    await expect(kv.keyTexts(text(0), text(1), scope)).rejects.toThrow(RangeError)
+    expect(await kv.getTexts([text(1, 0x80), text(1, 0xff), text(2), text(3)])).toEqual([
+      text(9),
+      undefined,
+      '',
+      undefined,
+    ])
+    kv.close()
   })
 
   it('writes the same byte keys the codec makes, element keys in codec order', async () => {

@@ -9,11 +9,13 @@
  *   writes, and the writes come out as one list for the replica's atomic batch.
  */
 import type { KvRange, KvWrite, OrderedKv } from '@causeway/core'
-import type { AbstractSnapshot } from 'abstract-level'
+import type { AbstractKeyIterator, AbstractSnapshot } from 'abstract-level'
 import type { StringLevel } from './level-replica.js'
 
 /** Every set key starts with these bytes (`b/`); the replica's other keys never do. */
 export const SET_NAMESPACE = 'b/'
+/** Keys read per step of a seek: an element usually has one key, and the next one ends it. */
+const SEEK_STEP = 2
 
 /** A byte string as a store key or value. */
 export function toStoreString(bytes: Uint8Array): string {
@@ -36,6 +38,12 @@ export function fromStoreString(text: string): Uint8Array {
 
 /** One operation of the replica's batch. */
 export type StoreOp = { type: 'put'; key: string; value: string } | { type: 'del'; key: string }
+
+/** A key range `[gte, lt)` of store strings. */
+export interface StringScope {
+  readonly gte: string
+  readonly lt: string
+}
 
 interface StringRange {
   gt?: string
@@ -108,6 +116,13 @@ export class CommitKv implements OrderedKv {
   readonly #pending = new Map<string, string | null>()
   /** The pending keys in order, so a range read finds its own by binary search. */
   readonly #sorted: string[] = []
+  /**
+   * One iterator per scope (a set's element keys) for every {@link keyTexts} of the commit in it:
+   * a seek on an open iterator costs far less than opening one per element. Nothing else writes
+   * the store while a commit plans, so their view (fixed at the first step) is the store the
+   * commit plans against.
+   */
+  readonly #seekers = new Map<string, AbstractKeyIterator<StringLevel, string>>()
 
   constructor(db: StringLevel) {
     this.#db = db
@@ -126,10 +141,11 @@ export class CommitKv implements OrderedKv {
 
   /**
    * The store keys in `[gte, lt)` as this commit sees them, ascending: for the few keys of one
-   * element, read at once and merged with this commit's own writes in the range.
+   * element, read at once and merged with this commit's own writes in the range. `scope`, a
+   * range holding `[gte, lt)` (a set's element keys), is sought in by one iterator per commit.
    */
-  async keyTexts(gte: string, lt: string): Promise<string[]> {
-    const stored = await this.#db.keys({ gte, lt }).all()
+  async keyTexts(gte: string, lt: string, scope: StringScope): Promise<string[]> {
+    const stored = await this.#storedKeys(gte, lt, scope)
     const first = lowerBound(this.#sorted, gte)
     const mine = this.#sorted[first]
     if (mine === undefined || mine >= lt) return stored
@@ -139,6 +155,33 @@ export class CommitKv implements OrderedKv {
     const out: string[] = []
     for (const k of merged) if (this.#pending.get(k) !== null) out.push(k)
     return out.sort()
+  }
+
+  // The store's keys in `[gte, lt)`, by a seek of the scope's iterator.
+  async #storedKeys(gte: string, lt: string, scope: StringScope): Promise<string[]> {
+    if (gte < scope.gte || lt > scope.lt) throw new RangeError('a key range outside its scope')
+    let seeker = this.#seekers.get(scope.gte)
+    if (seeker === undefined) {
+      seeker = this.#db.keys({ gte: scope.gte, lt: scope.lt })
+      this.#seekers.set(scope.gte, seeker)
+    }
+    seeker.seek(gte)
+    const out: string[] = []
+    for (;;) {
+      const step = await seeker.nextv(SEEK_STEP)
+      for (const key of step) {
+        if (key >= lt) return out
+        out.push(key)
+      }
+      if (step.length === 0) return out
+    }
+  }
+
+  /** Releases the commit's iterators; call once planning is over, whether it succeeded or not. */
+  close(): void {
+    // Not awaited: the commit's batch need not wait for them (the store closes what is left open).
+    for (const seeker of this.#seekers.values()) seeker.close().catch(() => {})
+    this.#seekers.clear()
   }
 
   async get(key: Uint8Array): Promise<Uint8Array | undefined> {

@@ -68,6 +68,7 @@ import {
   SET_NAMESPACE,
   StoreKv,
   type StoreOp,
+  type StringScope,
   fromStoreString,
   toStoreString,
 } from './level-set-kv.js'
@@ -137,6 +138,8 @@ interface SetKeyTexts {
   readonly tombstone: string
   readonly size: string
   readonly stamp: string
+  /** The set's element keys. */
+  readonly elements: StringScope
 }
 
 /** Most set names whose keys are kept encoded (shared by every replica of the process). */
@@ -160,6 +163,7 @@ function setKeyTexts(name: string): SetKeyTexts {
     tombstone: toStoreString(keys.tombstone),
     size: toStoreString(keys.size),
     stamp: toStoreString(stampKey(keys)),
+    elements: { gte: toStoreString(keys.elementsStart), lt: toStoreString(keys.elementsEnd) },
   }
   keyCache.set(name, texts)
   if (keyCache.size > KEY_CACHE_LIMIT) keyCache.delete(keyCache.keys().next().value!)
@@ -427,6 +431,14 @@ export class LevelSets {
     // Nothing to plan and no compaction waiting: no set changes, so the cache has nothing to hear.
     if (entries.length === 0 && this.#targets.size === 0) return []
     const kv = new CommitKv(this.#db)
+    try {
+      return await this.#planCommit(kv, entries)
+    } finally {
+      kv.close()
+    }
+  }
+
+  async #planCommit(kv: CommitKv, entries: readonly SetCommitEntry[]): Promise<StoreOp[]> {
     const states = new Map<string, SetState>()
     const load = async (name: string): Promise<SetState> => {
       let state = states.get(name)
@@ -555,7 +567,7 @@ export class LevelSets {
       checkElement(element)
       // The element's keys as store strings, their dots decoded from the strings (no bytes).
       const start = elementStartOf(state.keys, element)
-      const stored = await kv.keyTexts(start, elementEndOf(start))
+      const stored = await kv.keyTexts(start, elementEndOf(start), state.texts.elements)
       live.set(element, liveDots(stored, start.length, state.clocks.tombstone))
     }
     return live
