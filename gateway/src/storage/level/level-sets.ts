@@ -103,6 +103,8 @@ const TAG_STAMP = 0x76 // 'v'
 const MAX_TARGETS = 100_000
 /** Keys a full compaction pass hands to one commit. */
 const PASS_CHUNK = 1000
+/** What `#takeTargets` returns when nothing waits for compaction. */
+const NO_TARGETS: ReadonlyMap<string, Targets> = new Map()
 /** Most sets whose written clocks, count and stamp a replica keeps for its next commits. */
 const KNOWN_SETS = 256
 /** Sets whose clocks hold more cloud dots than this are read from the store by each commit. */
@@ -598,7 +600,8 @@ export class LevelSets {
     return true
   }
 
-  #takeTargets(): Map<string, Targets> {
+  #takeTargets(): ReadonlyMap<string, Targets> {
+    if (this.#targets.size === 0) return NO_TARGETS // most commits: no copy
     const taken = new Map(this.#targets)
     this.#targets.clear()
     this.#targetCount = 0

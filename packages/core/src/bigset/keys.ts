@@ -98,31 +98,42 @@ export class BigsetKeys {
   element(element: string, d: Dot): Uint8Array {
     if (!isActor(d.actor) || !isCounter(d.counter))
       throw new RangeError(`dot out of range: ${d.actor}.${d.counter}`)
-    const start = this.elementStart(element)
-    const key = new Uint8Array(start.length + DOT_BYTES)
-    key.set(start)
-    const view = new DataView(key.buffer, key.byteOffset, key.byteLength)
-    view.setUint32(start.length, d.actor)
-    view.setUint32(start.length + 4, Math.floor(d.counter / 0x1_0000_0000))
-    view.setUint32(start.length + 8, d.counter % 0x1_0000_0000)
+    const key = this.#elementKey(element, DOT_BYTES)
+    const at = key.length - DOT_BYTES
+    writeU32(key, at, d.actor)
+    writeU32(key, at + 4, Math.floor(d.counter / 0x1_0000_0000))
+    writeU32(key, at + 8, d.counter % 0x1_0000_0000)
     return key
   }
 
   /** The first key of `element` (inclusive bound): its keys are `[elementStart, elementEnd)`. */
   elementStart(element: string): Uint8Array {
-    // Most elements are ASCII without NUL: their escaped UTF-8 is their code units, written
-    // straight into the key instead of encoding, escaping and concatenating (a hot path).
+    return this.#elementKey(element, 0)
+  }
+
+  // `elementStart` followed by `spare` zero bytes. Most elements are ASCII without NUL: their
+  // escaped UTF-8 is their code units, written straight into the key instead of encoding,
+  // escaping and concatenating (every write of an element takes this path).
+  #elementKey(element: string, spare: number): Uint8Array {
     const base = this.elementsStart
-    const out = new Uint8Array(base.length + element.length + 2)
+    const out = new Uint8Array(base.length + element.length + 2 + spare)
     out.set(base)
     let at = base.length
     for (let i = 0; i < element.length; i++) {
       const c = element.charCodeAt(i)
-      if (c === 0 || c > 0x7f) return concat(base, escapeTerminated(encoder.encode(element)))
+      if (c === 0 || c > 0x7f) return this.#encodedElementKey(element, spare)
       out[at++] = c
     }
     out[at++] = 0
     out[at] = TERMINATOR
+    return out
+  }
+
+  #encodedElementKey(element: string, spare: number): Uint8Array {
+    const escaped = escapeTerminated(encoder.encode(element))
+    const out = new Uint8Array(this.elementsStart.length + escaped.length + spare)
+    out.set(this.elementsStart)
+    out.set(escaped, this.elementsStart.length)
     return out
   }
 
@@ -207,6 +218,13 @@ function hasPrefix(key: Uint8Array, prefix: Uint8Array): boolean {
   if (key.length < prefix.length) return false
   for (let i = 0; i < prefix.length; i++) if (key[i] !== prefix[i]) return false
   return true
+}
+
+function writeU32(out: Uint8Array, at: number, value: number): void {
+  out[at] = value >>> 24
+  out[at + 1] = (value >>> 16) & 0xff
+  out[at + 2] = (value >>> 8) & 0xff
+  out[at + 3] = value & 0xff
 }
 
 function concat(a: Uint8Array, b: ArrayLike<number>): Uint8Array {
