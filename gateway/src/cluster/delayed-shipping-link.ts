@@ -6,59 +6,30 @@
  * batches still arrive in order (the inner link keeps its own order for what it is handed).
  */
 import type { LogEntry } from '../storage/partition-replica.js'
-import { DelayLine } from '../replication/delay-line.js'
+import { DelayedRoundTrip } from '../replication/delayed-round-trip.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 
 /** A {@link ShippingLink} whose calls and answers each take `delayMs` longer. */
 export class DelayedShippingLink implements ShippingLink {
   readonly #inner: ShippingLink
-  readonly #there: DelayLine
-  readonly #back: DelayLine
-  readonly #pending = new Set<(error: Error) => void>()
-  #closed = false
+  readonly #wan: DelayedRoundTrip
 
   /** @param delayMs one-way delay in ms (0 still answers asynchronously). */
   constructor(inner: ShippingLink, delayMs: number) {
     this.#inner = inner
-    this.#there = new DelayLine(delayMs)
-    this.#back = new DelayLine(delayMs)
+    this.#wan = new DelayedRoundTrip(delayMs)
   }
 
   checkpoint(): Promise<number> {
-    return this.#call(() => this.#inner.checkpoint())
+    return this.#wan.call(() => this.#inner.checkpoint())
   }
 
   send(entries: readonly LogEntry[]): Promise<number> {
-    return this.#call(() => this.#inner.send(entries))
+    return this.#wan.call(() => this.#inner.send(entries))
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    this.#there.close()
-    this.#back.close()
-    const error = new Error('shipping link closed')
-    for (const reject of this.#pending) reject(error)
-    this.#pending.clear()
+    this.#wan.close()
     await this.#inner.close()
-  }
-
-  #call<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('shipping link closed'))
-    return new Promise<T>((resolve, reject) => {
-      this.#pending.add(reject)
-      const answer = (settle: () => void) => {
-        if (this.#closed) return
-        this.#back.push(() => {
-          this.#pending.delete(reject)
-          settle()
-        })
-      }
-      this.#there.push(() => {
-        call().then(
-          (value) => answer(() => resolve(value)),
-          (error: unknown) => answer(() => reject(error)),
-        )
-      })
-    })
   }
 }
