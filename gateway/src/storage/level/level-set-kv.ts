@@ -8,7 +8,7 @@
  * - {@link CommitKv} is the overlay one commit plans against: reads see the commit's own earlier
  *   writes, and the writes come out as one list for the replica's atomic batch.
  */
-import type { KvRange, KvWrite, OrderedKv } from '@causeway/core'
+import { lowerBound, upperBound, type KvRange, type KvWrite, type OrderedKv } from '@causeway/core'
 import type { AbstractKeyIterator, AbstractSnapshot } from 'abstract-level'
 import type { StringLevel } from './level-replica.js'
 
@@ -261,26 +261,4 @@ export class CommitKv implements OrderedKv {
     }
     return out
   }
-}
-
-function lowerBound(sorted: readonly string[], value: string): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! < value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
-}
-
-function upperBound(sorted: readonly string[], value: string): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! <= value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }

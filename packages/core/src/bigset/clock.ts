@@ -9,6 +9,7 @@
  */
 import { CausewayError } from '../errors.js'
 import { isActor, isCounter, type Actor, type Dot } from './dot.js'
+import { lowerBound } from './sorted-search.js'
 
 /** A version vector plus a dot cloud. Normalised: see {@link clockFromJSON} for the invariants. */
 export interface DotClock {
@@ -344,16 +345,4 @@ function unionSorted(a: readonly number[], b: readonly number[]): number[] {
     }
   }
   return out
-}
-
-/** First index whose value is `>= value`. */
-function lowerBound(sorted: readonly number[], value: number): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! < value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }

@@ -4,6 +4,7 @@
  * the tests' sets of up to a few hundred thousand keys.
  */
 import type { KvRange, KvWrite, OrderedKv } from './ordered-kv.js'
+import { lowerBound } from './sorted-search.js'
 
 /** An {@link OrderedKv} held in memory; every call is atomic. */
 export class MemoryOrderedKv implements OrderedKv {
@@ -71,15 +72,4 @@ function fromBinary(s: string): Uint8Array {
   const out = new Uint8Array(s.length)
   for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i)
   return out
-}
-
-function lowerBound(sorted: readonly string[], value: string): number {
-  let lo = 0
-  let hi = sorted.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (sorted[mid]! < value) lo = mid + 1
-    else hi = mid
-  }
-  return lo
 }
