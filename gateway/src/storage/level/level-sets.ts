@@ -337,8 +337,6 @@ export class LevelSets {
   readonly #cache: SetReadCache
   /** Long-lived iterators `has` seeks in (`element-seeks.ts`). */
   readonly #seeks: ElementSeeks
-  /** The states the commit being written leaves its sets in, for the cache once it is written. */
-  #writing: Map<string, CachedSetState> | undefined
   /**
    * The sets' state as this replica's last commits wrote it, least recently used first. Only
    * commits write set keys, so a commit plans against these instead of reading and decoding the
@@ -346,7 +344,7 @@ export class LevelSets {
    * commit that fails to write leaves the next one to read the store.
    */
   readonly #known = new Map<string, KnownSet>()
-  /** The sets of the commit being written, for `#known` once it is. */
+  /** The sets of the commit being written, for `#known` and the read cache once it is. */
   #written: Map<string, SetState> | undefined
   /** Bumped by `opened` and `close`: a recovery pass of an older run stops. */
   #run = 0
@@ -385,7 +383,6 @@ export class LevelSets {
     this.#timer = undefined
     this.#seeks.close()
     this.#cache.clear()
-    this.#writing = undefined
     this.#known.clear()
     this.#written = undefined
     this.#run++
@@ -507,9 +504,6 @@ export class LevelSets {
     if (targeted) this.#scheduleCompaction()
     const ops = kv.ops()
     // From here until `committed`, `has` reads these sets from a snapshot.
-    this.#writing = new Map()
-    for (const [name, state] of states)
-      this.#writing.set(name, { tombstone: state.clocks.tombstone, stamp: state.stamp })
     this.#cache.starting(states.keys())
     this.#written = states
     return ops
@@ -517,11 +511,14 @@ export class LevelSets {
 
   /** The operations of the last {@link commitOps} are written (and about to be acknowledged). */
   committed(): void {
-    if (this.#written !== undefined) this.#remember(this.#written)
+    const written = this.#written
     this.#written = undefined
-    if (this.#writing === undefined) return
-    this.#cache.finished(this.#writing)
-    this.#writing = undefined
+    if (written === undefined) return
+    this.#remember(written)
+    const cached = new Map<string, CachedSetState>()
+    for (const [name, state] of written)
+      cached.set(name, { tombstone: state.clocks.tombstone, stamp: state.stamp })
+    this.#cache.finished(cached)
     this.#seeks.closeExpired()
   }
 
