@@ -1,8 +1,9 @@
 /// <reference types="node" />
 /**
- * `@causeway/client/node`: everything of `@causeway/client`, plus what only Node can do: a
- * keep-alive `node:http` transport (the default of this entry's `connect`) and a file-backed
- * session store, so a CLI or a worker can carry its guarantees across restarts.
+ * `@causeway/client/node`: everything of `@causeway/client`, plus what only Node can do: keep-alive
+ * transports on undici ({@link undiciTransport}, the default of this entry's `connect`) and on
+ * `node:http` ({@link httpTransport}), and a file-backed session store, so a CLI or a worker can
+ * carry its guarantees across restarts.
  * @packageDocumentation
  */
 import { randomUUID } from 'node:crypto'
@@ -14,8 +15,10 @@ import type { Causeway } from './client.js'
 import { openClient } from './connect.js'
 import type { ConnectOptions } from './options.js'
 import { type Transport, parseJsonBody } from './transport.js'
+import { undiciTransport } from './undici-transport.js'
 
 export * from './index.js'
+export { type UndiciTransportOptions, undiciTransport } from './undici-transport.js'
 
 /** Options of {@link httpTransport}. */
 export interface HttpTransportOptions {
@@ -30,7 +33,8 @@ export interface HttpTransportOptions {
 /**
  * A transport on `node:http`/`node:https` with a keep-alive agent: connections to each gateway
  * are reused across calls, which saves a TCP handshake per call and costs less per request than
- * `fetch` in Node 20.
+ * `fetch` in Node 20. {@link undiciTransport}, the default, costs less still; this one is for a
+ * process that wants Node's own `http` module (its agents, its diagnostics).
  */
 export function httpTransport(options: HttpTransportOptions = {}): Transport {
   const agentOptions = {
@@ -81,11 +85,11 @@ export function httpTransport(options: HttpTransportOptions = {}): Transport {
 }
 
 /**
- * Connects like `@causeway/client`'s `connect`, with {@link httpTransport} as the default
- * transport.
+ * Connects like `@causeway/client`'s `connect`, with {@link undiciTransport} as the default
+ * transport. Pass `transport: httpTransport()` to use `node:http` instead.
  */
 export function connect(options: ConnectOptions): Promise<Causeway> {
-  return openClient(options, httpTransport)
+  return openClient(options, undiciTransport)
 }
 
 /** A session saved in a file; see {@link fileSessionStore}. */
