@@ -59,7 +59,7 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   /** Aborted while queued for a connection: stop it before it is sent. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller
-    if (this.#signal?.aborted === true) controller.abort(this.#signal.reason)
+    if (this.#signal?.aborted === true) controller.abort(abortError(this.#signal.reason))
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
@@ -90,7 +90,7 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   handleEvent(): void {
     if (!this.#finish()) return
     const reason: unknown = this.#signal?.reason
-    this.#controller?.abort(reason instanceof Error ? reason : new Error('the request was aborted'))
+    this.#controller?.abort(abortError(reason))
     this.#reject(reason)
   }
 
@@ -101,6 +101,11 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
     this.#signal?.removeEventListener('abort', this)
     return true
   }
+}
+
+/** What undici aborts a request with: the signal's reason when it is an Error (as it is by default). */
+function abortError(reason: unknown): Error {
+  return reason instanceof Error ? reason : new Error('the request was aborted', { cause: reason })
 }
 
 /** Where `url`'s origin ends: at the first `/`, `?` or `#` after `scheme://`. */
