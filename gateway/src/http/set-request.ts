@@ -140,6 +140,22 @@ export function queryElement(url: string, name: string): string | undefined {
 }
 
 /**
+ * The `element` of a `has`: the framework's decoding of it when that cannot differ from
+ * {@link queryElement}'s (a string holding no `%`: the framework keeps an escape it cannot decode
+ * as it was written, so a decoded `%` may be one), else the strict decoding of the raw URL.
+ * Saves re-splitting the URL on the path most calls take.
+ */
+export function hasElement(parsed: unknown, url: string): string {
+  if (typeof parsed === 'string' && !parsed.includes('%')) {
+    checkElement(parsed)
+    return parsed
+  }
+  const element = queryElement(url, 'element')
+  if (element === undefined) throw new CausewayError('INVALID_ELEMENT', 'element is missing')
+  return element
+}
+
+/**
  * The schema error formatter of the set routes: what is wrong with `elements` (or the `element`
  * query field) is `INVALID_ELEMENT`, another body problem `INVALID_REQUEST`; everything else as
  * on every route.

@@ -248,6 +248,22 @@ describe('/v1/sets', () => {
     })
   })
 
+  it('decodes the element of has as it was added: spaces, plus signs, percent signs, UTF-8', async () => {
+    const name = fresh()
+    const elements = ['a b', 'a+b', '100%', '%41', 'é✓😀', '&=?#']
+    expect((await post(`${r0}/v1/sets/${name}/add`, { elements })).status).toBe(200)
+    const has = async (query: string) =>
+      (await call(`${r0}/v1/sets/${name}/has?element=${query}&replica=leader`)).body.found
+    for (const e of elements)
+      expect({ e, found: await has(encodeURIComponent(e)) }).toEqual({ e, found: true })
+    // A form-encoded space; the raw text of an escape is not the element it escapes.
+    expect(await has('a+b')).toBe(true) // "a b"
+    expect(await has('a%2Bb')).toBe(true) // "a+b"
+    expect(await has('%2541')).toBe(true) // "%41"
+    expect(await has('%41')).toBe(false) // "A"
+    expect(await has('100%25')).toBe(true)
+  })
+
   it('ends a scan that fails midway with an error instead of the meta', async () => {
     const entries = async function* (): AsyncGenerator<{ element: string }> {
       yield { element: 'a' }

@@ -33,7 +33,13 @@ import type { ClusterService } from '../../cluster/cluster-service.js'
 import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/region-sets.js'
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { parseSetRead, parseSetWrite, queryElement, setValidationError } from '../set-request.js'
+import {
+  hasElement,
+  parseSetRead,
+  parseSetWrite,
+  queryElement,
+  setValidationError,
+} from '../set-request.js'
 
 /** Options of the set routes plugin. */
 export interface SetRoutesOptions {
@@ -120,6 +126,9 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
   app,
   { service, sets, metrics },
 ) => {
+  // As in the kv routes: requests read only the limits, partitions and regions, which a service
+  // keeps for its life, and shape() builds a fresh copy per call.
+  const shape = service.shape()
   for (const op of ['add', 'remove'] as const) {
     app.post(
       `/v1/sets/:name/${op}`,
@@ -149,7 +158,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
           request.body.elements,
           request.query,
           request.headers,
-          service.shape(),
+          shape,
         )
         const result = await sets.write(write)
         return {
@@ -179,16 +188,24 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
       },
     },
     async (request): Promise<SetHasReply> => {
-      const { element: _element, ...options } = request.query
-      const element = queryElement(request.url, 'element')!
+      const query = request.query
+      const element = hasElement(query.element, request.url)
       const { request: read, afterBytes } = parseSetRead(
         request.params.name,
-        options,
+        query,
         request.headers,
-        service.shape(),
+        shape,
       )
       metrics.observeAfterHeader(read.level, afterBytes)
-      const result = await sets.has({ ...read, element })
+      const result = await sets.has({
+        name: read.name,
+        partition: read.partition,
+        need: read.need,
+        replica: read.replica,
+        timeoutMs: read.timeoutMs,
+        level: read.level,
+        element,
+      })
       metrics.observeReadWait(read.level, result.waitedMs)
       const reply: SetHasReply = { found: result.found, ...metaFields(result, service.region) }
       if (result.ctx !== undefined) reply.ctx = result.ctx
@@ -216,7 +233,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         request.params.name,
         request.query,
         request.headers,
-        service.shape(),
+        shape,
       )
       metrics.observeAfterHeader(read.level, afterBytes)
       const result = await sets.size(read)
@@ -248,7 +265,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         request.params.name,
         options,
         request.headers,
-        service.shape(),
+        shape,
       )
       metrics.observeAfterHeader(read.level, afterBytes)
       const scan = {
