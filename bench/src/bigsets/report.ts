@@ -8,6 +8,9 @@ import { fixed, table, times, whole } from '../report/markdown.js'
 import type { SuiteReport } from '../suite.js'
 import type { BigsetsResults, InsertRow, Level, Store } from './results.js'
 
+/** `has` counts as fast as a key read within this factor of its mean latency. */
+const HAS_TOLERANCE = 1.1
+
 /** The Bigsets paper's Table 1 (one worker, one key): inserts/s by set size. */
 const PAPER: Record<number, { riakSets: number; bigsets: number }> = {
   5_000: { riakSets: 81.57, bigsets: 7094.66 },
@@ -162,11 +165,13 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const a = ratios(level, 'array', compare)
     if (o.concurrent < 100 || o.single < 100) misses.push(ratioMiss(level, o))
 
-    // Target 3: `has` like a key read.
+    // Target 3: `has` like a key read (of a random one of as many keys).
     const has = points.find((p) => p.level === level && p.case === 'has')
     const get = points.find((p) => p.level === level && p.case === 'get')
     const hasRatio = (has?.meanMs ?? NaN) / (get?.meanMs ?? NaN)
-    if (hasRatio > 1.15) misses.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
+    const hasP50Ratio = (has?.p50Ms ?? NaN) / (get?.p50Ms ?? NaN)
+    if (!(hasRatio <= HAS_TOLERANCE))
+      misses.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
 
     const orswotVerdict =
       o.concurrent >= 100 === o.single >= 100 || Number.isNaN(o.concurrent + o.single)
@@ -190,9 +195,10 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
       ],
       [
         level,
-        `\`has\` on ${whole(has?.size)} elements as fast as a key read`,
-        `${times(hasRatio)} the key read's mean latency`,
-        verdict(hasRatio, hasRatio <= 1.15),
+        `\`has\` on ${whole(has?.size)} elements as fast as a key read (of a random one of ${whole(get?.size)} keys; within ${percent(HAS_TOLERANCE - 1)})`,
+        `${times(hasRatio)} the key read's mean latency` +
+          (Number.isNaN(hasP50Ratio) ? '' : `, ${times(hasP50Ratio)} its median`),
+        verdict(hasRatio, hasRatio <= HAS_TOLERANCE),
       ],
     ]
   })
@@ -218,7 +224,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const ours = mean(at(level, 'decomposed', 1, compare))
     const atStorage = mean(at('storage', 'decomposed', 1, compare))
     const orswot = at(level, 'orswot', 1, compare)
-    const keyRead = points.find((p) => p.level === level && p.case === 'get')?.meanMs ?? NaN
+    const keyRead = points.find((p) => p.level === level && p.case === 'get-one')?.meanMs ?? NaN
     const gain =
       rate(at(level, 'decomposed', concurrency, compare)) /
       rate(at(level, 'decomposed', 1, compare))
@@ -275,8 +281,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     return (
       `**${level}, \`has\` vs a key read**: ${fixed(hasMs, 3)} ms against ${fixed(getMs, 3)} ms (${times(hasMs / getMs)}). ` +
       `\`has\` does more than a key read: it seeks the element's keys on an open iterator (a key read is one \`get\`), checks them against the set-tombstone from the commits' cache, ` +
-      `and signs the element's context (an HMAC, about 10 µs) so that a later remove names exactly the dots it saw; its reply carries that context and the set's stamp. ` +
-      `End to end a CPU profile of the gateway put about 70 µs more server CPU into a \`has\` than into a key read: the HMAC, the element's query decoding and a larger reply, more than the seek itself.`
+      `and signs the element's context (an HMAC-SHA256) so that a later remove names exactly the insertions it saw; its reply carries that context and the set's stamp.`
     )
   }
 
@@ -384,12 +389,17 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     ),
     '',
     table(
-      ['point read (one client)', 'level', 'calls', 'mean ms', 'p95 ms'],
+      ['point read (one client)', 'level', 'calls', 'mean ms', 'p50 ms', 'p95 ms'],
       points.map((p) => [
-        p.case === 'has' ? `\`has\` on a ${whole(p.size)}-element set` : '`get` of a small key',
+        p.case === 'has'
+          ? `\`has\` of a random element of a ${whole(p.size)}-element set`
+          : p.case === 'get'
+            ? `\`get\` of a random one of ${whole(p.size)} small keys`
+            : '`get` of one small key, read every time',
         p.level,
         whole(p.ops),
         fixed(p.meanMs, 3),
+        fixed(p.p50Ms, 3),
         fixed(p.p95Ms, 3),
       ]),
     ),

@@ -49,14 +49,19 @@ export interface ScanRow {
   elementsPerS: number
 }
 
-/** Point reads on the largest set and on a key. */
+/**
+ * Point reads: `has` on the largest set; `get` of a random one of as many small keys (like for
+ * like: each finds one entry among that many); `get-one`, the same small key every time.
+ */
 export interface PointRow {
   level: Level
-  case: 'has' | 'get'
-  /** Elements of the set `has` read (0 for the key). */
+  case: 'has' | 'get' | 'get-one'
+  /** Elements of the set `has` reads; keys the `get` picks from (1 for `get-one`). */
   size: number
   ops: number
   meanMs: number
+  /** Absent in results recorded before it was measured. */
+  p50Ms?: number
   p95Ms: number
 }
 

@@ -55,7 +55,10 @@ interface Plan {
   wholeMaxMs: number
   scanSizes: number[]
   scanRepeats: number
+  /** Point reads of each case. */
   points: number
+  /** Small keys the key reads pick from, for a set of `size` elements. */
+  pointKeys: (size: number) => number
   /** Storage-level windows are this many times longer (they are much faster). */
   storageScale: number
   /** Inserts that warm the code paths before anything is measured (storage, end to end). */
@@ -71,7 +74,8 @@ const FULL: Plan = {
   wholeMaxMs: 3_000,
   scanSizes: [1_000, 10_000, 100_000],
   scanRepeats: 3,
-  points: 2_000,
+  points: 3_000,
+  pointKeys: (size) => size,
   storageScale: 4,
   warmUp: { storage: 10_000, endToEnd: 2_000 },
 }
@@ -87,6 +91,7 @@ const QUICK: Plan = {
   scanSizes: [1_000, 10_000],
   scanRepeats: 1,
   points: 400,
+  pointKeys: (size) => Math.min(size, 5_000),
   storageScale: 2,
   warmUp: { storage: 4_000, endToEnd: 800 },
 }
@@ -217,6 +222,7 @@ function summarise(latencies: number[], elapsedMs: number) {
     ops: latencies.length,
     opsPerS: (latencies.length / elapsedMs) * 1000,
     meanMs: latencies.reduce((s, x) => s + x, 0) / Math.max(1, latencies.length),
+    p50Ms: percentile(sorted, 0.5),
     p95Ms: percentile(sorted, 0.95),
   }
 }
@@ -423,31 +429,54 @@ async function measureInserts(
   return rows
 }
 
+/** The `i`-th of the small keys the point reads pick from. */
+const pointKey = (i: number) => `bench:point:${i}`
+
+/**
+ * Point reads, one client: `has` of a random element of the largest set against a `get` of a
+ * random one of as many small keys (each read finds one entry among `size`), and, as the best
+ * case of a key read, a `get` of one key read over and over. The three alternate call by call, so
+ * drift on a shared machine hits them alike.
+ */
 async function measurePoints(driver: Driver, plan: Plan, size: number): Promise<PointRow[]> {
+  const keys = plan.pointKeys(size)
+  let written = 0
+  await timed(keys, 16, () => driver.put(pointKey(written++), 'a small value'))
   await driver.put(KEY, 'a small value')
-  await driver.quiesce(SET)
-  // Interleaved rounds, so drift on a shared machine hits both alike.
-  const has: number[] = []
-  const get: number[] = []
-  let hasMs = 0
-  let getMs = 0
-  const rounds = 10
-  for (let round = 0; round < rounds; round++) {
-    const offset = round * plan.points
-    const h = await timed(plan.points / rounds, 1, (i) =>
-      driver.has(SET, element(((offset + i) * 7919) % size)),
-    )
-    const g = await timed(plan.points / rounds, 1, () => driver.get(KEY))
-    has.push(...h.latencies)
-    get.push(...g.latencies)
-    hasMs += h.elapsedMs
-    getMs += g.elapsedMs
+  // A session read of a key waits for every write of the session to that key's partition, so
+  // 64 keys (spread over the partitions by hash) leave no replication running into the reads.
+  await driver.quiesce(SET, [
+    KEY,
+    ...Array.from({ length: Math.min(64, keys) }, (_, j) => pointKey(j)),
+  ])
+  const cases = [
+    { case: 'has', size, read: (i: number) => driver.has(SET, element((i * 7919) % size)) },
+    { case: 'get', size: keys, read: (i: number) => driver.get(pointKey((i * 7919) % keys)) },
+    { case: 'get-one', size: 1, read: () => driver.get(KEY) },
+  ] as const
+  const latencies = cases.map(() => [] as number[])
+  const elapsed = cases.map(() => 0)
+  for (let i = 0; i < plan.points; i++) {
+    for (const [c, { read }] of cases.entries()) {
+      const t = performance.now()
+      await read(i)
+      const ms = performance.now() - t
+      latencies[c]!.push(ms)
+      elapsed[c]! += ms
+    }
   }
-  const row = (c: PointRow['case'], latencies: number[], elapsed: number, n: number) => {
-    const s = summarise(latencies, elapsed)
-    return { level: driver.level, case: c, size: n, ops: s.ops, meanMs: s.meanMs, p95Ms: s.p95Ms }
-  }
-  return [row('has', has, hasMs, size), row('get', get, getMs, 0)]
+  return cases.map((c, i) => {
+    const s = summarise(latencies[i]!, elapsed[i]!)
+    return {
+      level: driver.level,
+      case: c.case,
+      size: c.size,
+      ops: s.ops,
+      meanMs: s.meanMs,
+      p50Ms: s.p50Ms,
+      p95Ms: s.p95Ms,
+    }
+  })
 }
 
 async function measureScans(
