@@ -100,10 +100,14 @@ describe('the bigsets report', () => {
 
   it('judges the 100× target against the ORSWOT, 16 clients vs 1, and prints the array ratios', () => {
     // 3,000 / 20 = 150× (16 vs 1), 1,000 / 20 = 50× (1 vs 1); array: 75×, 25×.
-    expect(targetRow('storage', '≥ 100× the naive set at 45,000')).toBe(
-      '| storage | ≥ 100× the naive set at 45,000, judged against the ORSWOT as one value | ' +
+    expect(targetRow('end to end', '≥ 100× the naive set at 45,000')).toBe(
+      '| end to end | ≥ 100× the naive set at 45,000, judged against the ORSWOT as one value | ' +
         '150.00× (16 clients vs 1), 50.00× (1 client each); against the array (not a CRDT): 75.00×, 25.00× | ' +
         'met with 16 clients; **not met** 1 client each |',
+    )
+    // The storage level is a breakdown: its rows say where they stand without a verdict.
+    expect(targetRow('storage', '≥ 100× the naive set at 45,000')).toContain(
+      '| short of the target (not judged here) |',
     )
     expect(markdown).toContain('Met with 16 clients against 1 (150.00×), not with one client each')
   })
@@ -121,7 +125,7 @@ describe('the bigsets report', () => {
     const has = (level: string) => targetRow(level, '`has` on 45,000 elements')
     expect(has('storage')).toContain('key read (of a random one of 45,000 keys; within 10%)')
     expect(has('storage')).toContain('| 1.20× the key read')
-    expect(has('storage')).toContain('**not met**')
+    expect(has('storage')).toContain('short of the target (not judged here)')
     expect(has('end to end')).toContain('| 1.06× the key read')
     expect(has('end to end')).toMatch(/\| met \|$/)
     expect(markdown).toContain('| `get` of one small key, read every time | end to end |')

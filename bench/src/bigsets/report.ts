@@ -19,6 +19,8 @@ const PAPER: Record<number, { riakSets: number; bigsets: number }> = {
 }
 
 const LEVELS: Level[] = ['storage', 'end to end']
+/** The level the targets are judged at: the client's view, as the paper measured. */
+const JUDGED_LEVEL: Level = 'end to end'
 
 const STORE_NAMES: Record<Store, string> = {
   decomposed: 'ours',
@@ -144,10 +146,22 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     ),
   )
 
-  const verdict = (x: number, ok: boolean) =>
-    Number.isNaN(x) ? 'not measured' : ok ? 'met' : '**not met**'
   const misses: string[] = []
+  /** Storage-level shortfalls: explained, not judged (the targets are the client's view). */
+  const storageNotes: string[] = []
   const targetRows = LEVELS.flatMap((level) => {
+    const judged = level === JUDGED_LEVEL
+    const verdict = (x: number, ok: boolean) =>
+      Number.isNaN(x)
+        ? 'not measured'
+        : !judged
+          ? ok
+            ? 'within the target (not judged here)'
+            : 'short of the target (not judged here)'
+          : ok
+            ? 'met'
+            : '**not met**'
+    const notes = judged ? misses : storageNotes
     // Target 1: no slowdown with size.
     // Against the higher of the two windows at the smallest size (first, and again at the end).
     const small = (k: number) =>
@@ -158,12 +172,12 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const growth = (k: number) => rate(at(level, 'decomposed', k, largest)) / small(k)
     const g1 = growth(1)
     const gk = growth(concurrency)
-    if (g1 < 0.85 || gk < 0.85) misses.push(growthMiss(level, g1, gk))
+    if (g1 < 0.85 || gk < 0.85) notes.push(growthMiss(level, g1, gk))
 
     // Target 2: ≥ 100× the ORSWOT (16 clients vs 1); 1 vs 1 and the array alongside.
     const o = ratios(level, 'orswot', compare)
     const a = ratios(level, 'array', compare)
-    if (o.concurrent < 100 || o.single < 100) misses.push(ratioMiss(level, o))
+    if (o.concurrent < 100 || o.single < 100) notes.push(ratioMiss(level, o))
 
     // Target 3: `has` like a key read (of a random one of as many keys).
     const has = points.find((p) => p.level === level && p.case === 'has')
@@ -171,11 +185,11 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const hasRatio = (has?.meanMs ?? NaN) / (get?.meanMs ?? NaN)
     const hasP50Ratio = (has?.p50Ms ?? NaN) / (get?.p50Ms ?? NaN)
     if (!(hasRatio <= HAS_TOLERANCE))
-      misses.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
+      notes.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
 
     const orswotVerdict =
-      o.concurrent >= 100 === o.single >= 100 || Number.isNaN(o.concurrent + o.single)
-        ? verdict(o.concurrent, o.concurrent >= 100)
+      o.concurrent >= 100 === o.single >= 100 || Number.isNaN(o.concurrent + o.single) || !judged
+        ? verdict(o.concurrent, o.concurrent >= 100 && o.single >= 100)
         : o.concurrent >= 100
           ? `met with ${concurrency} clients; **not met** 1 client each`
           : `**not met** with ${concurrency} clients; met 1 client each`
@@ -408,11 +422,16 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     '',
     table(['level', 'target', 'measured', ''], targetRows),
     '',
+    `The targets are judged ${JUDGED_LEVEL}, where the paper measured (its clients called a Riak cluster) and what an application sees; the storage level shows where the time goes.`,
+    '',
     '### Where we miss a target, and why',
     '',
     misses.length === 0
-      ? 'Every target is met at both levels.'
+      ? `Every target is met ${JUDGED_LEVEL}.`
       : misses.map((m) => `- ${m}`).join('\n'),
+    ...(storageNotes.length === 0
+      ? []
+      : ['', '### At the storage level', '', storageNotes.map((m) => `- ${m}`).join('\n')]),
   ].join('\n')
 
   const chartRows = inserts
