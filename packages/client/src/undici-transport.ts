@@ -2,8 +2,8 @@
  * A transport on undici, Node's own HTTP/1.1 client (the engine under Node's `fetch`), used
  * directly: one connection pool per gateway origin and a minimal response handler that collects
  * the body's bytes, with no stream, no `Response` object and no header parsing of its own. It
- * costs markedly less CPU per call than `node:http`, which is most of what a call costs the
- * client. Node only: the browser entry (`index.ts`) must never import this module.
+ * costs markedly less CPU per call than `node:http` (and than undici's own `request()`, which
+ * wraps the body in a stream). Node only: the browser entry (`index.ts`) must never import it.
  */
 import { type Dispatcher, Pool } from 'undici'
 import {
@@ -18,8 +18,9 @@ export interface UndiciTransportOptions {
   /** Most connections open to one gateway. @default 64 */
   connections?: number
   /**
-   * How long an idle connection stays open for the next call, in ms. A shorter hint sent by the
-   * gateway (`Keep-Alive: timeout=…`) wins, so undici closes it before the gateway does.
+   * How long an idle connection stays open for the next call, in ms, when the gateway's reply
+   * carries no `Keep-Alive: timeout=…` hint. With a hint, undici keeps it 2 s less than the hint
+   * (at most 10 minutes), so it closes the connection before the gateway does.
    * @default 4000
    */
   keepAliveTimeout?: number
