@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Orswot } from '../src/bigsets/orswot.js'
 import type { BigsetsResults, InsertRow, Level, Store } from '../src/bigsets/results.js'
 import { grownValue, insertIntoArray, insertIntoOrswot } from '../src/bigsets/whole-value-sets.js'
-import { bigsetsSuite, storageDriver } from '../src/suites/bigsets.js'
+import { bigsetsSuite, storageDriver, windowRate } from '../src/suites/bigsets.js'
 
 describe('whole-value sets through the region service (the storage level)', () => {
   let cluster: EmbeddedCluster
@@ -40,6 +40,27 @@ describe('whole-value sets through the region service (the storage level)', () =
     await insertIntoArray(driver, 't:array', 'a')
     await insertIntoArray(driver, 't:array', 'b')
     expect(await driver.get('t:array')).toEqual(['a', 'b'])
+  })
+})
+
+describe("a window's rate", () => {
+  const steady = (n: number, msEach: number) =>
+    Array.from({ length: n }, (_, i) => (i + 1) * msEach)
+
+  it('is the median of its fifths: one pause does not decide it', () => {
+    // 100 inserts, one every ms, except a 50 ms pause before the 30th reply.
+    const doneAt = steady(100, 1).map((t, i) => (i >= 29 ? t + 50 : t))
+    expect(windowRate({ doneAt, elapsedMs: 150 })).toBeCloseTo(1000, 6)
+    // Over the whole window the pause would have cost a third of the rate.
+    expect((100 / 150) * 1000).toBeLessThan(700)
+  })
+
+  it('follows a steady change of rate, and falls back to the whole window when short', () => {
+    // Slower and slower: the middle fifth (inserts 41-60, 2 ms each) is the median.
+    const gaps = Array.from({ length: 100 }, (_, i) => 1 + Math.floor(i / 20) * 0.5)
+    const doneAt = gaps.map((_, i) => gaps.slice(0, i + 1).reduce((a, b) => a + b, 0))
+    expect(windowRate({ doneAt, elapsedMs: doneAt.at(-1)! })).toBeCloseTo(500, 6)
+    expect(windowRate({ doneAt: [10, 20, 30], elapsedMs: 40 })).toBe(75)
   })
 })
 

@@ -227,6 +227,14 @@ function summarise(latencies: number[], elapsedMs: number) {
   }
 }
 
+/** A window's calls: per-call latencies and when each reply came, in ms from the start. */
+interface Timed {
+  latencies: number[]
+  /** Completion times in order of completion (ms since the window started). */
+  doneAt: number[]
+  elapsedMs: number
+}
+
 /**
  * Runs `op(i)` for i in [0, count) from `concurrency` loops, starting no new call once `maxMs`
  * have passed; per-call latencies in ms (each the whole call: all the work it does).
@@ -236,8 +244,9 @@ async function timed(
   concurrency: number,
   op: (i: number) => Promise<unknown>,
   maxMs = Infinity,
-): Promise<{ latencies: number[]; elapsedMs: number }> {
+): Promise<Timed> {
   const latencies: number[] = []
+  const doneAt: number[] = []
   let next = 0
   const started = performance.now()
   await Promise.all(
@@ -246,11 +255,39 @@ async function timed(
         const i = next++
         const t = performance.now()
         await op(i)
-        latencies.push(performance.now() - t)
+        const now = performance.now()
+        latencies.push(now - t)
+        doneAt.push(now - started)
       }
     }),
   )
-  return { latencies, elapsedMs: performance.now() - started }
+  return { latencies, doneAt, elapsedMs: performance.now() - started }
+}
+
+/** Parts a window's rate is the median of. */
+const WINDOW_PARTS = 5
+
+/**
+ * A window's rate (calls/s): the median of the rates of its {@link WINDOW_PARTS} consecutive
+ * parts (equal numbers of calls, by completion), so one collector pause or burst of other work
+ * on the machine, which halves the rate of a part, does not decide the window.
+ */
+export function windowRate({ doneAt, elapsedMs }: Pick<Timed, 'doneAt' | 'elapsedMs'>): number {
+  const n = doneAt.length
+  if (n < 2 * WINDOW_PARTS) return (n / elapsedMs) * 1000
+  const rates: number[] = []
+  for (let part = 0; part < WINDOW_PARTS; part++) {
+    const from = Math.floor((part * n) / WINDOW_PARTS)
+    const to = Math.floor(((part + 1) * n) / WINDOW_PARTS)
+    const spanMs = doneAt[to - 1]! - (from === 0 ? 0 : doneAt[from - 1]!)
+    rates.push(((to - from) / Math.max(spanMs, 1e-3)) * 1000)
+  }
+  return rates.sort((a, b) => a - b)[Math.floor(WINDOW_PARTS / 2)]!
+}
+
+/** An insert window's numbers: its rate as {@link windowRate} says, latencies over all calls. */
+function summariseWindow(t: Timed) {
+  return { ...summarise(t.latencies, t.elapsedMs), opsPerS: windowRate(t) }
 }
 
 /** Adds elements `from..to-1` to a set in batches (not measured). */
@@ -323,7 +360,7 @@ async function measureWholeValue(
     )
     return {
       ...row,
-      ...summarise(t.latencies, t.elapsedMs),
+      ...summariseWindow(t),
       settleMs: await settle(driver, SET, [key]),
     }
   } catch (error) {
@@ -355,16 +392,12 @@ async function measureDecomposed(
     driver.add(name, [element(base + sequential + i)]),
   )
   const concSettleMs = await settle(driver, name, [])
-  const row = (
-    concurrency: number,
-    t: { latencies: number[]; elapsedMs: number },
-    settleMs: number,
-  ): InsertRow => ({
+  const row = (concurrency: number, t: Timed, settleMs: number): InsertRow => ({
     level: driver.level,
     store: 'decomposed',
     concurrency,
     size: target,
-    ...summarise(t.latencies, t.elapsedMs),
+    ...summariseWindow(t),
     settleMs,
     ...(again ? { again } : {}),
   })
