@@ -311,6 +311,10 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
   const settleNote = Number.isFinite(settleOurs + settleWhole)
     ? ` (end to end it took at most ${whole(settleOurs)} ms after a window of ours and ${whole(settleWhole)} ms after a whole-value window, the checking reads included)`
     : ''
+  const roundsNote =
+    (results.rounds ?? 1) > 1
+      ? ` At each size the windows run in ${results.rounds} interleaved rounds (ours with 1 client, ours with ${concurrency}, then each whole-value set), and a row's rate is the median of its rounds' rates: a stretch of other work slows one round of every store rather than one store's whole window.`
+      : ''
   const windowNote =
     wholeMaxS === undefined
       ? `at most ${wholeOps} inserts each`
@@ -352,7 +356,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     "and checking the value, the insert, encoding and writing it back. A window's rate is the median",
     'of the rates of its five consecutive fifths (equal numbers of inserts, in order of their replies),',
     'so one collector pause or burst of other work, which halves the rate of a fifth, does not decide',
-    'a row; the mean and p95 latency are over all its inserts. Replication is asynchronous for both: after',
+    `a row; the mean and p95 latency are over all its inserts.${roundsNote} Replication is asynchronous for both: after`,
     'each window the run waits until every replica of both regions has applied its writes before going',
     `on, so no window pays for another's backlog${settleNote}. The whole-value sets are written`,
     "by 1 client: concurrent read-modify-writes of one last-writer-wins key lose each other's inserts",

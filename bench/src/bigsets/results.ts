@@ -72,8 +72,10 @@ export interface BigsetsResults {
   storage: 'memory' | 'disk'
   /** CPU cores of the machine (everything shares them). */
   cores?: number
-  /** Whole-value windows stop starting inserts after this long (ms). */
+  /** Whole-value windows stop starting inserts after this long (ms), over all their rounds. */
   wholeValueMaxMs?: number
+  /** Interleaved rounds each size's windows ran in; a row's rate is the median of its rounds. */
+  rounds?: number
   inserts: InsertRow[]
   scans: ScanRow[]
   points: PointRow[]

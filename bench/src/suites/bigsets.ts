@@ -44,6 +44,8 @@ export type { BigsetsResults, InsertRow, Level, PointRow, ScanRow } from '../big
 
 interface Plan {
   sizes: number[]
+  /** Interleaved rounds each size's windows are split into (see `measureInserts`). */
+  rounds: number
   /** Sequential inserts measured per size. */
   sequential: number
   /** Concurrent inserts measured per size. */
@@ -67,6 +69,7 @@ interface Plan {
 
 const FULL: Plan = {
   sizes: [1_000, 5_000, 10_000, 45_000, 100_000],
+  rounds: 3,
   sequential: 400,
   concurrent: 1_600,
   concurrency: 16,
@@ -83,6 +86,7 @@ const FULL: Plan = {
 /** Sizes up to 45k (the comparison point), short windows: about 20 s of the suite's own time. */
 const QUICK: Plan = {
   sizes: [1_000, 10_000, 45_000],
+  rounds: 1,
   sequential: 100,
   concurrent: 400,
   concurrency: 16,
@@ -285,11 +289,6 @@ export function windowRate({ doneAt, elapsedMs }: Pick<Timed, 'doneAt' | 'elapse
   return rates.sort((a, b) => a - b)[Math.floor(WINDOW_PARTS / 2)]!
 }
 
-/** An insert window's numbers: its rate as {@link windowRate} says, latencies over all calls. */
-function summariseWindow(t: Timed) {
-  return { ...summarise(t.latencies, t.elapsedMs), opsPerS: windowRate(t) }
-}
-
 /** Adds elements `from..to-1` to a set in batches (not measured). */
 async function fill(driver: Driver, name: string, from: number, to: number): Promise<void> {
   for (let i = from; i < to; i += WRITE_BATCH) {
@@ -331,25 +330,43 @@ async function warmUp(driver: Driver, plan: Plan): Promise<void> {
   await driver.quiesce('bench:warm-up')
 }
 
+/** One round's window: its calls, and how long replication took to settle after it. */
+interface Round extends Timed {
+  settleMs: number
+}
+
 /**
- * A whole-value set of `kind` at about `target` elements: written whole (not measured) so that
- * the measured inserts straddle the target, then grown by read-modify-write inserts, one client.
+ * A row from the rounds of one window: the rate is the median of the rounds' rates (each
+ * {@link windowRate}), latencies are over every call of every round.
  */
-async function measureWholeValue(
+function roundsRow(rounds: readonly Round[]) {
+  const rates = rounds.map(windowRate).sort((a, b) => a - b)
+  const latencies = rounds.flatMap((r) => r.latencies)
+  const elapsedMs = rounds.reduce((sum, r) => sum + r.elapsedMs, 0)
+  return {
+    ...summarise(latencies, elapsedMs),
+    opsPerS: rates[Math.floor(rates.length / 2)] ?? NaN,
+    settleMs: Math.max(...rounds.map((r) => r.settleMs)),
+  }
+}
+
+/**
+ * One round of a whole-value set of `kind` at about `target` elements: written whole (not
+ * measured) so that the measured inserts straddle the target, then grown by read-modify-write
+ * inserts, one client. Undefined when the store refuses a value that large.
+ */
+async function wholeValueRound(
   driver: Driver,
   kind: WholeValueKind,
   target: number,
   count: number,
   maxMs: number,
-): Promise<InsertRow> {
+): Promise<Round | { refused: { bytes: number; limit: number } }> {
   const key = WHOLE_VALUE_KEYS[kind]
   const initial: string[] = []
   for (let i = 0; i < target - Math.floor(count / 2); i++) initial.push(element(1_000_000 + i))
-  const value = grownValue(kind, driver.actor, initial)
-  const valueBytes = Buffer.byteLength(JSON.stringify(value))
-  const row = { level: driver.level, store: kind, concurrency: 1, size: target, valueBytes }
   try {
-    await driver.put(key, value)
+    await driver.put(key, grownValue(kind, driver.actor, initial))
     await driver.quiesce(SET)
     const next = 1_000_000 + initial.length
     const t = await timed(
@@ -358,52 +375,71 @@ async function measureWholeValue(
       (i) => insertInto(kind, driver, key, driver.actor, element(next + i)),
       maxMs,
     )
-    return {
-      ...row,
-      ...summariseWindow(t),
-      settleMs: await settle(driver, SET, [key]),
-    }
+    return { ...t, settleMs: await settle(driver, SET, [key]) }
   } catch (error) {
     const refused = tooLarge(error)
     if (refused === undefined) throw error
     // Nothing of this size fits: write a small value back so the key stays usable.
     await driver.put(key, grownValue(kind, driver.actor, []))
-    return { ...row, ops: 0, opsPerS: NaN, meanMs: NaN, p95Ms: NaN, refused }
+    return { refused }
   }
 }
 
+/** The bytes of JSON of a whole-value set of `kind` at about `target` elements. */
+function wholeValueBytes(driver: Driver, kind: WholeValueKind, target: number, count: number) {
+  const initial: string[] = []
+  for (let i = 0; i < target - Math.floor(count / 2); i++) initial.push(element(1_000_000 + i))
+  return Buffer.byteLength(JSON.stringify(grownValue(kind, driver.actor, initial)))
+}
+
 /**
- * Ours at one size: `sequential` inserts from 1 client, then `concurrent` from many, into set
+ * One round of ours: `sequential` inserts from 1 client, then `concurrent` from many, into set
  * `name` (elements from `base` on), each window followed by replication settling.
  */
-async function measureDecomposed(
+async function decomposedRound(
   driver: Driver,
   plan: Plan,
   name: string,
   base: number,
-  target: number,
-  again: boolean,
-): Promise<InsertRow[]> {
-  const scale = driver.level === 'storage' ? plan.storageScale : 1
-  const sequential = plan.sequential * scale
+  sequential: number,
+  concurrent: number,
+): Promise<[Round, Round]> {
   const seq = await timed(sequential, 1, (i) => driver.add(name, [element(base + i)]))
   const seqSettleMs = await settle(driver, name, [])
-  const conc = await timed(plan.concurrent * scale, plan.concurrency, (i) =>
+  const conc = await timed(concurrent, plan.concurrency, (i) =>
     driver.add(name, [element(base + sequential + i)]),
   )
-  const concSettleMs = await settle(driver, name, [])
-  const row = (concurrency: number, t: Timed, settleMs: number): InsertRow => ({
+  return [
+    { ...seq, settleMs: seqSettleMs },
+    { ...conc, settleMs: await settle(driver, name, []) },
+  ]
+}
+
+/** Ours' two rows (1 client, `plan.concurrency` clients) from their rounds. */
+function decomposedRows(
+  driver: Driver,
+  plan: Plan,
+  target: number,
+  rounds: readonly [Round, Round][],
+  again: boolean,
+): InsertRow[] {
+  const row = (concurrency: number, which: 0 | 1): InsertRow => ({
     level: driver.level,
     store: 'decomposed',
     concurrency,
     size: target,
-    ...summariseWindow(t),
-    settleMs,
+    ...roundsRow(rounds.map((r) => r[which])),
     ...(again ? { again } : {}),
   })
-  return [row(1, seq, seqSettleMs), row(plan.concurrency, conc, concSettleMs)]
+  return [row(1, 0), row(plan.concurrency, 1)]
 }
 
+/**
+ * Inserts while the set grows. At each size the windows run in {@link Plan.rounds} interleaved
+ * rounds (ours with 1 client, with many, then each whole-value set), and each row's rate is the
+ * median of its rounds: a stretch of other work on the machine slows one round of each store,
+ * not one store's whole window.
+ */
 async function measureInserts(
   driver: Driver,
   plan: Plan,
@@ -411,7 +447,9 @@ async function measureInserts(
 ): Promise<InsertRow[]> {
   const rows: InsertRow[] = []
   const scale = driver.level === 'storage' ? plan.storageScale : 1
-  const window = (plan.sequential + plan.concurrent) * scale
+  const sequential = Math.ceil((plan.sequential * scale) / plan.rounds)
+  const concurrent = Math.ceil((plan.concurrent * scale) / plan.rounds)
+  const window = (sequential + concurrent) * plan.rounds
   const report = (r: InsertRow[], what: string) =>
     log(
       `${driver.level}, decomposed ${what}: 1 client ${whole(r[0]!.opsPerS)}/s, ` +
@@ -428,22 +466,44 @@ async function measureInserts(
     size = start
     await driver.quiesce(SET)
     const filledS = (performance.now() - filling) / 1000
-    const decomposed = await measureDecomposed(driver, plan, SET, next, target, false)
-    next += window
-    size += window
+
+    const ours: [Round, Round][] = []
+    const wholeRounds = new Map<
+      WholeValueKind,
+      Round[] | { refused: { bytes: number; limit: number } }
+    >()
+    const wholeCount = Math.max(2, Math.ceil((plan.wholeOps(target) * scale) / plan.rounds))
+    for (let round = 0; round < plan.rounds; round++) {
+      ours.push(await decomposedRound(driver, plan, SET, next, sequential, concurrent))
+      next += sequential + concurrent
+      size += sequential + concurrent
+      // The two whole-value sets take turns going first, so neither always follows ours.
+      const kinds = (index + round) % 2 === 0 ? WHOLE_VALUE_KINDS : [...WHOLE_VALUE_KINDS].reverse()
+      for (const kind of kinds) {
+        const sofar = wholeRounds.get(kind) ?? []
+        if (!Array.isArray(sofar)) continue
+        const r = await wholeValueRound(
+          driver,
+          kind,
+          target,
+          wholeCount,
+          plan.wholeMaxMs / plan.rounds,
+        )
+        wholeRounds.set(kind, 'refused' in r ? r : [...sofar, r])
+      }
+      // Let the whole values' replication finish before the next window of ours.
+      await driver.quiesce(SET)
+    }
+    const decomposed = decomposedRows(driver, plan, target, ours, false)
     rows.push(...decomposed)
     report(decomposed, `~${target} (filled and settled in ${fixed(filledS, 1)} s)`)
-
-    // The two whole-value sets take turns going first, so neither always follows ours.
-    const kinds = index % 2 === 0 ? WHOLE_VALUE_KINDS : [...WHOLE_VALUE_KINDS].reverse()
-    for (const kind of kinds) {
-      const r = await measureWholeValue(
-        driver,
-        kind,
-        target,
-        plan.wholeOps(target) * scale,
-        plan.wholeMaxMs,
-      )
+    for (const kind of WHOLE_VALUE_KINDS) {
+      const measured = wholeRounds.get(kind)!
+      const valueBytes = wholeValueBytes(driver, kind, target, wholeCount)
+      const base = { level: driver.level, store: kind, concurrency: 1, size: target, valueBytes }
+      const r: InsertRow = Array.isArray(measured)
+        ? { ...base, ...roundsRow(measured) }
+        : { ...base, ops: 0, opsPerS: NaN, meanMs: NaN, p95Ms: NaN, refused: measured.refused }
       rows.push(r)
       log(
         r.refused === undefined
@@ -451,12 +511,15 @@ async function measureInserts(
           : `${driver.level}, ${kind} ~${target}: refused, ${whole(r.refused.bytes)} bytes is over the limit of ${whole(r.refused.limit)}`,
       )
     }
-    // Let the whole values' replication finish before the next decomposed window.
-    await driver.quiesce(SET)
   }
   // The smallest size once more, on a fresh set, now that everything has warmed up: the sizes
   // above ran in order of growth, so warm-up alone would favour the larger ones.
-  const again = await measureDecomposed(driver, plan, AGAIN_SET, 700_000, plan.sizes[0]!, true)
+  const againRounds: [Round, Round][] = []
+  for (let round = 0; round < plan.rounds; round++) {
+    const base = 700_000 + round * (sequential + concurrent)
+    againRounds.push(await decomposedRound(driver, plan, AGAIN_SET, base, sequential, concurrent))
+  }
+  const again = decomposedRows(driver, plan, plan.sizes[0]!, againRounds, true)
   rows.push(...again)
   report(again, `~${plan.sizes[0]!} again, on a fresh set at the end`)
   return rows
@@ -597,6 +660,7 @@ export const bigsetsSuite: Suite<BigsetsResults> = {
           storage,
           cores: availableParallelism(),
           wholeValueMaxMs: plan.wholeMaxMs,
+          rounds: plan.rounds,
           inserts: [...atStorage.inserts, ...endToEnd.inserts],
           scans: [...atStorage.scans, ...endToEnd.scans],
           points: [...atStorage.points, ...endToEnd.points],
