@@ -24,10 +24,13 @@ export interface InsertRow {
   meanMs: number
   p95Ms: number
   /**
-   * Measured again at the end of the run on a fresh set (ours, the smallest size only): the sizes
-   * run in order of growth, so this tells what warm-up did from what the size does.
+   * Ours at the smallest size again, on a fresh set, in the same interleaved rounds as the largest
+   * size: the growth target compares the two round by round, side by side in time (the sizes run
+   * in order of growth, so the first window at the smallest size ran before anything warmed up).
    */
   again?: boolean
+  /** The rate of each round, in order (see `suites/bigsets.ts`); `opsPerS` is their median. */
+  roundRates?: number[]
   /**
    * End to end: ms from the window's last reply until every replica of both regions had applied
    * its writes, as a follower read in each region saw it (the read included); 0 at the storage

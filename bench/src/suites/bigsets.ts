@@ -346,6 +346,7 @@ function roundsRow(rounds: readonly Round[]) {
   return {
     ...summarise(latencies, elapsedMs),
     opsPerS: rates[Math.floor(rates.length / 2)] ?? NaN,
+    roundRates: rounds.map(windowRate),
     settleMs: Math.max(...rounds.map((r) => r.settleMs)),
   }
 }
@@ -468,13 +469,30 @@ async function measureInserts(
     const filledS = (performance.now() - filling) / 1000
 
     const ours: [Round, Round][] = []
+    // Beside the largest size, in the same rounds, the smallest again on a fresh set: growth is
+    // judged on these two side by side in time.
+    const last = index === plan.sizes.length - 1
+    const reference: [Round, Round][] = []
     const wholeRounds = new Map<
       WholeValueKind,
       Round[] | { refused: { bytes: number; limit: number } }
     >()
     const wholeCount = Math.max(2, Math.ceil((plan.wholeOps(target) * scale) / plan.rounds))
     for (let round = 0; round < plan.rounds; round++) {
-      ours.push(await decomposedRound(driver, plan, SET, next, sequential, concurrent))
+      const big = () => decomposedRound(driver, plan, SET, next, sequential, concurrent)
+      const small = () =>
+        decomposedRound(
+          driver,
+          plan,
+          AGAIN_SET,
+          700_000 + round * (sequential + concurrent),
+          sequential,
+          concurrent,
+        )
+      // The two take turns going first.
+      if (last && round % 2 === 1) reference.push(await small())
+      ours.push(await big())
+      if (last && round % 2 === 0) reference.push(await small())
       next += sequential + concurrent
       size += sequential + concurrent
       // The two whole-value sets take turns going first, so neither always follows ours.
@@ -511,17 +529,12 @@ async function measureInserts(
           : `${driver.level}, ${kind} ~${target}: refused, ${whole(r.refused.bytes)} bytes is over the limit of ${whole(r.refused.limit)}`,
       )
     }
+    if (last) {
+      const again = decomposedRows(driver, plan, plan.sizes[0]!, reference, true)
+      rows.push(...again)
+      report(again, `~${plan.sizes[0]!} again, on a fresh set in the same rounds`)
+    }
   }
-  // The smallest size once more, on a fresh set, now that everything has warmed up: the sizes
-  // above ran in order of growth, so warm-up alone would favour the larger ones.
-  const againRounds: [Round, Round][] = []
-  for (let round = 0; round < plan.rounds; round++) {
-    const base = 700_000 + round * (sequential + concurrent)
-    againRounds.push(await decomposedRound(driver, plan, AGAIN_SET, base, sequential, concurrent))
-  }
-  const again = decomposedRows(driver, plan, plan.sizes[0]!, againRounds, true)
-  rows.push(...again)
-  report(again, `~${plan.sizes[0]!} again, on a fresh set at the end`)
   return rows
 }
 
