@@ -70,8 +70,8 @@ interface Plan {
 const FULL: Plan = {
   sizes: [1_000, 5_000, 10_000, 45_000, 100_000],
   rounds: 3,
-  sequential: 400,
-  concurrent: 1_600,
+  sequential: 900,
+  concurrent: 2_100,
   concurrency: 16,
   wholeOps: (size) => (size <= 10_000 ? 60 : 20),
   wholeMaxMs: 3_000,
@@ -79,7 +79,7 @@ const FULL: Plan = {
   scanRepeats: 3,
   points: 3_000,
   pointKeys: (size) => size,
-  storageScale: 4,
+  storageScale: 2,
   warmUp: { storage: 10_000, endToEnd: 2_000 },
 }
 
@@ -459,8 +459,8 @@ async function measureInserts(
   let size = 0
   let next = 0
   for (const [index, target] of plan.sizes.entries()) {
-    // Fill so that the measured inserts straddle the target size, then let replication settle.
-    const start = Math.max(size, target - Math.floor(window / 2))
+    // Fill to the target size (the windows grow the set from there), then let replication settle.
+    const start = Math.max(size, target)
     const filling = performance.now()
     await fill(driver, SET, next, next + (start - size))
     next += start - size
@@ -473,6 +473,7 @@ async function measureInserts(
     // judged on these two side by side in time.
     const last = index === plan.sizes.length - 1
     const reference: [Round, Round][] = []
+    if (last) await fill(driver, AGAIN_SET, 690_000, 690_000 + plan.sizes[0]!)
     const wholeRounds = new Map<
       WholeValueKind,
       Round[] | { refused: { bytes: number; limit: number } }
@@ -514,7 +515,10 @@ async function measureInserts(
     }
     const decomposed = decomposedRows(driver, plan, target, ours, false)
     rows.push(...decomposed)
-    report(decomposed, `~${target} (filled and settled in ${fixed(filledS, 1)} s)`)
+    report(
+      decomposed,
+      `${target} → ${target + window} (filled and settled in ${fixed(filledS, 1)} s)`,
+    )
     for (const kind of WHOLE_VALUE_KINDS) {
       const measured = wholeRounds.get(kind)!
       const valueBytes = wholeValueBytes(driver, kind, target, wholeCount)
