@@ -69,9 +69,9 @@ interface Plan {
 
 const FULL: Plan = {
   sizes: [1_000, 5_000, 10_000, 45_000, 100_000],
-  rounds: 3,
-  sequential: 900,
-  concurrent: 2_100,
+  rounds: 5,
+  sequential: 1_000,
+  concurrent: 2_500,
   concurrency: 16,
   wholeOps: (size) => (size <= 10_000 ? 60 : 20),
   wholeMaxMs: 3_000,
