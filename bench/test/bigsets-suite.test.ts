@@ -119,18 +119,44 @@ describe('the bigsets report', () => {
   const targetRow = (level: string, target: string) =>
     markdown.split('\n').find((l) => l.startsWith(`| ${level} | ${target}`))
 
-  it('judges the 100× target against the ORSWOT, 16 clients vs 1, and prints the array ratios', () => {
+  it('judges the 100× target against the ORSWOT at its best, and prints the other ratios', () => {
     // 3,000 / 20 = 150× (16 vs 1), 1,000 / 20 = 50× (1 vs 1); array: 75×, 25×.
     expect(targetRow('end to end', '≥ 100× the naive set at 45,000')).toBe(
-      '| end to end | ≥ 100× the naive set at 45,000, judged against the ORSWOT as one value | ' +
-        '150.00× (16 clients vs 1), 50.00× (1 client each); against the array (not a CRDT): 75.00×, 25.00× | ' +
-        'met with 16 clients; **not met** 1 client each |',
+      '| end to end | ≥ 100× the naive set at 45,000, judged against the ORSWOT as one value at its best | ' +
+        '150.00× (ours with 16 clients against the ORSWOT with 1); 50.00× with 1 client each (as the paper measured); ' +
+        'against the array (not a CRDT): 75.00× (16 vs 1), 25.00× (1 vs 1) | met |',
     )
     // The storage level is a breakdown: its rows say where they stand without a verdict.
     expect(targetRow('storage', '≥ 100× the naive set at 45,000')).toContain(
-      '| short of the target (not judged here) |',
+      '| within the target (not judged here) |',
     )
-    expect(markdown).toContain('Met with 16 clients against 1 (150.00×), not with one client each')
+  })
+
+  it('counts the ORSWOT written by many clients by its surviving inserts, and takes its best', () => {
+    const withMany = (surviving: number): BigsetsResults => ({
+      ...results,
+      inserts: [
+        ...results.inserts,
+        row('end to end', 'orswot', 16, 45_000, surviving, { ops: 80, survived: 9 }),
+      ],
+    })
+    const judged = (r: BigsetsResults) =>
+      bigsetsSuite
+        .report(r, false)
+        .markdown.split('\n')
+        .find((l) => l.startsWith('| end to end | ≥ 100× the naive set at 45,000'))!
+    // Fewer surviving inserts per second than one client's: one client stays the baseline.
+    expect(judged(withMany(5))).toContain(
+      '150.00× (ours with 16 clients against the ORSWOT with 1)',
+    )
+    expect(judged(withMany(5))).toContain(
+      '600.00× at 16 clients each (the ORSWOT counted by its surviving inserts: 9 of 80)',
+    )
+    // More: the 16 clients are its best, and 3,000 / 40 = 75× misses the target.
+    expect(judged(withMany(40))).toContain(
+      '75.00× (ours with 16 clients against the ORSWOT with 16)',
+    )
+    expect(judged(withMany(40))).toMatch(/\*\*not met\*\* \|$/)
   })
 
   it('judges growth round by round against the fresh small set measured in the same rounds', () => {

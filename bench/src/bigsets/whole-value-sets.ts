@@ -86,3 +86,24 @@ export function grownValue(kind: WholeValueKind, actor: string, elements: readon
   if (kind === 'orswot') return Orswot.ofAdds(actor, elements).toJSON()
   return [...new Set(elements)].sort()
 }
+
+/**
+ * How many of `elements` the whole-value set of `kind` under `key` holds now: concurrent
+ * read-modify-writes of one last-writer-wins value overwrite each other, so fewer inserts survive
+ * than were acknowledged.
+ */
+export async function survivors(
+  kind: WholeValueKind,
+  store: ValueStore,
+  key: string,
+  elements: readonly string[],
+): Promise<number> {
+  const stored = await store.get(key)
+  if (stored === undefined) return 0
+  if (kind === 'orswot') {
+    const set = Orswot.fromJSON(stored)
+    return elements.filter((e) => set.has(e)).length
+  }
+  const values = new Set(stored as string[])
+  return elements.filter((e) => values.has(e)).length
+}

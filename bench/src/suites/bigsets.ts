@@ -35,6 +35,7 @@ import {
   type WholeValueKind,
   grownValue,
   insertInto,
+  survivors,
 } from '../bigsets/whole-value-sets.js'
 import { type ClusterConfig, startCluster } from '../cluster-process.js'
 import { fixed, whole } from '../report/markdown.js'
@@ -44,6 +45,11 @@ export type { BigsetsResults, InsertRow, Level, PointRow, ScanRow } from '../big
 
 interface Plan {
   sizes: number[]
+  /**
+   * The size at which the ORSWOT is also written by `concurrency` clients at once (its surviving
+   * inserts counted), for a comparison at equal concurrency.
+   */
+  concurrentWholeAt: number
   /** Interleaved rounds each size's windows are split into (see `measureInserts`). */
   rounds: number
   /** Sequential inserts measured per size. */
@@ -70,6 +76,7 @@ interface Plan {
 const FULL: Plan = {
   sizes: [1_000, 5_000, 10_000, 45_000, 100_000],
   rounds: 5,
+  concurrentWholeAt: 45_000,
   sequential: 1_000,
   concurrent: 2_500,
   concurrency: 16,
@@ -87,6 +94,7 @@ const FULL: Plan = {
 const QUICK: Plan = {
   sizes: [1_000, 10_000, 45_000],
   rounds: 1,
+  concurrentWholeAt: 45_000,
   sequential: 100,
   concurrent: 400,
   concurrency: 16,
@@ -333,6 +341,13 @@ async function warmUp(driver: Driver, plan: Plan): Promise<void> {
 /** One round's window: its calls, and how long replication took to settle after it. */
 interface Round extends Timed {
   settleMs: number
+  /** Whole-value sets written by several clients: the inserts that survived (see `survivors`). */
+  survived?: number
+}
+
+/** A round's rate: {@link windowRate}, or for a round that lost inserts, the survivors per s. */
+function roundRate(r: Round): number {
+  return r.survived === undefined ? windowRate(r) : (r.survived / r.elapsedMs) * 1000
 }
 
 /**
@@ -340,13 +355,16 @@ interface Round extends Timed {
  * {@link windowRate}), latencies are over every call of every round.
  */
 function roundsRow(rounds: readonly Round[]) {
-  const rates = rounds.map(windowRate).sort((a, b) => a - b)
+  const rates = rounds.map(roundRate).sort((a, b) => a - b)
   const latencies = rounds.flatMap((r) => r.latencies)
   const elapsedMs = rounds.reduce((sum, r) => sum + r.elapsedMs, 0)
   return {
     ...summarise(latencies, elapsedMs),
     opsPerS: rates[Math.floor(rates.length / 2)] ?? NaN,
-    roundRates: rounds.map(windowRate),
+    roundRates: rounds.map(roundRate),
+    ...(rounds.some((r) => r.survived !== undefined)
+      ? { survived: rounds.reduce((sum, r) => sum + (r.survived ?? 0), 0) }
+      : {}),
     settleMs: Math.max(...rounds.map((r) => r.settleMs)),
   }
 }
@@ -362,6 +380,7 @@ async function wholeValueRound(
   target: number,
   count: number,
   maxMs: number,
+  clients = 1,
 ): Promise<Round | { refused: { bytes: number; limit: number } }> {
   const key = WHOLE_VALUE_KEYS[kind]
   const initial: string[] = []
@@ -372,11 +391,14 @@ async function wholeValueRound(
     const next = 1_000_000 + initial.length
     const t = await timed(
       count,
-      1,
+      clients,
       (i) => insertInto(kind, driver, key, driver.actor, element(next + i)),
       maxMs,
     )
-    return { ...t, settleMs: await settle(driver, SET, [key]) }
+    const settleMs = await settle(driver, SET, [key])
+    if (clients === 1) return { ...t, settleMs }
+    const inserted = Array.from({ length: t.latencies.length }, (_, i) => element(next + i))
+    return { ...t, settleMs, survived: await survivors(kind, driver, key, inserted) }
   } catch (error) {
     const refused = tooLarge(error)
     if (refused === undefined) throw error
@@ -473,6 +495,7 @@ async function measureInserts(
     // judged on these two side by side in time.
     const last = index === plan.sizes.length - 1
     const reference: [Round, Round][] = []
+    const concurrentOrswot: Round[] = []
     if (last) await fill(driver, AGAIN_SET, 690_000, 690_000 + plan.sizes[0]!)
     const wholeRounds = new Map<
       WholeValueKind,
@@ -510,8 +533,34 @@ async function measureInserts(
         )
         wholeRounds.set(kind, 'refused' in r ? r : [...sofar, r])
       }
+      // At the comparison size, the ORSWOT from as many clients as ours: what survives of it.
+      if (target === plan.concurrentWholeAt) {
+        const r = await wholeValueRound(
+          driver,
+          'orswot',
+          target,
+          plan.concurrency,
+          plan.wholeMaxMs / plan.rounds,
+          plan.concurrency,
+        )
+        if (!('refused' in r)) concurrentOrswot.push(r)
+      }
       // Let the whole values' replication finish before the next window of ours.
       await driver.quiesce(SET)
+    }
+    if (concurrentOrswot.length > 0) {
+      const r: InsertRow = {
+        level: driver.level,
+        store: 'orswot',
+        concurrency: plan.concurrency,
+        size: target,
+        valueBytes: wholeValueBytes(driver, 'orswot', target, plan.concurrency),
+        ...roundsRow(concurrentOrswot),
+      }
+      rows.push(r)
+      log(
+        `${driver.level}, orswot ~${target}, ${plan.concurrency} clients: ${fixed(r.opsPerS, 1)}/s surviving (${r.survived} of ${r.ops} inserts survived)`,
+      )
     }
     const decomposed = decomposedRows(driver, plan, target, ours, false)
     rows.push(...decomposed)
