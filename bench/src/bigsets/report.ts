@@ -373,7 +373,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     `LevelDB ${results.storage === 'disk' ? 'on disk, fsync per commit' : 'in memory'}), called through its region service: what the data structures`,
     `cost. **End to end**: \`causeway dev\` (${c.backend} backend, ${c.regions} regions × ${c.partitions} partitions × ${c.replicas}`,
     'replicas, so every write is also applied by a follower and shipped to the other region), driven',
-    'through the SDK over HTTP from the benchmark process. Elements are 4-byte strings in scattered',
+    `through the SDK over HTTP from the benchmark process${results.wholeValuesApart === true ? '; the whole-value sets run on a second cluster started the same way, since each of their writes leaves a log entry the size of the whole set in every replica (logs are not trimmed), which in one process would weigh on every later window of ours' : ''}. Elements are 4-byte strings in scattered`,
     'order. Each size is reached by bulk adds (not measured) and the cluster is left to apply them',
     `everywhere before the inserts from that size on are measured (the windows add ${windowNote2}). The sizes run in order as the set`,
     'grows, so whatever warms up during a run (JIT, heap sizing) would favour the larger sizes: the',

@@ -82,6 +82,8 @@ export interface BigsetsResults {
   cores?: number
   /** Whole-value windows stop starting inserts after this long (ms), over all their rounds. */
   wholeValueMaxMs?: number
+  /** End to end, the whole-value sets ran on a second cluster like ours' (see the suite). */
+  wholeValuesApart?: boolean
   /** Interleaved rounds each size's windows ran in; a row's rate is the median of its rounds. */
   rounds?: number
   inserts: InsertRow[]
