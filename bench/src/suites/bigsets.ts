@@ -75,10 +75,10 @@ interface Plan {
 
 const FULL: Plan = {
   sizes: [1_000, 5_000, 10_000, 45_000, 100_000],
-  rounds: 5,
+  rounds: 7,
   concurrentWholeAt: 45_000,
-  sequential: 1_000,
-  concurrent: 5_000,
+  sequential: 1_400,
+  concurrent: 7_000,
   concurrency: 16,
   wholeOps: (size) => (size <= 10_000 ? 60 : 20),
   wholeMaxMs: 3_000,
