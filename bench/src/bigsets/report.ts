@@ -332,7 +332,7 @@ export function bigsetsReport(results: BigsetsResults, quick: boolean): SuiteRep
     return (
       `**${level}, \`has\` vs a key read**: ${fixed(hasMs, 3)} ms against ${fixed(getMs, 3)} ms (${times(hasMs / getMs)}). ` +
       `\`has\` does more than a key read: it seeks the element's keys on an open iterator (a key read is one \`get\`), checks them against the set-tombstone from the commits' cache, ` +
-      `and signs the element's context (an HMAC-SHA256) so that a later remove names exactly the insertions it saw; its reply carries that context and the set's stamp.`
+      `and signs the element's context (a keyed SHA-512/256) so that a later remove names exactly the insertions it saw; its reply carries that context and the set's stamp.`
     )
   }
 
