@@ -17,7 +17,8 @@ import Fastify, {
 } from 'fastify'
 import type { ClusterService } from '../cluster/cluster-service.js'
 import { authenticate, type GatewayAuth } from './auth.js'
-import { handleError, handleFrameworkError, handleNotFound, validationError } from './errors.js'
+import { AllowedMethods } from './allowed-methods.js'
+import { handleError, handleFrameworkError, notFoundHandler, validationError } from './errors.js'
 import { healthRoute } from './routes/health.js'
 import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
@@ -141,7 +142,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   })
   app.addHook('onResponse', requestTimer(metrics))
   app.setErrorHandler(handleError)
-  app.setNotFoundHandler(handleNotFound)
+  // Before any route is added: it records the methods of every route for 405's `Allow`.
+  app.setNotFoundHandler(notFoundHandler(new AllowedMethods(app)))
 
   // Registered first, at the root: its onRoute hook must see every route below.
   app.register(swagger, openApiOptions)

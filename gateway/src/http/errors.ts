@@ -12,6 +12,7 @@ import type {
   FastifySchemaValidationError,
 } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
+import type { AllowedMethods } from './allowed-methods.js'
 
 const KV_PREFIX = '/v1/kv/'
 
@@ -199,17 +200,34 @@ export function handleFrameworkError(
   void handleError(error, request, reply)
 }
 
-/** Unknown routes; an empty key (`/v1/kv/`) is a bad key, not a missing route. */
-export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  const path = (request.url.split('?', 1)[0] ?? '').slice(0, 256)
-  if (path === KV_PREFIX)
-    return send(reply, new CausewayError('INVALID_KEY', 'key must not be empty'))
-  const hint = isKvPath(path) ? ' (a key containing "/" must be percent-encoded)' : ''
-  return send(
-    reply,
-    new CausewayError('NOT_FOUND', `no route ${request.method} ${path}${hint}`, {
-      method: request.method,
-      path,
-    }),
-  )
+/**
+ * Fastify's not-found handler, for requests that matched no route: a path some route answers with
+ * another method is `METHOD_NOT_ALLOWED` (405, with `Allow`), anything else `NOT_FOUND`. (An empty
+ * key, `/v1/kv/` or `/v1/sets//...`, matches its route with `key: ''`, and the route's request
+ * parsing refuses it as `INVALID_KEY` like any other bad key.)
+ */
+export function notFoundHandler(allowed: AllowedMethods) {
+  return function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
+    const path = (request.url.split('?', 1)[0] ?? '').slice(0, 256)
+    const methods = allowed.at(request.url)
+    if (methods.length > 0) {
+      reply.header('allow', methods.join(', '))
+      return send(
+        reply,
+        new CausewayError(
+          'METHOD_NOT_ALLOWED',
+          `${request.method} is not allowed on ${path}; allowed: ${methods.join(', ')}`,
+          { method: request.method, path, allowed: methods },
+        ),
+      )
+    }
+    const hint = isKvPath(path) ? ' (a key containing "/" must be percent-encoded)' : ''
+    return send(
+      reply,
+      new CausewayError('NOT_FOUND', `no route ${request.method} ${path}${hint}`, {
+        method: request.method,
+        path,
+      }),
+    )
+  }
 }

@@ -131,6 +131,48 @@ describe('gateways over Redis, two regions', () => {
     expect(size.body).toMatchObject({ size: 2 })
   })
 
+  it('refuse an empty key or set name with INVALID_KEY, as the embedded backend does', async () => {
+    const url = gateways[0]![1]!.url
+    // What this region's leaders have written themselves: sv entry of their own region.
+    const written = async () => {
+      const replicas = (await call(url, '/v1/status')).body.replicas as {
+        role: string
+        sv: number[]
+      }[]
+      return replicas.filter((r) => r.role === 'leader').map((r) => r.sv[0])
+    }
+    const before = await written()
+    expect(before).toEqual([expect.any(Number), expect.any(Number)])
+    for (const [method, path, body] of [
+      ['PUT', '/v1/kv/', { value: 1 }],
+      ['DELETE', '/v1/kv/', undefined],
+      ['GET', '/v1/kv/', undefined],
+      ['POST', '/v1/sets//add', { elements: ['a'] }],
+      ['POST', '/v1/sets//remove', { elements: ['a'] }],
+      ['GET', '/v1/sets//has?element=a', undefined],
+      ['GET', '/v1/sets//size', undefined],
+      ['GET', '/v1/sets//scan', undefined],
+    ] as const) {
+      const res = await call(url, path, { method, body })
+      expect({ method, path, status: res.status, code: res.body.code }).toEqual({
+        method,
+        path,
+        status: 400,
+        code: 'INVALID_KEY',
+      })
+    }
+    expect(await written()).toEqual(before)
+  })
+
+  it('answer a wrong method with 405 and Allow', async () => {
+    const res = await call(gateways[1]![0]!.url, '/v1/sets/s/add', { method: 'GET' })
+    expect([res.status, res.body.code, res.headers.get('allow')]).toEqual([
+      405,
+      'METHOD_NOT_ALLOWED',
+      'POST',
+    ])
+  })
+
   it('run exactly one shipper per partition in each region, on the lease holder', async () => {
     for (const region of gateways) {
       const holders = await eventually('every partition leased', async () => {

@@ -71,9 +71,11 @@ describe('gateway auth', () => {
       expect(res.statusCode, url).toBe(401)
       expect(res.json().code).toBe('UNAUTHORIZED')
     }
-    // A CORS preflight has no credentials; it is not refused for that (no CORS here: 404).
+    // A CORS preflight has no credentials; it is not refused for that (no CORS here: 405 with
+    // the methods the path allows).
     const preflight = await app.inject({ method: 'OPTIONS', url: '/v1/kv/a' })
-    expect(preflight.statusCode).not.toBe(401)
+    expect(preflight.statusCode).toBe(405)
+    expect(preflight.headers.allow).toBe('DELETE, GET, HEAD, PUT')
     const ok = await app.inject({ method: 'GET', url: '/v1/kv/%2Fhealthz', headers: bearer(KEY) })
     expect(ok.statusCode).toBe(200)
     const scheme = await app.inject({
@@ -82,6 +84,24 @@ describe('gateway auth', () => {
       headers: { authorization: `bearer   ${KEY}` },
     })
     expect(scheme.statusCode).toBe(200)
+  })
+
+  it('asks for a key before saying which methods a path allows', async () => {
+    const app = gateway({ auth: { apiKeys: [KEY] } })
+    for (const url of ['/v1/kv/a', '/v1/topology', '/no/such/route']) {
+      const res = await app.inject({ method: 'POST', url })
+      expect({ url, status: res.statusCode, allow: res.headers.allow }).toEqual({
+        url,
+        status: 401,
+        allow: undefined,
+      })
+    }
+    const wrong = await app.inject({ method: 'POST', url: '/v1/kv/a', headers: bearer(KEY) })
+    expect([wrong.statusCode, wrong.json().code, wrong.headers.allow]).toEqual([
+      405,
+      'METHOD_NOT_ALLOWED',
+      'DELETE, GET, HEAD, PUT',
+    ])
   })
 
   it('refuses every internal request when no cluster secret is configured', async () => {

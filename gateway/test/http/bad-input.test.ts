@@ -247,13 +247,51 @@ describe('query options', () => {
 describe('routes', () => {
   it.each([
     ['GET', '/v1/nope'],
+    ['POST', '/v1/nope'],
     ['GET', '/'],
-    ['POST', '/v1/kv/k'],
-    ['PATCH', '/v1/kv/k'],
+    ['DELETE', '/'],
+    ['GET', '/v1/kv'],
+    ['POST', '/v1/kv'],
     ['GET', '/v1/kv/a/b'],
+    ['PUT', '/v1/kv/a/b'],
     ['GET', '/v2/kv/k'],
-  ] as const)('%s %s is NOT_FOUND', async (method, url) => {
+    ['GET', '/v1/status/x'],
+  ] as const)('%s %s is NOT_FOUND, without Allow', async (method, url) => {
     await expectRefused({ method, url }, 'NOT_FOUND')
+    expect((await app.inject({ method, url })).headers.allow).toBeUndefined()
+  })
+
+  it.each([
+    ['POST', '/v1/kv/k', 'DELETE, GET, HEAD, PUT'],
+    ['PATCH', '/v1/kv/k', 'DELETE, GET, HEAD, PUT'],
+    ['OPTIONS', '/v1/kv/k', 'DELETE, GET, HEAD, PUT'],
+    ['POST', '/v1/kv/k?level=eventual', 'DELETE, GET, HEAD, PUT'],
+    ['POST', '/v1/kv/a%2Fb', 'DELETE, GET, HEAD, PUT'],
+    // The method is wrong whatever the key: no key check runs first.
+    ['POST', '/v1/kv/', 'DELETE, GET, HEAD, PUT'],
+    ['POST', '/v1/status', 'GET, HEAD'],
+    ['DELETE', '/v1/topology', 'GET, HEAD'],
+    ['PUT', '/healthz', 'GET, HEAD'],
+    ['POST', '/metrics', 'GET, HEAD'],
+    ['POST', '/v1/openapi.json', 'GET, HEAD'],
+  ] as const)('%s %s is METHOD_NOT_ALLOWED, Allow: %s', async (method, url, allow) => {
+    await expectRefused({ method, url, payload: { value: 1 } }, 'METHOD_NOT_ALLOWED')
+    const res = await app.inject({ method, url })
+    expect(res.headers.allow).toBe(allow)
+    expect(res.json()).toMatchObject({
+      statusCode: 405,
+      code: 'METHOD_NOT_ALLOWED',
+      details: { method, path: url.split('?')[0], allowed: allow.split(', ') },
+    })
+  })
+
+  it('answers HEAD on every GET route, as Fastify does', async () => {
+    for (const url of ['/v1/kv/k', '/v1/topology', '/v1/status', '/healthz']) {
+      expect({ url, status: (await app.inject({ method: 'HEAD', url })).statusCode }).toEqual({
+        url,
+        status: 200,
+      })
+    }
   })
 })
 

@@ -114,6 +114,48 @@ describe('gateway over the embedded cluster', () => {
     expect(res.body.code).toBe('VALUE_TOO_LARGE')
   })
 
+  it('refuses an empty key or set name with INVALID_KEY, writing nothing', async () => {
+    // What this region's leaders have written themselves: sv entry of their own region.
+    const written = async () => {
+      const { body } = await call(`${r0}/v1/status`)
+      const replicas = body.replicas as { role: string; sv: number[] }[]
+      return replicas.filter((r) => r.role === 'leader').map((r) => r.sv[0])
+    }
+    const before = await written()
+    expect(before).toEqual([expect.any(Number), expect.any(Number)])
+    for (const [method, path, json] of [
+      ['PUT', '/v1/kv/', { value: 1 }],
+      ['PUT', '/v1/kv/?level=eventual', { value: 1 }],
+      ['DELETE', '/v1/kv/', undefined],
+      ['GET', '/v1/kv/', undefined],
+      ['POST', '/v1/sets//add', { elements: ['a'] }],
+      ['POST', '/v1/sets//remove', { elements: ['a'] }],
+      ['GET', '/v1/sets//has?element=a', undefined],
+      ['GET', '/v1/sets//size', undefined],
+      ['GET', '/v1/sets//scan', undefined],
+    ] as const) {
+      const res = await call(r0 + path, { method, json })
+      expect({ method, path, status: res.status, code: res.body.code }).toEqual({
+        method,
+        path,
+        status: 400,
+        code: 'INVALID_KEY',
+      })
+    }
+    expect(await written()).toEqual(before)
+  })
+
+  it('answers a wrong method with 405 and Allow, an unknown path with 404', async () => {
+    const wrong = await fetch(`${r0}/v1/kv/k`, { method: 'POST' })
+    expect(wrong.status).toBe(405)
+    expect(wrong.headers.get('allow')).toBe('DELETE, GET, HEAD, PUT')
+    expect(await wrong.json()).toMatchObject({ statusCode: 405, code: 'METHOD_NOT_ALLOWED' })
+    const unknown = await fetch(`${r0}/v1/kv-nope/k`, { method: 'POST' })
+    expect(unknown.status).toBe(404)
+    expect(unknown.headers.get('allow')).toBeNull()
+    expect(((await unknown.json()) as { code: string }).code).toBe('NOT_FOUND')
+  })
+
   it('reports replication in status and metrics', async () => {
     await call(`${r0}/v1/kv/m`, { method: 'PUT', json: { value: 1 } })
     const status = await call(`${r0}/v1/status`)

@@ -51,6 +51,8 @@ export const ERROR_CODES = {
   FORBIDDEN: 403,
   /** No such route. */
   NOT_FOUND: 404,
+  /** The path exists but not with this method; the reply's `Allow` header lists the methods. */
+  METHOD_NOT_ALLOWED: 405,
   /** A storage backend the request needs is down. */
   BACKEND_UNAVAILABLE: 503,
   /** The gateway is shutting down. */
