@@ -647,6 +647,12 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect(await r1.readLog(0, 0, 10)).toEqual(log)
       })
 
+      it('refuses an empty key with INVALID_KEY, writing nothing', async () => {
+        const { r } = await fresh(1)
+        await expect(r.write('', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'INVALID_KEY' })
+        expect(r.sv()).toEqual([0, 0, 0])
+      })
+
       it('refuses malformed sibling entries and foreign contexts without applying anything', async () => {
         const { r } = await fresh(1)
         const ts = tsIn(0)

@@ -262,7 +262,8 @@ export class LevelPartitionReplica implements PartitionReplica {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
     if (typeof key !== 'string' || key.length === 0) {
-      return Promise.reject(invalid('key must be a non-empty string'))
+      // As the Redis backend says it, so callers below HTTP see one code for one mistake.
+      return Promise.reject(new CausewayError('INVALID_KEY', 'key must be a non-empty string'))
     }
     if (!isHlc(dt)) {
       return Promise.reject(
