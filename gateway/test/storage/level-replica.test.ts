@@ -103,7 +103,7 @@ describe('LevelPartitionReplica', () => {
     const r = replica()
     await r.open()
     await expect(r.write('k', '1', 'not-an-hlc')).rejects.toMatchObject({ code: 'INVALID_HLC' })
-    await expect(r.write('', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    await expect(r.write('', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'INVALID_KEY' })
     await expect(r.receive(0, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
     await expect(r.receive(5, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
     const bad = { origin: 1, idx: 0, key: 'k', ts: HLC_ZERO, at: 0 }
