@@ -119,6 +119,14 @@ describe('LevelDB sets', () => {
       undefined,
     ])
     kv.close()
+    // A commit whose first range is not the scope's first: its iterator opens there, and a later
+    // range before it gets an iterator of its own (a seek before the first would end the first).
+    const later = new CommitKv(db)
+    expect(await later.keyTexts(text(1, 0x80), text(2), scope)).toEqual([text(1, 0xff)])
+    expect(await later.keyTexts(text(1, 0), text(1, 0x80), scope)).toEqual([text(1, 0)])
+    expect(await later.keyTexts(text(1, 0xff), text(2), scope)).toEqual([text(1, 0xff)])
+    expect(await later.keyTexts(text(1), text(1, 0xff), scope)).toEqual([text(1, 0)])
+    later.close()
   })
 
   it('writes the same byte keys the codec makes, element keys in codec order', async () => {

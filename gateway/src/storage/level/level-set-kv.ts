@@ -122,7 +122,10 @@ export class CommitKv implements OrderedKv {
    * the store while a commit plans, so their view (fixed at the first step) is the store the
    * commit plans against.
    */
-  readonly #seekers = new Map<string, AbstractKeyIterator<StringLevel, string>>()
+  readonly #seekers = new Map<
+    string,
+    { iterator: AbstractKeyIterator<StringLevel, string>; from: string }
+  >()
 
   constructor(db: StringLevel) {
     this.#db = db
@@ -157,18 +160,22 @@ export class CommitKv implements OrderedKv {
     return out.sort()
   }
 
-  // The store's keys in `[gte, lt)`, by a seek of the scope's iterator.
+  // The store's keys in `[gte, lt)`, by a seek of the scope's iterator. The iterator is opened at
+  // the first range asked for (most commits ask for one: opening there is the seek), and again
+  // from an earlier start if a later range lies before it (outside it, a seek would end it).
   async #storedKeys(gte: string, lt: string, scope: StringScope): Promise<string[]> {
     if (gte < scope.gte || lt > scope.lt) throw new RangeError('a key range outside its scope')
     let seeker = this.#seekers.get(scope.gte)
-    if (seeker === undefined) {
-      seeker = this.#db.keys({ gte: scope.gte, lt: scope.lt })
+    if (seeker === undefined || gte < seeker.from) {
+      seeker?.iterator.close().catch(() => {})
+      seeker = { iterator: this.#db.keys({ gte, lt: scope.lt }), from: gte }
       this.#seekers.set(scope.gte, seeker)
+    } else {
+      seeker.iterator.seek(gte)
     }
-    seeker.seek(gte)
     const out: string[] = []
     for (;;) {
-      const step = await seeker.nextv(SEEK_STEP)
+      const step = await seeker.iterator.nextv(SEEK_STEP)
       for (const key of step) {
         if (key >= lt) return out
         out.push(key)
@@ -180,7 +187,7 @@ export class CommitKv implements OrderedKv {
   /** Releases the commit's iterators; call once planning is over, whether it succeeded or not. */
   close(): void {
     // Not awaited: the commit's batch need not wait for them (the store closes what is left open).
-    for (const seeker of this.#seekers.values()) seeker.close().catch(() => {})
+    for (const seeker of this.#seekers.values()) seeker.iterator.close().catch(() => {})
     this.#seekers.clear()
   }
 
