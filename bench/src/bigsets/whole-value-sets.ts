@@ -9,6 +9,7 @@
  *   writers in two regions cannot be merged), kept as the least any whole-value set must read and
  *   write per insert.
  */
+import { lowerBound } from '@causeway/core'
 import { type Dot, Orswot } from './orswot.js'
 
 /** Which whole-value set. */
@@ -24,14 +25,8 @@ export interface ValueStore {
 
 /** Inserts into a sorted array of distinct strings, keeping it so. */
 export function sortedInsert(values: string[], value: string): void {
-  let lo = 0
-  let hi = values.length
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1
-    if (values[mid]! < value) lo = mid + 1
-    else hi = mid
-  }
-  if (values[lo] !== value) values.splice(lo, 0, value)
+  const at = lowerBound(values, value)
+  if (values[at] !== value) values.splice(at, 0, value)
 }
 
 /**
