@@ -1,7 +1,7 @@
 import { hlcFrom, hlcMillis } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { WriteRequest } from '../../src/cluster/cluster-service.js'
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster.js'
+import { writeRequest } from '../support/write-request.js'
 
 // The benchmark ablation "without HLC" (NuKV section 6): a write ignores its dt and waits for its
 // dependency vector at the leader instead.
@@ -23,23 +23,13 @@ describe('EmbeddedCluster withoutHlc (benchmark ablation)', () => {
     return cluster
   }
 
-  const write = (key: string, extra: Partial<WriteRequest> = {}): WriteRequest => ({
-    key,
-    partition: 0,
-    value: '"v"',
-    dt: hlcFrom(0, 0),
-    durability: 'leader',
-    level: 'session',
-    ...extra,
-  })
-
   it('makes a write wait until the leader has applied its dependencies, then orders it after them', async () => {
     const cluster = await start(true)
-    const first = await cluster.service(0).write(write('k'))
+    const first = await cluster.service(0).write(writeRequest('k'))
     const started = Date.now()
     const second = await cluster
       .service(1)
-      .write(write('k', { need: { epoch: first.epoch, need: [first.idx, 0] } }))
+      .write(writeRequest('k', { need: { epoch: first.epoch, need: [first.idx, 0] } }))
     // It could not be accepted before region 0's write was shipped (one-way WAN delay).
     expect(Date.now() - started).toBeGreaterThanOrEqual(250)
     expect(second.ts > first.ts).toBe(true)
@@ -49,17 +39,19 @@ describe('EmbeddedCluster withoutHlc (benchmark ablation)', () => {
   it('stamps from the leader clock only: a dt ahead of it does not push the stamp', async () => {
     const cluster = await start(true)
     const dt = hlcFrom(Date.now() + 10_000, 0)
-    const w = await cluster.service(0).write(write('k', { dt }))
+    const w = await cluster.service(0).write(writeRequest('k', { dt }))
     expect(hlcMillis(w.ts)).toBeLessThan(hlcMillis(dt))
   })
 
   it('is off by default: the same write with HLC does not wait for shipping', async () => {
     const cluster = await start(false)
-    const first = await cluster.service(0).write(write('k'))
+    const first = await cluster.service(0).write(writeRequest('k'))
     const started = Date.now()
     const second = await cluster
       .service(1)
-      .write(write('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }))
+      .write(
+        writeRequest('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
+      )
     expect(Date.now() - started).toBeLessThan(250)
     // The HLC orders it after what it depends on without waiting.
     expect(second.ts > first.ts).toBe(true)

@@ -8,9 +8,9 @@
 import { hlcFrom, hlcMillis } from '@causeway/core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
-import type { WriteRequest } from '../../src/cluster/cluster-service.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, startRedis, stopAllRedis, type RedisServer } from '../support/redis-server.js'
+import { writeRequest } from '../support/write-request.js'
 
 const WAN_MS = 300
 
@@ -64,20 +64,10 @@ async function start(benchmark: { wanDelayMs: number; withoutHlc: boolean }) {
   return { g0, g1 }
 }
 
-const write = (key: string, extra: Partial<WriteRequest> = {}): WriteRequest => ({
-  key,
-  partition: 0,
-  value: '"v"',
-  dt: hlcFrom(0, 0),
-  durability: 'leader',
-  level: 'session',
-  ...extra,
-})
-
 describe('Redis cluster benchmark switches', () => {
   it('delays shipping between regions by the WAN delay', async () => {
     const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: false })
-    const first = await g0.cluster.service.write(write('k'))
+    const first = await g0.cluster.service.write(writeRequest('k'))
     const started = performance.now()
     const leader = g1.cluster.replicas[0]![0]!
     expect(leader.sv()[0] ?? 0).toBeLessThan(first.idx)
@@ -89,10 +79,10 @@ describe('Redis cluster benchmark switches', () => {
 
   it('without HLC, makes a write wait at the leader until its dependencies are applied', async () => {
     const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: true })
-    const first = await g0.cluster.service.write(write('k'))
+    const first = await g0.cluster.service.write(writeRequest('k'))
     const started = performance.now()
     const second = await g1.cluster.service.write(
-      write('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
+      writeRequest('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
     )
     const took = performance.now() - started
     // It could not be accepted before region 0's write was shipped, and it says how long it waited.
@@ -104,22 +94,25 @@ describe('Redis cluster benchmark switches', () => {
 
     // Stamped from the leader's clock only: a dt far ahead does not push the stamp.
     const dt = hlcFrom(Date.now() + 10_000, 0)
-    const third = await g0.cluster.service.write(write('j', { dt }))
+    const third = await g0.cluster.service.write(writeRequest('j', { dt }))
     expect(hlcMillis(third.ts)).toBeLessThan(hlcMillis(dt))
     // A write with nothing to wait for reports 0, and an eventual write never waits.
     expect(third.waitedMs).toBe(0)
     const eventual = await g1.cluster.service.write(
-      write('e', { level: 'eventual', need: { epoch: third.epoch, need: [third.idx + 1000, 0] } }),
+      writeRequest('e', {
+        level: 'eventual',
+        need: { epoch: third.epoch, need: [third.idx + 1000, 0] },
+      }),
     )
     expect(eventual.waitedMs).toBe(0)
   }, 15_000)
 
   it('with HLC (the default), the same write does not wait: its stamp orders it', async () => {
     const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: false })
-    const first = await g0.cluster.service.write(write('k'))
+    const first = await g0.cluster.service.write(writeRequest('k'))
     const started = performance.now()
     const second = await g1.cluster.service.write(
-      write('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
+      writeRequest('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
     )
     expect(performance.now() - started).toBeLessThan(WAN_MS - 50)
     expect(second.waitedMs).toBeUndefined()
