@@ -5,7 +5,7 @@
  * costs markedly less CPU per call than `node:http` (and than undici's own `request()`, which
  * wraps the body in a stream). Node only: the browser entry (`index.ts`) must never import it.
  */
-import { type Dispatcher, Pool } from 'undici'
+import { Agent, type Dispatcher } from 'undici'
 import {
   type Transport,
   type TransportRequest,
@@ -121,7 +121,7 @@ function originEnd(url: string): number {
 
 /**
  * A transport on undici: one keep-alive connection pool per gateway origin (`http:` or
- * `https:`), requests sent one at a time per connection. The default transport of
+ * `https:`, kept by an undici `Agent`), requests sent one at a time per connection. The default transport of
  * `@causeway/client/node`'s `connect`.
  *
  * `request` rejects with undici's error when no complete reply arrived (a refused connection, a
@@ -130,22 +130,13 @@ function originEnd(url: string): number {
  * connection. `close()` destroys every pool: requests still in flight reject.
  */
 export function undiciTransport(options: UndiciTransportOptions = {}): Transport {
-  const poolOptions: Pool.Options = {
+  // An agent keeps one pool per origin, made on first use: the options apply to each.
+  const agent = new Agent({
     connections: options.connections ?? 64,
     pipelining: options.pipelining ?? 1,
     keepAliveTimeout: options.keepAliveTimeout ?? 4000,
-  }
-  const pools = new Map<string, Pool>()
+  })
   let closed = false
-
-  function poolFor(origin: string): Pool {
-    let pool = pools.get(origin)
-    if (pool === undefined) {
-      pool = new Pool(origin, poolOptions)
-      pools.set(origin, pool)
-    }
-    return pool
-  }
 
   return {
     request(req: TransportRequest): Promise<TransportResponse> {
@@ -154,29 +145,26 @@ export function undiciTransport(options: UndiciTransportOptions = {}): Transport
         if (req.signal?.aborted === true) return reject(req.signal.reason)
         const end = originEnd(req.url)
         const rest = req.url.slice(end)
-        let pool: Pool
         try {
-          pool = poolFor(req.url.slice(0, end))
+          agent.dispatch(
+            {
+              origin: req.url.slice(0, end),
+              path: rest.startsWith('/') ? rest : '/' + rest,
+              method: req.method,
+              headers: req.headers,
+              body: req.body ?? null,
+            },
+            new ReplyCollector(resolve, reject, req.signal),
+          )
         } catch (error) {
           // Not an http(s) URL undici accepts.
-          return reject(error)
+          reject(error)
         }
-        pool.dispatch(
-          {
-            path: rest.startsWith('/') ? rest : '/' + rest,
-            method: req.method,
-            headers: req.headers,
-            body: req.body ?? null,
-          },
-          new ReplyCollector(resolve, reject, req.signal),
-        )
       })
     },
     async close() {
       closed = true
-      const all = [...pools.values()]
-      pools.clear()
-      await Promise.all(all.map((pool) => pool.destroy()))
+      await agent.destroy()
     },
   }
 }
