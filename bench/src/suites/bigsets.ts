@@ -355,6 +355,8 @@ interface Round extends Timed {
   settleMs: number
   /** Whole-value sets written by several clients: the inserts that survived (see `survivors`). */
   survived?: number
+  /** Whole-value sets: bytes of JSON of the value written before the round. */
+  valueBytes?: number
 }
 
 /** A round's rate: {@link windowRate}, or for a round that lost inserts, the survivors per s. */
@@ -397,8 +399,10 @@ async function wholeValueRound(
   const key = WHOLE_VALUE_KEYS[kind]
   const initial: string[] = []
   for (let i = 0; i < target - Math.floor(count / 2); i++) initial.push(element(1_000_000 + i))
+  const value = grownValue(kind, driver.actor, initial)
+  const valueBytes = Buffer.byteLength(JSON.stringify(value))
   try {
-    await driver.put(key, grownValue(kind, driver.actor, initial))
+    await driver.put(key, value)
     await driver.quiesce(SET)
     const next = 1_000_000 + initial.length
     const t = await timed(
@@ -408,9 +412,9 @@ async function wholeValueRound(
       maxMs,
     )
     const settleMs = await settle(driver, SET, [key])
-    if (clients === 1) return { ...t, settleMs }
+    if (clients === 1) return { ...t, settleMs, valueBytes }
     const inserted = Array.from({ length: t.latencies.length }, (_, i) => element(next + i))
-    return { ...t, settleMs, survived: await survivors(kind, driver, key, inserted) }
+    return { ...t, settleMs, valueBytes, survived: await survivors(kind, driver, key, inserted) }
   } catch (error) {
     const refused = tooLarge(error)
     if (refused === undefined) throw error
@@ -418,13 +422,6 @@ async function wholeValueRound(
     await driver.put(key, grownValue(kind, driver.actor, []))
     return { refused }
   }
-}
-
-/** The bytes of JSON of a whole-value set of `kind` at about `target` elements. */
-function wholeValueBytes(driver: Driver, kind: WholeValueKind, target: number, count: number) {
-  const initial: string[] = []
-  for (let i = 0; i < target - Math.floor(count / 2); i++) initial.push(element(1_000_000 + i))
-  return Buffer.byteLength(JSON.stringify(grownValue(kind, driver.actor, initial)))
 }
 
 /**
@@ -567,7 +564,7 @@ async function measureInserts(
         store: 'orswot',
         concurrency: plan.concurrency,
         size: target,
-        valueBytes: wholeValueBytes(driver, 'orswot', target, plan.concurrency),
+        valueBytes: concurrentOrswot[0]!.valueBytes!,
         ...roundsRow(concurrentOrswot),
       }
       rows.push(r)
@@ -583,11 +580,18 @@ async function measureInserts(
     )
     for (const kind of WHOLE_VALUE_KINDS) {
       const measured = wholeRounds.get(kind)!
-      const valueBytes = wholeValueBytes(driver, kind, target, wholeCount)
-      const base = { level: driver.level, store: kind, concurrency: 1, size: target, valueBytes }
+      const base = { level: driver.level, store: kind, concurrency: 1, size: target }
       const r: InsertRow = Array.isArray(measured)
-        ? { ...base, ...roundsRow(measured) }
-        : { ...base, ops: 0, opsPerS: NaN, meanMs: NaN, p95Ms: NaN, refused: measured.refused }
+        ? { ...base, valueBytes: measured[0]!.valueBytes!, ...roundsRow(measured) }
+        : {
+            ...base,
+            valueBytes: measured.refused.bytes,
+            ops: 0,
+            opsPerS: NaN,
+            meanMs: NaN,
+            p95Ms: NaN,
+            refused: measured.refused,
+          }
       rows.push(r)
       log(
         r.refused === undefined
