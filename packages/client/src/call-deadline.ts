@@ -1,11 +1,12 @@
 /**
  * One call's deadline: a single abort signal that fires when the call's time budget runs out, when
  * the caller's own signal aborts, or when the client is closed, and the translation of whichever
- * fired into the error the call rejects with.
+ * fired into the error the call rejects with; and an attempt's own, earlier cutoff within it.
  */
 import { CausewayError } from '@causeway/core'
 
-type Cause = 'none' | 'timeout' | 'caller' | 'closed'
+/** What stopped a call. */
+export type Cause = 'none' | 'timeout' | 'caller' | 'closed'
 
 function onTimer(deadline: CallDeadline): void {
   deadline.abort('timeout')
@@ -61,6 +62,11 @@ export class CallDeadline {
     return this.#controller.signal
   }
 
+  /** What stopped the call, if anything: its deadline, the caller's signal or `close()`. */
+  get stoppedBy(): Cause {
+    return this.#cause
+  }
+
   /** Milliseconds left, never negative. */
   remaining(): number {
     return Math.max(0, this.at - Date.now())
@@ -104,5 +110,57 @@ export class CallDeadline {
     clearTimeout(this.#timer)
     this.#caller?.removeEventListener('abort', this)
     liveByClosing.get(this.#closing)?.delete(this)
+  }
+}
+
+function onCutoff(cutoff: AttemptCutoff): void {
+  cutoff.fire()
+}
+
+/**
+ * One request's cutoff inside a call: its signal aborts at `afterMs` from now, or when the call's
+ * own signal does. A read that may still fall back home gives up on its region this way, so a
+ * gateway that never answers does not eat the home region's share. Call
+ * {@link AttemptCutoff.dispose} when the request ends.
+ */
+export class AttemptCutoff {
+  readonly #controller = new AbortController()
+  readonly #call: AbortSignal
+  readonly #timer: ReturnType<typeof setTimeout>
+  #fired = false
+
+  constructor(call: CallDeadline, afterMs: number) {
+    this.#call = call.signal
+    this.#timer = setTimeout(onCutoff, Math.max(0, afterMs), this)
+    if (this.#call.aborted) this.#controller.abort()
+    else this.#call.addEventListener('abort', this)
+  }
+
+  /** Aborts the request. */
+  get signal(): AbortSignal {
+    return this.#controller.signal
+  }
+
+  /** Whether the cutoff, not the call, aborted the request. */
+  get fired(): boolean {
+    return this.#fired
+  }
+
+  /** @internal Event listener for the call's signal. */
+  handleEvent(): void {
+    this.#controller.abort()
+  }
+
+  /** @internal */
+  fire(): void {
+    if (this.#controller.signal.aborted) return
+    this.#fired = true
+    this.#controller.abort()
+  }
+
+  /** Stops the timer and the listener. */
+  dispose(): void {
+    clearTimeout(this.#timer)
+    this.#call.removeEventListener('abort', this)
   }
 }

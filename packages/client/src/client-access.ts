@@ -14,16 +14,18 @@ import {
   HLC_ZERO,
   SessionNotAvailableError,
   formatReadNeed,
+  type ErrorCode,
   type Hlc,
   type ReadObservation,
   type ReplicaChoice,
   type Session,
   type WriteLevel,
 } from '@causeway/core'
-import { CallDeadline } from './call-deadline.js'
+import { AttemptCutoff, CallDeadline } from './call-deadline.js'
 import type { WriteResult } from './client.js'
 import {
   checkDurability,
+  checkFallback,
   checkRead,
   checkReplica,
   checkRetry,
@@ -32,15 +34,7 @@ import {
   type ResolvedDefaults,
   type WriteOptions,
 } from './options.js'
-import {
-  STEP_HOME,
-  STEP_LEADER,
-  nextStep,
-  replyReserve,
-  stepsAfter,
-  waitShare,
-  type ReadRetryScope,
-} from './read-retry.js'
+import { ReadRetryPlan, replyReserve, type AttemptFailure, type ReadAttempt } from './read-retry.js'
 import { checkWriteReply } from './replies.js'
 import { findRegion, type RegionRoute } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
@@ -94,10 +88,23 @@ export interface ReadOutcome<R> {
   attempts: number
 }
 
+/** One request of a read, as its final error reports it (`details.tried`). */
+export interface TriedAttempt {
+  /** Id of the region it went to. */
+  region: number
+  /** Name of that region. */
+  regionName: string
+  replica: ReplicaChoice
+  /** How long its replica was allowed to wait, in ms. */
+  waitMs: number
+  /** Why it failed. */
+  code: ErrorCode
+}
+
 /**
- * Sends a read with the session's vector for `call.partition`, retrying on
- * `SESSION_NOT_AVAILABLE` (leader, then home region) and on unreachable gateways, and records the
- * reply in the session.
+ * Sends a read with the session's vector for `call.partition`, retrying as `read-retry.ts` says
+ * (the region's leader on `SESSION_NOT_AVAILABLE`, then, with `fallback: 'home'`, the home region
+ * when the region cannot serve in time or is unavailable), and records the reply in the session.
  */
 export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promise<ReadOutcome<R>> {
   const { options } = call
@@ -106,60 +113,66 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
   const level = options?.read === undefined ? d.read : checkRead(options.read)
   const replica = options?.replica === undefined ? d.replica : checkReplica(options.replica)
   const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
+  const fallback = options?.fallback === undefined ? d.fallback : checkFallback(options.fallback)
   const need = parts.session.readNeed(call.partition, level)
-  // Computed once: every attempt, retries included, sends exactly this vector.
+  // Computed once: every attempt, retries and the home fallback included, sends exactly this.
   const after = need && formatReadNeed(need)
-  const scope: ReadRetryScope = {
-    retry,
-    askedLeader: replica === 'leader',
-    awayFromHome: target !== parts.home,
-  }
   const headers = { ...parts.headers }
   if (after !== undefined) headers[HEADER_AFTER] = after
   const separator = call.path.includes('?') ? '&' : '?'
   const path = `${call.path}${separator}level=${level}&replica=`
-  const reserve = replyReserve(timeoutMs)
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
-  let step = 0
-  let attempts = 0
-  let lastRefusal: CausewayError | undefined
+  const plan = new ReadRetryPlan(
+    { retry, replica, toHome: fallback === 'home' && target !== parts.home },
+    deadline.at - timeoutMs,
+    timeoutMs,
+  )
+  const tried: TriedAttempt[] = []
+  let attempt: ReadAttempt | undefined = plan.first(Date.now())
+  let last: CausewayError | undefined
   try {
-    for (;;) {
-      const region = step === STEP_HOME ? parts.home : target
-      const choice: ReplicaChoice = step === 0 ? replica : step === STEP_LEADER ? 'leader' : 'any'
-      const waitMs = waitShare(deadline.remaining(), reserve, stepsAfter(step, scope))
-      // A fallback with no time left to wait cannot succeed where the last attempt failed.
-      if (waitMs <= 0 && lastRefusal) throw finalRefusal(lastRefusal, attempts)
-      deadline.throwIfStopped(call.what, { attempts })
-      attempts++
-      let res: TransportResponse
+    while (attempt !== undefined) {
+      if (deadline.signal.aborted) deadline.throwIfStopped(call.what, triedDetails(tried))
+      const region = attempt.home ? parts.home : target
+      const cutoff =
+        attempt.cutoffAt === undefined
+          ? undefined
+          : new AttemptCutoff(deadline, attempt.cutoffAt - Date.now())
+      let res: TransportResponse | undefined
       try {
         res = await parts.transport.request({
           method: 'GET',
-          url: region.url + path + choice + '&timeoutMs=' + waitMs,
+          url: region.url + path + attempt.replica + '&timeoutMs=' + attempt.waitMs,
           headers,
-          signal: deadline.signal,
+          signal: cutoff?.signal ?? deadline.signal,
         })
       } catch (cause) {
-        deadline.throwIfStopped(call.what, { attempts })
-        lastRefusal = unreachable(region, cause)
-        step = nextStep(step, scope, 'unreachable', false)
-        if (step < 0) throw lastRefusal
-        continue
+        if (deadline.signal.aborted) {
+          const code = deadline.stoppedBy === 'closed' ? 'SHUTTING_DOWN' : 'TIMEOUT'
+          deadline.throwIfStopped(call.what, triedDetails(tried, triedOf(region, attempt, code)))
+        }
+        last = cutoff?.fired === true ? noReply(region, attempt) : unreachable(region, cause)
+      } finally {
+        cutoff?.dispose()
       }
-      if (res.status === 200) {
-        const { reply, observed } = call.check(res.body, parts.regions.length)
-        for (const o of observed) parts.session.observeRead(call.partition, o)
-        parts.changed()
-        return { reply, attempts }
+      let why: AttemptFailure = 'unreachable'
+      if (res !== undefined) {
+        if (res.status === 200) {
+          const { reply, observed } = call.check(res.body, parts.regions.length)
+          for (const o of observed) parts.session.observeRead(call.partition, o)
+          parts.changed()
+          return { reply, attempts: tried.length + 1 }
+        }
+        last = CausewayError.fromBody(res.body, res.status)
+        if (last.code === 'SESSION_NOT_AVAILABLE') why = 'session'
+        // A 5xx says this gateway cannot serve now (draining, backend down, a proxy's 502):
+        // another region may. Anything else is about the request, and the same everywhere.
+        else if (res.status < 500) throw last
       }
-      const error = CausewayError.fromBody(res.body, res.status)
-      if (error.code !== 'SESSION_NOT_AVAILABLE' && !isUnavailable(error)) throw error
-      lastRefusal = error
-      const leaderServed = error.details?.role === 'leader'
-      step = nextStep(step, scope, isUnavailable(error) ? 'unreachable' : 'session', leaderServed)
-      if (step < 0) throw finalRefusal(error, attempts)
+      tried.push(triedOf(region, attempt, last!.code))
+      attempt = plan.next(Date.now(), why)
     }
+    throw finalError(last!, tried)
   } finally {
     deadline.dispose()
   }
@@ -261,11 +274,6 @@ function callScope(
   }
 }
 
-/** A gateway that answers but cannot serve now (shutting down, backend down): try elsewhere. */
-function isUnavailable(error: CausewayError): boolean {
-  return error.code === 'SHUTTING_DOWN' || error.code === 'BACKEND_UNAVAILABLE'
-}
-
 /** The error of a call whose gateway could not be reached. */
 function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
   const why = cause instanceof Error ? cause.message : String(cause)
@@ -277,11 +285,52 @@ function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayEr
   )
 }
 
-/** The error a read throws after its last attempt: a refusal names how many attempts it made. */
-function finalRefusal(error: CausewayError, attempts: number): CausewayError {
-  if (error.code !== 'SESSION_NOT_AVAILABLE') return error
-  return new SessionNotAvailableError(
-    `${error.message} (after ${attempts} attempt${attempts === 1 ? '' : 's'})`,
-    { ...error.details, attempts },
+/** The error of a read attempt that a region did not answer before its share ran out. */
+function noReply(region: RegionRoute, attempt: ReadAttempt): CausewayError {
+  return new CausewayError(
+    'TIMEOUT',
+    `no reply from the gateway of region ${region.name} (${region.url}) in time to fall back to the home region (its replica was allowed ${attempt.waitMs} ms)`,
+    { region: region.id, url: region.url },
   )
+}
+
+function triedOf(region: RegionRoute, attempt: ReadAttempt, code: ErrorCode): TriedAttempt {
+  return {
+    region: region.id,
+    regionName: region.name,
+    replica: attempt.replica,
+    waitMs: attempt.waitMs,
+    code,
+  }
+}
+
+/** The details a read stopped by its deadline or `close()` carries: the attempts so far. */
+function triedDetails(
+  tried: readonly TriedAttempt[],
+  inFlight?: TriedAttempt,
+): Record<string, unknown> {
+  const all = inFlight ? [...tried, inFlight] : [...tried]
+  return { attempts: all.length, tried: all }
+}
+
+/** `eu any ≤450 ms → SESSION_NOT_AVAILABLE; us any ≤430 ms → NETWORK_ERROR` */
+function describeTried(tried: readonly TriedAttempt[]): string {
+  return tried.map((t) => `${t.regionName} ${t.replica} ≤${t.waitMs} ms → ${t.code}`).join('; ')
+}
+
+/**
+ * The error a read throws after its last attempt: the last one's code, with every attempt in
+ * `details.tried` (and `details.attempts`), named in the message when there was more than one.
+ */
+function finalError(error: CausewayError, tried: readonly TriedAttempt[]): CausewayError {
+  const attempts = tried.length
+  const details = { ...error.details, attempts, tried }
+  if (error.code === 'SESSION_NOT_AVAILABLE') {
+    const after = `after ${attempts} attempt${attempts === 1 ? '' : 's'}`
+    const what = attempts === 1 ? after : `${after}: ${describeTried(tried)}`
+    return new SessionNotAvailableError(`${error.message} (${what})`, details)
+  }
+  const message =
+    attempts === 1 ? error.message : `${error.message} (tried ${describeTried(tried)})`
+  return new CausewayError(error.code, message, details, { cause: error.cause ?? error })
 }

@@ -2,9 +2,9 @@
  * The client: `get`, `put` and `delete` with per-call consistency levels over the NuKV session
  * (Algorithm 1). Each call validates its input, computes the key's partition once, sends the
  * vector (reads) or dependency time (writes) its level picks, and records the reply in the
- * session, through the exchanges of `client-access.ts` that sets use too: reads fall back to the
- * region's leader and the home region on `SESSION_NOT_AVAILABLE` (see `read-retry.ts`); writes
- * are never retried.
+ * session, through the exchanges of `client-access.ts` that sets use too: reads are asked again
+ * of the region's leader on `SESSION_NOT_AVAILABLE` and, with `fallback: 'home'`, of the home
+ * region, all within the call's one deadline (see `read-retry.ts`); writes are never retried.
  *
  * Keys of a `siblings` namespace (see the topology's `namespaces`) read as every concurrent
  * version plus a causal context; a write that passes the context back supersedes what was read.
@@ -237,7 +237,8 @@ export class Causeway {
   /**
    * Reads `key` at the call's read level. Resolves once a replica that covers the session's
    * vector for the key's partition has answered; rejects with `SessionNotAvailableError` when no
-   * replica could within the deadline (after the retries), `TIMEOUT` or `NETWORK_ERROR`.
+   * replica could within the deadline (after the retries and the home fallback), `TIMEOUT` or
+   * `NETWORK_ERROR`, whose `details.tried` lists every attempt.
    */
   async get<T = unknown>(key: string, options?: ReadOptions): Promise<ReadResult<T>> {
     this.#throwIfClosed()

@@ -29,6 +29,8 @@ export type {
   ResolveOptions,
   WriteOptions,
 } from './options.js'
+export type { ReadFallback } from './read-retry.js'
+export type { TriedAttempt } from './client-access.js'
 export type { RegionRef, RegionRoute } from './topology.js'
 export {
   type FetchTransportOptions,

@@ -17,6 +17,7 @@ import {
   isReadLevel,
   isWriteLevel,
 } from '@causeway/core'
+import { READ_FALLBACKS, type ReadFallback } from './read-retry.js'
 import type { RegionRef } from './topology.js'
 import type { Transport } from './transport.js'
 
@@ -37,11 +38,27 @@ export interface CallDefaults {
   /** When a write is acknowledged. @default 'leader' */
   durability?: Durability
   /**
-   * Whether a read that gets `SESSION_NOT_AVAILABLE` is retried on the region's leader and then in
-   * the home region before the error is thrown.
+   * Whether a read that gets `SESSION_NOT_AVAILABLE` is asked again (of the region's leader, and
+   * as `fallback` says, of the home region) before the error is thrown. `false` sends exactly one
+   * request, whatever `fallback` says, and gives it the whole deadline.
    * @default true
    */
   retry?: boolean
+  /**
+   * Where a read goes when the region it was sent to cannot serve it in time
+   * (`SESSION_NOT_AVAILABLE`) or is unavailable (network error, 5xx): `'home'` asks the home
+   * region, inside the same deadline, with the same session vector; `'none'` throws instead.
+   * With `'home'`, a read in another region may wait there for the first half of its deadline
+   * and the home region gets the rest; with `'none'` it waits there for all of it.
+   *
+   * The default is `'home'` because the home region is where this session's own writes are
+   * made, so it can usually serve at once: a lagging region then costs a round trip home rather
+   * than an error, and the guarantee is the same. Choose `'none'` when a read must be served by
+   * the region you name (data residency, measuring a region) or a late answer from it is better
+   * than one from home.
+   * @default 'home'
+   */
+  fallback?: ReadFallback
 }
 
 /** Options of `connect()`. */
@@ -85,6 +102,12 @@ export interface ReadOptions {
   timeoutMs?: number
   /** Retry on `SESSION_NOT_AVAILABLE`. @default defaults.retry ?? true */
   retry?: boolean
+  /**
+   * Ask the home region when this read's region cannot serve it in time or is unavailable
+   * (`'home'`), or throw (`'none'`); see {@link CallDefaults.fallback}.
+   * @default defaults.fallback ?? 'home'
+   */
+  fallback?: ReadFallback
   /** Aborts the call; it then rejects with the signal's reason. */
   signal?: AbortSignal
 }
@@ -194,6 +217,16 @@ export function checkRetry(retry: unknown): boolean {
   return retry
 }
 
+export function checkFallback(fallback: unknown): ReadFallback {
+  if (!(READ_FALLBACKS as readonly unknown[]).includes(fallback)) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `unknown fallback ${JSON.stringify(fallback)}; use one of ${list(READ_FALLBACKS)}`,
+    )
+  }
+  return fallback as ReadFallback
+}
+
 /** Fills in and checks the client-wide defaults once, at connect. */
 export function resolveDefaults(
   defaults: CallDefaults | undefined,
@@ -207,5 +240,6 @@ export function resolveDefaults(
     replica: checkReplica(d.replica ?? 'any'),
     durability: checkDurability(d.durability ?? 'leader'),
     retry: checkRetry(d.retry ?? true),
+    fallback: checkFallback(d.fallback ?? 'home'),
   }
 }

@@ -9,13 +9,13 @@ import {
 } from '../src/index.js'
 import {
   FakeGateway,
-  type Recorded,
   fixtureTopology,
   hangingTransport,
   notAvailable,
   readOk,
   rejection,
   sessionJSON,
+  waitsOut,
   writeOk,
 } from './fake-gateway.js'
 
@@ -59,6 +59,7 @@ describe('connect', () => {
       replica: 'any',
       durability: 'leader',
       retry: true,
+      fallback: 'home',
     })
   })
 
@@ -378,6 +379,7 @@ describe('input is checked before anything is sent', () => {
       [db.get(KEY, { timeoutMs: 60_001 }), 'INVALID_OPTION'],
       [db.get(KEY, { timeoutMs: 1.5 }), 'INVALID_OPTION'],
       [db.get(KEY, { retry: 'yes' as unknown as boolean }), 'INVALID_OPTION'],
+      [db.get(KEY, { fallback: 'eu' as 'home' }), 'INVALID_OPTION'],
       [db.put(KEY, 1, { durability: 'all' as 'majority' }), 'INVALID_OPTION'],
       [db.put(KEY, undefined), 'INVALID_VALUE'],
       [db.put(KEY, () => 1), 'INVALID_VALUE'],
@@ -401,49 +403,52 @@ describe('input is checked before anything is sent', () => {
 describe('retries on SESSION_NOT_AVAILABLE', () => {
   it('tries the leader of the region, then the home region, then throws; the vector never changes', async () => {
     const { db, gw } = await open(undefined, { session: sessionJSON() })
-    gw.reply(
-      notAvailable({ sv: { 0: 1 } }),
-      (req) => {
-        // The session moves on while the read is retried (another call's reply): this read still
-        // sends the vector it started with, neither more nor less.
-        db.session.observeWrite(1, { dc: 0, idx: 50, ts: t(900), epoch: 1 })
-        expect(req.headers['causeway-after']).toBe('1@0:9,1:3,2:4')
-        return notAvailable({ sv: { 0: 2 } })
-      },
-      notAvailable({ sv: { 0: 4 } }),
-    )
-    const error = await rejection(db.get(KEY, { region: 'eu', replica: 'follower' }))
-    expect(error).toBeInstanceOf(SessionNotAvailableError)
-    expect(error.code).toBe('SESSION_NOT_AVAILABLE')
-    expect(error.status).toBe(503)
-    expect(error.details).toMatchObject({ need: { 0: 5 }, sv: { 0: 4 }, attempts: 3 })
-    expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
-      ['http://eu.test', 'follower'],
-      ['http://eu.test', 'leader'],
-      ['http://us.test', 'any'],
-    ])
-    const vectors = gw.kv.map((r) => r.headers['causeway-after'])
-    expect(vectors).toEqual(['1@0:9,1:3,2:4', '1@0:9,1:3,2:4', '1@0:9,1:3,2:4'])
-    // Every attempt reads the same key at the same level.
-    expect(new Set(gw.kv.map((r) => `${r.key} ${r.query.level}`))).toEqual(
-      new Set([`${KEY} session`]),
-    )
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    try {
+      gw.reply(
+        waitsOut(notAvailable({ sv: { 0: 1 } })),
+        (req) => {
+          // The session moves on while the read is retried (another call's reply): this read
+          // still sends the vector it started with, neither more nor less.
+          db.session.observeWrite(1, { dc: 0, idx: 50, ts: t(900), epoch: 1 })
+          expect(req.headers['causeway-after']).toBe('1@0:9,1:3,2:4')
+          return waitsOut(notAvailable({ sv: { 0: 2 } }))(req)
+        },
+        waitsOut(notAvailable({ sv: { 0: 4 } })),
+      )
+      const error = await rejection(db.get(KEY, { region: 'eu', replica: 'follower' }))
+      expect(error).toBeInstanceOf(SessionNotAvailableError)
+      expect(error.code).toBe('SESSION_NOT_AVAILABLE')
+      expect(error.status).toBe(503)
+      expect(error.details).toMatchObject({ need: { 0: 5 }, sv: { 0: 4 }, attempts: 3 })
+      expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
+        ['http://eu.test', 'follower'],
+        ['http://eu.test', 'leader'],
+        ['http://us.test', 'any'],
+      ])
+      const vectors = gw.kv.map((r) => r.headers['causeway-after'])
+      expect(vectors).toEqual(['1@0:9,1:3,2:4', '1@0:9,1:3,2:4', '1@0:9,1:3,2:4'])
+      // Every attempt reads the same key at the same level.
+      expect(new Set(gw.kv.map((r) => `${r.key} ${r.query.level}`))).toEqual(
+        new Set([`${KEY} session`]),
+      )
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
-  it('splits the deadline: half to the first wait, the rest to the fallbacks', async () => {
+  it('splits the deadline: half to the region asked, the rest to the home region', async () => {
     const { db, gw } = await open(undefined, { session: sessionJSON() })
     vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
     try {
-      // Each replica waits out what it was allowed, and the reply takes 20 ms more.
-      const waitOut = (req: Recorded) => {
-        vi.advanceTimersByTime(Number(req.query.timeoutMs) + 20)
-        return notAvailable()
-      }
-      gw.reply(waitOut, waitOut, waitOut)
+      gw.reply(waitsOut(), waitsOut())
       const started = Date.now()
       await rejection(db.get(KEY, { region: 'eu', timeoutMs: 4000 }))
-      // Budget 4000 less a 200 ms reply reserve: 3800 / 2, then (2080 - 200) / 2, then the rest.
-      expect(gw.kv.map((r) => Number(r.query.timeoutMs))).toEqual([1900, 940, 920])
+      // Budget 4000 less a 200 ms reply reserve: 3800 / 2 in eu, then what is left of 3800.
+      expect(gw.kv.map((r) => [r.origin, Number(r.query.timeoutMs)])).toEqual([
+        ['http://eu.test', 1900],
+        ['http://us.test', 1880],
+      ])
       expect(Date.now() - started).toBeLessThanOrEqual(4000)
     } finally {
       vi.useRealTimers()
@@ -469,29 +474,39 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
     }
   })
 
-  it('in the home region: the leader, then throws', async () => {
+  it('in the home region: a follower refused at once leaves the leader the rest, then throws', async () => {
     const { db, gw } = await open(undefined, { session: sessionJSON() })
-    gw.reply(notAvailable(), notAvailable())
-    const error = await rejection(db.get(KEY))
-    expect(error).toBeInstanceOf(SessionNotAvailableError)
-    expect(error.code).toBe('SESSION_NOT_AVAILABLE')
-    expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
-      ['http://us.test', 'any'],
-      ['http://us.test', 'leader'],
-    ])
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    try {
+      gw.reply(notAvailable({ role: 'follower' }), waitsOut(notAvailable({ role: 'leader' })))
+      const error = await rejection(db.get(KEY))
+      expect(error).toBeInstanceOf(SessionNotAvailableError)
+      expect(error.code).toBe('SESSION_NOT_AVAILABLE')
+      expect(gw.kv.map((r) => [r.origin, r.query.replica, r.query.timeoutMs])).toEqual([
+        ['http://us.test', 'any', '4800'],
+        ['http://us.test', 'leader', '4800'],
+      ])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
-  it('skips the leader when the first attempt was already there', async () => {
+  it('does not ask a leader again once it waited out its share', async () => {
     const { db, gw } = await open(undefined, { session: sessionJSON() })
-    gw.reply(notAvailable(), notAvailable(), notAvailable({ role: 'leader' }), notAvailable())
-    await rejection(db.get(KEY, { region: 'eu', replica: 'leader' }))
-    await rejection(db.get(KEY, { region: 'eu' }))
-    expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
-      ['http://eu.test', 'leader'],
-      ['http://us.test', 'any'],
-      ['http://eu.test', 'any'],
-      ['http://us.test', 'any'],
-    ])
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    try {
+      gw.reply(waitsOut(), waitsOut(), waitsOut(notAvailable({ role: 'leader' })), waitsOut())
+      await rejection(db.get(KEY, { region: 'eu', replica: 'leader' }))
+      await rejection(db.get(KEY, { region: 'eu' }))
+      expect(gw.kv.map((r) => [r.origin, r.query.replica])).toEqual([
+        ['http://eu.test', 'leader'],
+        ['http://us.test', 'any'],
+        ['http://eu.test', 'any'],
+        ['http://us.test', 'any'],
+      ])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('does not retry with retry: false', async () => {

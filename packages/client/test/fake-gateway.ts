@@ -9,7 +9,7 @@ import {
   type Topology,
   hlcFrom,
 } from '@causeway/core'
-import { expect } from 'vitest'
+import { expect, vi } from 'vitest'
 import type { Transport, TransportRequest, TransportResponse } from '../src/transport.js'
 
 /** Three regions; `ap`'s URL is relative to the gateway the client connects to. */
@@ -158,6 +158,21 @@ export function notAvailable(details: Record<string, unknown> = {}): TransportRe
       message: 'no replica covers the session before the deadline',
       details: { need: { 0: 5 }, sv: { 0: 3 }, ...details },
     },
+  }
+}
+
+/**
+ * A reply that plays a replica waiting out all it was allowed (`timeoutMs`) and a 20 ms round trip
+ * on fake timers (`vi.useFakeTimers`), then `reply` (by default `SESSION_NOT_AVAILABLE`).
+ * `waitsAtMost` plays a gateway that waits less than asked.
+ */
+export function waitsOut(
+  reply: TransportResponse = notAvailable(),
+  waitsAtMost = Infinity,
+): (req: Recorded) => TransportResponse {
+  return (req) => {
+    vi.advanceTimersByTime(Math.min(Number(req.query.timeoutMs), waitsAtMost) + 20)
+    return reply
   }
 }
 

@@ -3,10 +3,10 @@
  * fake gateway, a set read retries exactly as `get` does, a set reply is checked whole before
  * the session records it, and set writes advance the session like `put`.
  */
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { hlcFrom, partitionOf } from '@causeway/core'
 import { SessionNotAvailableError, connect } from '../src/index.js'
-import { FakeGateway, notAvailable, rejection, sessionJSON, writeOk } from './fake-gateway.js'
+import { FakeGateway, rejection, sessionJSON, waitsOut, writeOk } from './fake-gateway.js'
 
 const t = (ms: number) => hlcFrom(ms, 0)
 
@@ -31,28 +31,42 @@ async function open() {
 describe('set exchanges', () => {
   it('a set read retries as get does: the leader, then the home region, with one vector', async () => {
     const { db, gw, set, sets } = await open()
-    gw.reply(notAvailable(), notAvailable(), {
-      status: 200,
-      body: { found: true, ctx: 'c1', ...meta() },
-    })
-    const has = await set.has('x', { region: 'eu', replica: 'follower' })
-    expect(has).toMatchObject({ found: true, ctx: 'c1', attempts: 3, seen: [12, 3, 0] })
-    expect(sets().map((r) => [r.origin, r.query.replica])).toEqual([
-      ['http://eu.test', 'follower'],
-      ['http://eu.test', 'leader'],
-      ['http://us.test', 'any'],
-    ])
-    expect(new Set(sets().map((r) => r.headers['causeway-after']))).toEqual(
-      new Set(['1@0:9,1:3,2:4']),
-    )
-    // Recorded once, from the reply that served the read.
-    expect(db.session.row(1)!.hrm).toEqual([12, 3, 0])
-    expect(db.session.dtR).toBe(t(200))
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] })
+    try {
+      // Each replica waits out what it was allowed before it refuses.
+      gw.reply(waitsOut(), waitsOut(), {
+        status: 200,
+        body: { found: true, ctx: 'c1', ...meta() },
+      })
+      const has = await set.has('x', { region: 'eu', replica: 'follower' })
+      expect(has).toMatchObject({ found: true, ctx: 'c1', attempts: 3, seen: [12, 3, 0] })
+      expect(sets().map((r) => [r.origin, r.query.replica])).toEqual([
+        ['http://eu.test', 'follower'],
+        ['http://eu.test', 'leader'],
+        ['http://us.test', 'any'],
+      ])
+      expect(new Set(sets().map((r) => r.headers['causeway-after']))).toEqual(
+        new Set(['1@0:9,1:3,2:4']),
+      )
+      // Recorded once, from the reply that served the read.
+      expect(db.session.row(1)!.hrm).toEqual([12, 3, 0])
+      expect(db.session.dtR).toBe(t(200))
 
-    gw.reply(notAvailable(), notAvailable(), notAvailable())
-    const error = await rejection(set.size({ region: 'eu', timeoutMs: 2000 }))
-    expect(error).toBeInstanceOf(SessionNotAvailableError)
-    expect(error.details).toMatchObject({ attempts: 3 })
+      gw.reply(waitsOut(), waitsOut())
+      const error = await rejection(set.size({ region: 'eu', timeoutMs: 2000 }))
+      expect(error).toBeInstanceOf(SessionNotAvailableError)
+      expect(error.details).toMatchObject({ attempts: 2 })
+      expect(
+        sets()
+          .slice(3)
+          .map((r) => [r.origin, r.query.timeoutMs]),
+      ).toEqual([
+        ['http://eu.test', '900'],
+        ['http://us.test', '880'],
+      ])
+    } finally {
+      vi.useRealTimers()
+    }
   })
 
   it('a malformed set reply is refused with INTERNAL and leaves the session alone', async () => {
