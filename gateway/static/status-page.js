@@ -195,7 +195,11 @@ function drawRegion(topology, region, status) {
     }
     body.append(row)
   }
-  section.append(h('table', { class: 'replicas' }, h('thead', {}, head), body))
+  const origins = topology.regions.map((/** @type {any} */ r) => r.name).join(', ')
+  section.append(
+    h('p', { class: 'muted' }, `Stable vectors: the highest entry applied from [${origins}].`),
+    h('table', { class: 'replicas' }, h('thead', {}, head), body),
+  )
   if (partitions.length > drawn.length)
     section.append(
       h(
