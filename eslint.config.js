@@ -15,4 +15,23 @@ export default tseslint.config(
       'no-constant-condition': ['error', { checkLoops: false }],
     },
   },
+  {
+    // The status page's script runs in browsers (type-checked with the DOM types too).
+    files: ['gateway/static/**/*.js'],
+    languageOptions: {
+      sourceType: 'module',
+      globals: Object.fromEntries(
+        [
+          'AbortSignal',
+          'Node',
+          'URL',
+          'document',
+          'fetch',
+          'location',
+          'sessionStorage',
+          'setTimeout',
+        ].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
 )

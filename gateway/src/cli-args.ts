@@ -1,5 +1,6 @@
 /** What the `causeway` commands share to read their command lines. */
 import { isNamespaceName } from '@causeway/core'
+import { checkCorsOrigin } from './http/cors.js'
 
 /** A mistake on the command line: the CLI prints it with the usage and exits 2. */
 export class UsageError extends Error {}
@@ -38,6 +39,65 @@ export function siblingNamespaces(
     out[name] = { conflicts: 'siblings' }
   }
   return out
+}
+
+/**
+ * The origins `--cors-origin ORIGIN` (repeatable; `*` for any) allows, checked; `fallback` when
+ * none is given.
+ */
+export function corsOrigins(
+  texts: readonly string[] | undefined,
+  fallback: readonly string[],
+): string[] {
+  if (texts === undefined || texts.length === 0) return [...fallback]
+  return texts.map((text) => {
+    try {
+      return checkCorsOrigin(text)
+    } catch (error) {
+      throw new UsageError(`--cors-origin: ${(error as Error).message}`)
+    }
+  })
+}
+
+/** `--cors-origin` as the commands print it when they start. */
+export function describeOrigins(origins: readonly string[]): string {
+  if (origins.length === 0) return 'no cross-origin pages'
+  return origins.includes('*') ? 'pages of any origin' : `pages of ${origins.join(' ')}`
+}
+
+/**
+ * The URLs `--public-url URL` (one per region, in region order) publishes in the topology, checked
+ * and without a trailing slash; undefined when none is given.
+ */
+export function publicUrls(
+  texts: readonly string[] | undefined,
+  regions: number,
+): string[] | undefined {
+  if (texts === undefined || texts.length === 0) return undefined
+  if (texts.length !== regions)
+    throw new UsageError(
+      `--public-url: give one per region, in region order (${regions}), not ${texts.length}`,
+    )
+  return texts.map((text) => {
+    let url: URL | undefined
+    try {
+      url = new URL(text)
+    } catch {
+      url = undefined
+    }
+    if (
+      url === undefined ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.search !== '' ||
+      url.hash !== '' ||
+      url.username !== '' ||
+      url.password !== ''
+    )
+      throw new UsageError(
+        `--public-url needs an http:// or https:// base URL without query, fragment or credentials, not ${JSON.stringify(text)}`,
+      )
+    return text.replace(/\/+$/, '')
+  })
 }
 
 /** Checks `--log-level`. */

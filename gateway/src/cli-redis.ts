@@ -6,9 +6,12 @@
 import { parseArgs } from 'node:util'
 import {
   UsageError,
+  corsOrigins,
+  describeOrigins,
   integer,
   logLevel,
   loggerFor,
+  publicUrls,
   runUntilSignal,
   siblingNamespaces,
 } from './cli-args.js'
@@ -21,11 +24,15 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --port N               port to listen on; 0 = any                      [default: 7070]
   --host HOST            interface to listen on                          [default: 127.0.0.1]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
+  --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call this
+                         gateway; repeatable; * for any origin          [default: none]
+                         (the region's public URL is the config's regions[].url)
 `
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings,
+--cors-origin, --public-url as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -50,6 +57,7 @@ interface GatewayCommand {
   port: number
   host: string
   logLevel: string
+  corsOrigins: string[]
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -63,6 +71,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       port: { type: 'string' },
       host: { type: 'string' },
       'log-level': { type: 'string' },
+      'cors-origin': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -77,6 +86,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     port: integer('port', values.port, 7070, 0, 65_535),
     host: values.host ?? '127.0.0.1',
     logLevel: logLevel(values['log-level']),
+    // A production gateway: no page of another origin may call it until told which.
+    corsOrigins: corsOrigins(values['cors-origin'], []),
   }
 }
 
@@ -118,11 +129,14 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     port: command.port,
     host: command.host,
     logger: loggerFor(command.logLevel),
+    corsOrigins: command.corsOrigins,
     cluster: { onEvent: log },
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
   await runUntilSignal(name, starting, (server) => {
+    if (command.corsOrigins.length > 0)
+      process.stderr.write(`${name}: CORS: ${describeOrigins(command.corsOrigins)} may call\n`)
     process.stdout.write(`region ${region.id} (${region.name}) ${server.url}\n`)
   })
   return undefined
@@ -152,6 +166,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
+      'cors-origin': { type: 'string', multiple: true },
+      'public-url': { type: 'string', multiple: true },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -180,12 +196,16 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
     wanDelayMs: integer('wan-delay', values['wan-delay'], 0, 0, 3_600_000),
     withoutHlc: values['without-hlc'] ?? false,
     logLevel: logLevel(values['log-level']),
+    // A development cluster: pages of any origin may call it unless told otherwise.
+    corsOrigins: corsOrigins(values['cors-origin'], ['*']),
     onGatewayExit: (g, code) =>
       process.stderr.write(
         `causeway dev: gateway ${g.index} of region ${g.region} (${g.url}, pid ${g.pid}) exited (${code}); the region's other gateways go on\n`,
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  const published = publicUrls(values['public-url'], regions)
+  if (published !== undefined) options.publicUrls = published
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
   if (values['max-value-bytes'] !== undefined)
@@ -206,7 +226,9 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `on ${total} redis-servers (appendfsync ${options.appendfsync}), ${options.gateways} gateway process(es) per region, ` +
       `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}` +
       `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
-      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}\n`,
+      `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
+      `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )
   const { startRedisDevCluster } = await import('./dev/redis-dev-cluster.js')
   await runUntilSignal('causeway dev', startRedisDevCluster(options), (dev) => {

@@ -6,7 +6,14 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { UsageError, integer, siblingNamespaces } from './cli-args.js'
+import {
+  UsageError,
+  corsOrigins,
+  describeOrigins,
+  integer,
+  publicUrls,
+  siblingNamespaces,
+} from './cli-args.js'
 import {
   DEV_REDIS_USAGE,
   GATEWAY_USAGE,
@@ -40,6 +47,11 @@ Options of dev:
                          instead of using the HLC (NuKV section 6)       [default: off]
   --siblings NS          keep concurrent writes to keys NS:... as siblings with a
                          causal context (docs/siblings.md); repeatable  [default: none]
+  --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call the
+                         gateways; repeatable; * for any origin            [default: *]
+  --public-url URL       the URL clients reach a region's gateway at (a proxy, another
+                         host), published in the topology; one per region, in
+                         region order                      [default: http://HOST:PORT]
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
@@ -78,6 +90,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
+      'cors-origin': { type: 'string', multiple: true },
+      'public-url': { type: 'string', multiple: true },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -114,6 +128,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
     replicaLagMs: integer('replica-lag', values['replica-lag'], 0, 0, 3_600_000),
     wanDelayMs: integer('wan-delay', values['wan-delay'], 0, 0, 3_600_000),
     withoutHlc: values['without-hlc'] ?? false,
+    // A development cluster: pages of any origin may call it unless told otherwise.
+    corsOrigins: corsOrigins(values['cors-origin'], ['*']),
     // Pino writes to stderr so stdout carries only the region URLs.
     logger: logLevel === 'silent' ? false : { level: logLevel, stream: process.stderr },
   }
@@ -124,6 +140,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
+  const published = publicUrls(values['public-url'], regions)
+  if (published !== undefined) options.publicUrls = published
   return { options, logLevel }
 }
 
@@ -142,7 +160,9 @@ async function runDev(command: DevCommand): Promise<void> {
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
-      `${options.namespaces ? `, siblings namespaces ${Object.keys(options.namespaces).join(', ')}` : ''}\n`,
+      `${options.namespaces ? `, siblings namespaces ${Object.keys(options.namespaces).join(', ')}` : ''}` +
+      `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
+      `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )
   // Loaded only now, so help and usage errors answer without loading the server.
   const { startDevCluster } = await import('./dev-server.js')

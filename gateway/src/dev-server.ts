@@ -37,12 +37,24 @@ export interface ServeOptions {
    * @default 10000
    */
   drainTimeoutMs?: number
+  /**
+   * Origins whose web pages may call the gateways (CORS), as `buildGateway` takes them. A
+   * development cluster lets pages of any origin call it.
+   * @default ['*']
+   */
+  corsOrigins?: readonly string[]
+  /**
+   * The URL of each region's gateway as clients reach it (a proxy in front of it, another host
+   * name), by region id, published in the topology so that SDKs, browsers included, call those.
+   * @default each gateway's own `http://host:port`
+   */
+  publicUrls?: readonly string[]
 }
 
 /** A cluster with a listening gateway per region. */
 export interface ServedCluster<C extends ServableCluster> {
   cluster: C
-  /** Base URL of each region's gateway, by region id. */
+  /** Base URL each region's gateway listens on, by region id (`publicUrls` may differ). */
   urls: string[]
   /** Each region's gateway, by region id. */
   gateways: Gateway[]
@@ -67,6 +79,13 @@ export async function serveCluster<C extends ServableCluster>(
 ): Promise<ServedCluster<C>> {
   const host = options.host ?? '127.0.0.1'
   const base = options.port ?? 7070
+  const { publicUrls } = options
+  if (publicUrls !== undefined && publicUrls.length !== options.regions) {
+    await cluster.close()
+    throw new TypeError(
+      `publicUrls has ${publicUrls.length} URLs; the cluster has ${options.regions} regions`,
+    )
+  }
   // With a base port the URLs are known before anything listens; with port 0 they fill in as
   // each gateway gets its port.
   const urls: string[] =
@@ -89,7 +108,8 @@ export async function serveCluster<C extends ServableCluster>(
     for (let region = 0; region < options.regions; region++) {
       const gateway = buildGateway({
         service: cluster.service(region),
-        regionUrls: () => urls,
+        regionUrls: publicUrls === undefined ? () => urls : publicUrls,
+        corsOrigins: options.corsOrigins ?? ['*'],
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
@@ -119,7 +139,15 @@ export type DevCluster = ServedCluster<EmbeddedCluster>
  * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
  */
 export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
-  const { port, host, logger, drainTimeoutMs, ...clusterOptions } = options
+  const { port, host, logger, drainTimeoutMs, corsOrigins, publicUrls, ...clusterOptions } = options
   const cluster = await EmbeddedCluster.start(clusterOptions)
-  return serveCluster(cluster, { regions: cluster.regions, port, host, logger, drainTimeoutMs })
+  return serveCluster(cluster, {
+    regions: cluster.regions,
+    port,
+    host,
+    logger,
+    drainTimeoutMs,
+    corsOrigins,
+    publicUrls,
+  })
 }

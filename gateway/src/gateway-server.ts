@@ -30,6 +30,11 @@ export interface GatewayServerOptions {
    * @default 10000
    */
   drainTimeoutMs?: number
+  /**
+   * Origins whose web pages may call this gateway (CORS), as `buildGateway` takes them.
+   * @default [] (none: a production gateway answers no page of another origin until told which)
+   */
+  corsOrigins?: readonly string[]
   /** Passed to {@link RedisCluster.start}. */
   cluster?: Omit<RedisClusterOptions, 'config' | 'region'>
 }
@@ -53,6 +58,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     service: cluster.service,
     regionUrls: config.regions.map((r) => r.url),
     logger: options.logger ?? false,
+    corsOrigins: options.corsOrigins ?? [],
     auth: {
       apiKeys: config.auth.apiKeys,
       ...(config.auth.clusterSecret === undefined

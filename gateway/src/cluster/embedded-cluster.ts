@@ -143,7 +143,8 @@ export class EmbeddedCluster {
           replicas: this.#members[d]!,
           written: (origin, p) => this.#leader(origin, p).sv()[origin],
           lag: (p, i) => this.#feeds[d]![p]![i]?.lag() ?? { entries: 0, ms: 0 },
-          shippers: () => this.#shippers.filter((s) => s.from === d).map((s) => s.status()),
+          shippers: () =>
+            Promise.all(this.#shippers.filter((s) => s.from === d).map((s) => s.status())),
           now: options.clocks[d]!,
           withoutHlc: options.withoutHlc,
           namespaces: options.namespaces,
@@ -228,6 +229,7 @@ export class EmbeddedCluster {
                 delayMs: options.wanDelayMs ?? 0,
               }),
               batchSize: options.shipBatchSize ?? 256,
+              now: clocks[from]!,
               onError: (error) =>
                 onError(error, `shipping partition ${p} from region ${from} to ${to}`),
             }),

@@ -79,8 +79,8 @@ export class LeasedShipping {
   }
 
   /** The status of the shippers this process runs. */
-  status(): ShipperStatus[] {
-    return [...this.#shippers.values()].flat().map((s) => s.status())
+  status(): Promise<ShipperStatus[]> {
+    return Promise.all([...this.#shippers.values()].flat().map((s) => s.status()))
   }
 
   /** Stops shipping and hands the leases back, so another process takes over at once. */

@@ -116,7 +116,7 @@ export class RedisCluster implements ShippingReceiver {
       namespaces: config.namespaces,
       withoutHlc: config.benchmark.withoutHlc,
       replicas: this.replicas,
-      shippers: () => this.#shipping?.status() ?? [],
+      shippers: async () => (await this.#shipping?.status()) ?? [],
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

@@ -28,7 +28,7 @@ export interface RedisRegionServiceOptions extends Omit<
    * The shippers this process runs (those of the partitions whose lease it holds).
    * @default none
    */
-  shippers?: () => ShipperStatus[]
+  shippers?: () => Promise<ShipperStatus[]>
   /**
    * How long a majority write waits for the followers' acknowledgement, in ms.
    * @default limits.defaultTimeoutMs
@@ -59,7 +59,7 @@ export class RedisRegionService extends RegionService {
         return leader.sv()[d]
       },
       lag: (p, i) => lags.get(`${p}:${i}`) ?? { entries: 0, ms: 0 },
-      shippers: options.shippers ?? (() => []),
+      shippers: options.shippers ?? (async () => []),
     })
     this.#replicas = replicas
     this.#lags = lags

@@ -68,7 +68,7 @@ export interface RegionServiceOptions {
    * The status of this region's shippers.
    * @default none
    */
-  shippers?: () => ShipperStatus[]
+  shippers?: () => Promise<ShipperStatus[]>
   /**
    * The region's wall clock in ms, the one its leaders' HLCs read; writes whose dependency is too
    * far ahead of it are refused.
@@ -264,7 +264,7 @@ export class RegionService implements ClusterService {
       cluster: this.#options.cluster,
       region: this.region,
       replicas,
-      shippers: this.#options.shippers?.() ?? [],
+      shippers: (await this.#options.shippers?.()) ?? [],
     }
   }
 

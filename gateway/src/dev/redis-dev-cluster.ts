@@ -94,6 +94,18 @@ export interface RedisDevClusterOptions {
    */
   logLevel?: string
   /**
+   * Origins whose web pages may call the gateways (CORS; their `--cors-origin`). A development
+   * cluster lets pages of any origin call it.
+   * @default ['*']
+   */
+  corsOrigins?: readonly string[]
+  /**
+   * The URL clients reach each region at (a proxy, another host name), by region id: the
+   * config's `regions[].url`, published in the topology.
+   * @default the region's gateway (or balancer) on this machine
+   */
+  publicUrls?: readonly string[]
+  /**
    * How to run `causeway` for a gateway process.
    * @default this Node with the `causeway` CLI next to this module
    */
@@ -131,7 +143,10 @@ export interface RedisDevCluster {
   configPath: string
   dataDir: string
   regionNames: string[]
-  /** Each region's public URL, by region id. */
+  /**
+   * Each region's URL on this machine (its gateway, or its balancer), by region id; the config's
+   * `regions[].url` is the public one, which `publicUrls` may have set to another.
+   */
   urls: string[]
   gateways: DevGateway[]
   redis: DevRedis[]
@@ -220,6 +235,10 @@ export async function startRedisDevCluster(
       gatewayPorts.push(ports)
     }
     const urlOf = (port: number) => `http://${host.includes(':') ? `[${host}]` : host}:${port}`
+    if (options.publicUrls !== undefined && options.publicUrls.length !== regions)
+      throw new TypeError(
+        `publicUrls has ${options.publicUrls.length} URLs; the cluster has ${regions} regions`,
+      )
 
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
@@ -227,7 +246,7 @@ export async function startRedisDevCluster(
       partitions,
       regions: names.map((name, d) => ({
         name,
-        url: urlOf(publicPorts[d]!),
+        url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
         gateways: gatewayPorts[d]!.map(urlOf),
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
       })),
@@ -268,6 +287,7 @@ export async function startRedisDevCluster(
               host,
               '--log-level',
               options.logLevel ?? 'warn',
+              ...(options.corsOrigins ?? ['*']).flatMap((origin) => ['--cors-origin', origin]),
             ],
             // Its own process group: a Ctrl-C in the terminal reaches only this process, which
             // then stops each gateway with one SIGTERM (a second signal would cut the drain
@@ -298,7 +318,7 @@ export async function startRedisDevCluster(
       configPath,
       dataDir,
       regionNames: names,
-      urls: config.regions.map((r) => r.url),
+      urls: publicPorts.map(urlOf),
       gateways,
       redis: grid.flatMap((region, d) =>
         region.flatMap((partition, p) =>

@@ -17,6 +17,8 @@ export class AllowedMethods {
   constructor(app: FastifyInstance) {
     this.#app = app
     app.addHook('onRoute', (route) => {
+      // A catch-all (`OPTIONS *`, which answers CORS preflights) matches every path, known or not.
+      if (route.url === '*' || route.url === '/*') return
       const methods = Array.isArray(route.method) ? route.method : [route.method]
       for (const method of methods) this.#methods.add(method.toUpperCase() as HTTPMethods)
     })

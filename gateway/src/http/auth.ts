@@ -1,7 +1,8 @@
 /**
  * Who may call what. Three kinds of route:
  *
- * - `open`: `/healthz`, for load balancers and orchestrators.
+ * - `open`: `/healthz`, for load balancers and orchestrators, and the status page's HTML, script
+ *   and style (`GET /`; they hold no data: the page's script calls `/v1/status` with a key).
  * - `internal`: `/v1/internal/...`, the cross-region shipping endpoint. Only the cluster secret
  *   is accepted (a client API key is `FORBIDDEN`, 403; nothing or anything else is
  *   `UNAUTHORIZED`, 401).
@@ -38,9 +39,17 @@ export type RouteAccess = 'open' | 'client' | 'internal'
 /** The prefix of the internal (gateway-to-gateway) routes. */
 export const INTERNAL_PREFIX = '/v1/internal/'
 
+/** The routes anyone may call. */
+const OPEN_ROUTES: ReadonlySet<string> = new Set([
+  '/healthz',
+  '/',
+  '/status-page.js',
+  '/status-page.css',
+])
+
 /** The access a route needs, from its path pattern (never from the raw URL). */
 export function accessOf(routePattern: string | undefined): RouteAccess {
-  if (routePattern === '/healthz') return 'open'
+  if (routePattern !== undefined && OPEN_ROUTES.has(routePattern)) return 'open'
   if (routePattern?.startsWith(INTERNAL_PREFIX)) return 'internal'
   return 'client'
 }

@@ -5,6 +5,7 @@
  * use `app.inject()`).
  */
 import { CausewayError } from '@causeway/core'
+import fastifyCors from '@fastify/cors'
 import swagger from '@fastify/swagger'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, {
@@ -18,6 +19,7 @@ import Fastify, {
 import type { ClusterService } from '../cluster/cluster-service.js'
 import { authenticate, type GatewayAuth } from './auth.js'
 import { AllowedMethods } from './allowed-methods.js'
+import { CorsPolicy, refusePreflights } from './cors.js'
 import { handleError, handleFrameworkError, notFoundHandler, validationError } from './errors.js'
 import { healthRoute } from './routes/health.js'
 import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
@@ -26,6 +28,7 @@ import { setRoutes } from './routes/sets.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
 import { openApiOptions, openApiRoute } from './routes/openapi.js'
+import { statusPageRoutes } from './routes/status-page.js'
 import { statusRoute } from './routes/status.js'
 import { topologyRoute } from './routes/topology.js'
 
@@ -61,6 +64,12 @@ export interface GatewayOptions {
    * @default not served
    */
   shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number }
+  /**
+   * Origins whose web pages may call the client routes (CORS): `scheme://host[:port]` as browsers
+   * send it, or `'*'` for any. The internal routes never answer cross-origin. See `http/cors.ts`.
+   * @default [] (no cross-origin requests)
+   */
+  corsOrigins?: readonly string[]
 }
 
 /** A gateway: a Fastify instance typed by the TypeBox schemas of `@causeway/core`. */
@@ -117,17 +126,23 @@ export function buildGateway(options: GatewayOptions): Gateway {
   // Only JSON bodies: any other content type is UNSUPPORTED_MEDIA_TYPE.
   app.removeContentTypeParser('text/plain')
 
+  if (options.shipping && !options.auth?.clusterSecret)
+    throw new TypeError('the internal shipping endpoint needs auth.clusterSecret')
+  const cors = new CorsPolicy(options.corsOrigins ?? [])
+  app.addHook('onRequest', refusePreflights(cors))
+  if (!cors.none) app.register(fastifyCors, cors.pluginOptions())
+
   let closing = false
   app.addHook('preClose', async () => {
     closing = true
   })
+  // Fastify queues a hook behind the plugins registered before it, so these run after
+  // @fastify/cors's: their refusals (503, 401) carry the CORS headers a page needs to read them.
   app.addHook('onRequest', async () => {
     if (closing) {
       throw new CausewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another')
     }
   })
-  if (options.shipping && !options.auth?.clusterSecret)
-    throw new TypeError('the internal shipping endpoint needs auth.clusterSecret')
   app.addHook('onRequest', authenticate(options.auth ?? {}))
   // The server stops listening on close but waits for open connections: a keep-alive connection
   // whose request was in flight would hold it open, so such replies close their connection.
@@ -152,6 +167,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(kvRoutes, { service, metrics })
   if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })
   app.register(statusRoute, { service })
+  app.register(statusPageRoutes)
   app.register(healthRoute, { region: service.region })
   app.register(metricsRoute, { service, metrics })
   if (options.shipping) {

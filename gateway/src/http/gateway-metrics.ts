@@ -33,6 +33,7 @@ export class GatewayMetrics {
   readonly #lagEntries: Gauge<'partition' | 'replica' | 'role'>
   readonly #lagSeconds: Gauge<'partition' | 'replica' | 'role'>
   readonly #shipperBacklog: Gauge<'partition' | 'to'>
+  readonly #shipperLagSeconds: Gauge<'partition' | 'to'>
 
   constructor(options: GatewayMetricsOptions) {
     this.#region = options.region
@@ -78,6 +79,12 @@ export class GatewayMetrics {
       labelNames: ['partition', 'to'],
       registers,
     })
+    this.#shipperLagSeconds = new Gauge({
+      name: 'causeway_shipper_lag_seconds',
+      help: 'Age of the oldest local write of a partition not yet acknowledged by the destination region',
+      labelNames: ['partition', 'to'],
+      registers,
+    })
   }
 
   /** Records one finished request. */
@@ -100,6 +107,7 @@ export class GatewayMetrics {
     this.#lagEntries.reset()
     this.#lagSeconds.reset()
     this.#shipperBacklog.reset()
+    this.#shipperLagSeconds.reset()
     for (const r of status.replicas) {
       if (r.region !== this.#region) continue
       const labels = { partition: String(r.partition), replica: String(r.replica), role: r.role }
@@ -108,7 +116,9 @@ export class GatewayMetrics {
     }
     for (const s of status.shippers) {
       if (s.from !== this.#region) continue
-      this.#shipperBacklog.set({ partition: String(s.partition), to: String(s.to) }, s.backlog)
+      const labels = { partition: String(s.partition), to: String(s.to) }
+      this.#shipperBacklog.set(labels, s.backlog)
+      this.#shipperLagSeconds.set(labels, s.lagMs / 1000)
     }
   }
 

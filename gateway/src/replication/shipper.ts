@@ -44,6 +44,11 @@ export interface ShipperOptions {
    * @default ignores them
    */
   onError?: (error: unknown) => void
+  /**
+   * The wall clock the source stamps its entries' `at` with, for the link's lag in ms.
+   * @default Date.now
+   */
+  now?: () => number
 }
 
 /** Ships one partition's local writes to one other region, in order. */
@@ -58,6 +63,7 @@ export class Shipper {
   readonly #retryMinMs: number
   readonly #retryMaxMs: number
   readonly #onError: (error: unknown) => void
+  readonly #now: () => number
 
   /** Highest idx the destination has acknowledged. */
   #acked = 0
@@ -84,6 +90,7 @@ export class Shipper {
     this.#retryMinMs = options.retryMinMs ?? 50
     this.#retryMaxMs = options.retryMaxMs ?? 5000
     this.#onError = options.onError ?? (() => {})
+    this.#now = options.now ?? Date.now
     if (!(this.#batchSize >= 1) || !(this.#maxInFlight >= 1)) {
       throw new RangeError('batchSize and maxInFlight must be at least 1')
     }
@@ -116,15 +123,20 @@ export class Shipper {
     return Math.max(0, (this.#source.sv()[this.from] ?? 0) - this.#acked)
   }
 
-  /** This shipper's line of `GET /v1/status`. */
-  status(): ShipperStatus {
-    return {
-      partition: this.partition,
-      from: this.from,
-      to: this.to,
-      shipped: this.#acked,
-      backlog: this.backlog(),
+  /**
+   * This shipper's line of `GET /v1/status`. Its `lagMs` is the age of the oldest entry the
+   * destination has not acknowledged (read from the source's log; 0 when there is none, or when
+   * the log cannot be read now).
+   */
+  async status(): Promise<ShipperStatus> {
+    const shipped = this.#acked
+    const backlog = this.backlog()
+    let lagMs = 0
+    if (backlog > 0) {
+      const [oldest] = await this.#source.readLog(this.from, shipped, 1).catch(() => [])
+      if (oldest) lagMs = Math.max(0, this.#now() - oldest.at)
     }
+    return { partition: this.partition, from: this.from, to: this.to, shipped, backlog, lagMs }
   }
 
   // Asks the destination how far it got and ships from there.

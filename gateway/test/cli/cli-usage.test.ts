@@ -28,6 +28,9 @@ describe('causeway CLI usage', () => {
     [['dev', '--bogus'], "Unknown option '--bogus'"],
     [['dev', '--log-level', 'loud'], '--log-level must be one of'],
     [['dev', '--siblings', 'cart:1'], '--siblings needs a namespace name'],
+    [['dev', '--cors-origin', 'http://localhost:5173/'], 'did you mean http://localhost:5173?'],
+    [['dev', '--public-url', 'https://eu.example.com'], 'give one per region, in region order (2)'],
+    [['gateway', '--config', 'x.json', '--cors-origin', 'localhost'], '--cors-origin: "localhost"'],
   ]
   it.each(cases)('causeway %j exits 2 with %j', async (args, message) => {
     const { code, stdout, stderr } = await runCli(args)

@@ -125,10 +125,19 @@ describe('causeway gateway over running Redis servers', () => {
       ],
       auth: { apiKeys: [key] },
     })
-    const gateway = cli(['gateway', '--config', path, '--region', 'home', '--port', String(port)])
+    const app = 'https://app.example.com'
+    const gateway = cli([
+      ...['gateway', '--config', path, '--region', 'home', '--port', String(port)],
+      ...['--cors-origin', app],
+    ])
     const [url] = await urlsOf(gateway, 1)
     expect(url).toBe(`http://127.0.0.1:${port}`)
     expect((await fetch(`${url}/v1/kv/x`)).status).toBe(401)
+    // Pages of the origin it was given may call (and read its 401); no other origin's.
+    const fromApp = await fetch(`${url}/v1/kv/x`, { headers: { origin: app } })
+    expect([fromApp.status, fromApp.headers.get('access-control-allow-origin')]).toEqual([401, app])
+    const fromOther = await fetch(`${url}/v1/kv/x`, { headers: { origin: 'https://other.test' } })
+    expect(fromOther.headers.get('access-control-allow-origin')).toBeNull()
     const auth = { authorization: `Bearer ${key}` }
     const put = await fetch(`${url}/v1/kv/x?durability=majority`, {
       method: 'PUT',
@@ -172,11 +181,18 @@ describe('causeway dev --backend redis', () => {
     expect(other.code).toBe(1)
     expect(other.stderr).toContain('Start with the same shape')
 
-    const second = cli([...args, '--partitions', '2', '--replicas', '2', '--data', data])
+    // This time behind a (pretend) proxy: the topology publishes the URL it was given.
+    const second = cli([
+      ...[...args, '--partitions', '2', '--replicas', '2', '--data', data],
+      ...['--public-url', 'https://proxy.example/r0/'],
+    ])
     const [again] = await urlsOf(second, 1)
-    expect(
-      ((await (await fetch(`${again}/v1/topology`)).json()) as { cluster: string }).cluster,
-    ).toBe(topology.cluster)
+    const restarted = (await (await fetch(`${again}/v1/topology`)).json()) as {
+      cluster: string
+      regions: { url: string }[]
+    }
+    expect(restarted.cluster).toBe(topology.cluster)
+    expect(restarted.regions.map((r) => r.url)).toEqual(['https://proxy.example/r0'])
     expect(await (await fetch(`${again}/v1/kv/kept`)).json()).toMatchObject({
       found: true,
       value: 'still here',

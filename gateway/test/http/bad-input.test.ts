@@ -248,8 +248,6 @@ describe('routes', () => {
   it.each([
     ['GET', '/v1/nope'],
     ['POST', '/v1/nope'],
-    ['GET', '/'],
-    ['DELETE', '/'],
     ['GET', '/v1/kv'],
     ['POST', '/v1/kv'],
     ['GET', '/v1/kv/a/b'],
@@ -273,6 +271,7 @@ describe('routes', () => {
     ['DELETE', '/v1/topology', 'GET, HEAD'],
     ['PUT', '/healthz', 'GET, HEAD'],
     ['POST', '/metrics', 'GET, HEAD'],
+    ['DELETE', '/', 'GET, HEAD'],
     ['POST', '/v1/openapi.json', 'GET, HEAD'],
   ] as const)('%s %s is METHOD_NOT_ALLOWED, Allow: %s', async (method, url, allow) => {
     await expectRefused({ method, url, payload: { value: 1 } }, 'METHOD_NOT_ALLOWED')

@@ -67,6 +67,7 @@ describe('topology, status and health', () => {
       to: 0,
       shipped: 0,
       backlog: expect.any(Number),
+      lagMs: expect.any(Number),
     })
   })
 

@@ -129,6 +129,7 @@ export class FakeClusterService implements ClusterService {
             to,
             shipped: 0,
             backlog: sv[this.region] ?? 0,
+            lagMs: (sv[this.region] ?? 0) * 10,
           })),
       ),
     }

@@ -39,6 +39,25 @@ describe('serveCluster', () => {
     expect(await put.json()).toMatchObject({ dc: 1, region: 1 })
   })
 
+  it('publishes the public URLs it is given, and lets pages of any origin call by default', async () => {
+    const publicUrls = ['https://dev.example.com/eu', 'https://dev.example.com/us']
+    served = await serveCluster(new FakeCluster(), { regions: 2, port: 0, publicUrls })
+    const res = await fetch(`${served.urls[0]}/v1/topology`, {
+      headers: { origin: 'http://localhost:5173' },
+    })
+    expect(res.headers.get('access-control-allow-origin')).toBe('*')
+    const topology = await res.json()
+    expect(topology.regions.map((r: { url: string }) => r.url)).toEqual(publicUrls)
+  })
+
+  it('refuses a count of public URLs other than the number of regions, and closes the cluster', async () => {
+    const cluster = new FakeCluster()
+    await expect(
+      serveCluster(cluster, { regions: 2, port: 0, publicUrls: ['https://one.example'] }),
+    ).rejects.toThrow(/publicUrls has 1 URLs; the cluster has 2 regions/)
+    expect(cluster.closedAt).toBeDefined()
+  })
+
   it('closes gracefully: the read in flight completes, new requests are refused, then the cluster closes', async () => {
     const cluster = new FakeCluster()
     const service = cluster.services[0]!

@@ -62,7 +62,8 @@ describe('Shipper', () => {
     // Nothing was sent twice, and batches left in idx order.
     for (const link of links)
       expect(link.sent.flat()).toEqual(Array.from({ length: 48 }, (_, i) => i + 1))
-    for (const s of shippers) expect(s.status()).toMatchObject({ shipped: 48, backlog: 0 })
+    for (const s of shippers)
+      expect(await s.status()).toMatchObject({ shipped: 48, backlog: 0, lagMs: 0 })
   })
 
   it('pipelines batches instead of waiting a round trip for each', async () => {
@@ -113,7 +114,14 @@ describe('Shipper', () => {
     expect(errors.length).toBeGreaterThanOrEqual(link.failures)
     expect(await destination.readLog(0, 0, 100)).toEqual(log)
     await sleep(30)
-    expect(shipper.status()).toEqual({ partition: 0, from: 0, to: 1, shipped: 40, backlog: 0 })
+    expect(await shipper.status()).toEqual({
+      partition: 0,
+      from: 0,
+      to: 1,
+      shipped: 40,
+      backlog: 0,
+      lagMs: 0,
+    })
   })
 
   it('keeps retrying while the link is down and resumes when it is back', async () => {
@@ -127,12 +135,15 @@ describe('Shipper', () => {
     await sleep(60)
     expect(destination.sv()).toEqual([0, 0])
     expect(shipper.backlog()).toBe(5)
+    // The oldest write not acknowledged has waited since it was written.
+    expect((await shipper.status()).lagMs).toBeGreaterThanOrEqual(50)
     expect(link.failures).toBeGreaterThanOrEqual(2)
     // Backoff is capped, so the shipper notices the link is back within about retryMaxMs.
     down = false
     await reach(destination, 0, 5, 1000)
     await sleep(25)
     expect(shipper.backlog()).toBe(0)
+    expect((await shipper.status()).lagMs).toBe(0)
   })
 
   it('reports its backlog as local writes not yet acknowledged', async () => {

@@ -274,13 +274,17 @@ function callScope(
   }
 }
 
-/** The error of a call whose gateway could not be reached. */
+/**
+ * The error of a call whose gateway could not be reached; `details.url` is the URL that failed
+ * when the transport says (the fetch transport does), else the region's.
+ */
 function unreachable(region: RegionRoute, cause: unknown, note = ''): CausewayError {
   const why = cause instanceof Error ? cause.message : String(cause)
+  const failed = cause instanceof CausewayError ? cause.details?.url : undefined
   return new CausewayError(
     'NETWORK_ERROR',
     `cannot reach the gateway of region ${region.name} (${region.url}): ${why}${note}`,
-    { region: region.id, url: region.url },
+    { region: region.id, url: typeof failed === 'string' ? failed : region.url },
     { cause },
   )
 }

@@ -88,10 +88,13 @@ export async function openClient(
       })
     } catch (cause) {
       deadline.throwIfStopped(`connect to ${url}`)
+      // The fetch transport's error names the URL that failed and, in a browser, why it may have.
+      const why = cause instanceof Error ? cause.message : String(cause)
+      const failed = cause instanceof CausewayError ? cause.details?.url : undefined
       throw new CausewayError(
         'NETWORK_ERROR',
-        `cannot reach the gateway at ${url}: ${String(cause)}`,
-        { url },
+        `cannot reach the gateway at ${url}: ${why}`,
+        { url: typeof failed === 'string' ? failed : url },
         { cause },
       )
     } finally {

@@ -4,6 +4,8 @@
  * replace it with a fake and Node can swap in a keep-alive one (`@causeway/client/node`).
  */
 
+import { CausewayError } from '@causeway/core'
+
 /** One HTTP request, fully built by the client. */
 export interface TransportRequest {
   method: 'GET' | 'PUT' | 'POST' | 'DELETE'
@@ -52,7 +54,11 @@ export interface FetchTransportOptions {
   fetch?: typeof globalThis.fetch
 }
 
-/** The default transport: WHATWG `fetch`, as browsers, Node 18+, Deno and Bun provide it. */
+/**
+ * The default transport: WHATWG `fetch`, as browsers, Node 18+, Deno and Bun provide it. A request
+ * that gets no reply rejects with a `NETWORK_ERROR` naming its URL (`details.url`) and, in a
+ * browser, the likely causes; an aborted one with the abort's reason.
+ */
 export function fetchTransport(options: FetchTransportOptions = {}): Transport {
   const doFetch = options.fetch ?? globalThis.fetch
   if (typeof doFetch !== 'function') {
@@ -60,13 +66,56 @@ export function fetchTransport(options: FetchTransportOptions = {}): Transport {
   }
   return {
     async request(req) {
-      const res = await doFetch(req.url, {
-        method: req.method,
-        headers: req.headers,
-        body: req.body,
-        signal: req.signal,
-      })
+      let res: Response
+      try {
+        res = await doFetch(req.url, {
+          method: req.method,
+          headers: req.headers,
+          body: req.body,
+          signal: req.signal,
+        })
+      } catch (cause) {
+        if (req.signal?.aborted) throw cause
+        throw fetchFailure(req, cause)
+      }
       return { status: res.status, body: parseJsonBody(await res.text()) }
     },
   }
+}
+
+/**
+ * The error of a fetch that got no reply. Browsers say only "Failed to fetch" whatever happened
+ * (a page may not learn why, CORS refusals included), so in a browser the message lists the usual
+ * causes; Node's fetch hides the reason in its cause, so that is added.
+ */
+export function fetchFailure(req: TransportRequest, cause: unknown): CausewayError {
+  const error = cause as { message?: unknown; cause?: { message?: unknown } } | undefined
+  let why = typeof error?.message === 'string' ? error.message : String(cause)
+  if (typeof error?.cause?.message === 'string') why += ` (${error.cause.message})`
+  return new CausewayError(
+    'NETWORK_ERROR',
+    `${req.method} ${req.url} failed: ${why}${browserHint(req.url)}`,
+    { url: req.url },
+    { cause },
+  )
+}
+
+// The likely causes of a failed fetch in a browser (or a worker); nothing elsewhere.
+function browserHint(url: string): string {
+  const scope = globalThis as { location?: { origin?: unknown }; navigator?: { onLine?: unknown } }
+  const origin = scope.location?.origin
+  if (typeof origin !== 'string') return ''
+  const offline =
+    scope.navigator?.onLine === false ? ' The browser reports that it is offline.' : ''
+  let target = url
+  try {
+    target = new URL(url).origin
+  } catch {
+    // keep the URL as given
+  }
+  return (
+    `.${offline} In a browser the likely causes are: the gateway at ${target} does not allow pages of ` +
+    `${origin} (CORS: start it with --cors-origin ${origin}), a proxy in between refused the ` +
+    `request, or the network is offline.`
+  )
 }

@@ -49,6 +49,11 @@ export const ERROR_CODES = {
   UNAUTHORIZED: 401,
   /** The credentials are valid but not for this request. */
   FORBIDDEN: 403,
+  /**
+   * A CORS preflight the gateway refuses: a page of an origin it does not allow, a method or a
+   * request header it does not take from other origins, or the internal routes (never cross-origin).
+   */
+  CROSS_ORIGIN_REFUSED: 403,
   /** No such route. */
   NOT_FOUND: 404,
   /** The path exists but not with this method; the reply's `Allow` header lists the methods. */

@@ -16,3 +16,30 @@ export const HEADER_CONTEXT = 'causeway-context'
 export const HEADER_WAITED = 'causeway-waited-ms'
 /** Wire protocol version, sent in the topology. */
 export const PROTOCOL_VERSION = 1
+
+/**
+ * Every request header the SDK sends (lower case). A gateway that allows cross-origin requests
+ * lets a browser send exactly these (its CORS preflight answer); a test checks the SDK sends no
+ * other. `accept` is CORS-safelisted for `application/json`, listed for completeness.
+ */
+export const SDK_REQUEST_HEADERS: readonly string[] = [
+  'accept',
+  'authorization',
+  'content-type',
+  HEADER_AFTER,
+  HEADER_DT,
+  HEADER_CONTEXT,
+]
+
+/**
+ * Reply headers of the protocol beyond the CORS-safelisted ones, which a gateway exposes to pages
+ * of other origins: the context of a siblings read, the wait of a write in the "without HLC"
+ * ablation, the challenge of a 401, the methods of a 405 and the pause a 429 or 503 asks for.
+ */
+export const EXPOSED_REPLY_HEADERS: readonly string[] = [
+  HEADER_CONTEXT,
+  HEADER_WAITED,
+  'www-authenticate',
+  'allow',
+  'retry-after',
+]

@@ -150,6 +150,10 @@ export const ShipperStatusSchema = Type.Object({
   to: RegionId,
   shipped: Type.Integer({ description: 'highest origin idx acknowledged by the destination' }),
   backlog: Type.Integer({ description: 'entries written locally but not yet acknowledged' }),
+  lagMs: Type.Number({
+    minimum: 0,
+    description: 'age of the oldest entry not yet acknowledged by the destination, in ms',
+  }),
 })
 
 /** `GET /v1/status`. */

@@ -100,7 +100,8 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       )
   }
   const common = {
-    config: { operation: 'ship' },
+    // Gateways call these, never pages: no CORS headers for any origin (see http/cors.ts).
+    config: { operation: 'ship', cors: false as const },
     schemaErrorFormatter: internalValidationError,
   }
   const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
