@@ -11,6 +11,7 @@ import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
 import { LevelPartitionReplica } from '../storage/level/level-replica.js'
 import type { PartitionReplica } from '../storage/partition-replica.js'
+import { QuarantineRegistry } from '../storage/quarantine.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
 
@@ -82,6 +83,12 @@ export interface EmbeddedClusterOptions {
    * @default logs them with `console.error`
    */
   onError?: (error: unknown, source: string) => void
+  /**
+   * Told, once per key and at most ten times a minute, about keys quarantined because their
+   * stored value does not decode, and entries whose sibling set does not (`quarantine.ts`).
+   * @default logs them with `console.warn`
+   */
+  onQuarantine?: (line: string) => void
 }
 
 const MAX_REGIONS = 255
@@ -120,6 +127,7 @@ export class EmbeddedCluster {
       members: PartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
+      quarantines: QuarantineRegistry[]
     },
   ) {
     this.id = options.id
@@ -147,6 +155,7 @@ export class EmbeddedCluster {
           now: options.clocks[d]!,
           withoutHlc: options.withoutHlc,
           namespaces: options.namespaces,
+          quarantine: options.quarantines[d]!,
         }),
     )
   }
@@ -169,6 +178,9 @@ export class EmbeddedCluster {
     const onError =
       options.onError ?? ((error, source) => console.error(`causeway: ${source}:`, error))
     const dataDir = options.dataDir
+    const quarantines = regionNames.map(
+      () => new QuarantineRegistry(options.onQuarantine ? { log: options.onQuarantine } : {}),
+    )
     const manifest =
       dataDir === undefined ? newManifest(layout) : await openManifest(dataDir, layout)
 
@@ -185,6 +197,7 @@ export class EmbeddedCluster {
             now: clocks[d]!,
             sync: options.sync ?? true,
             onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),
+            quarantine: quarantines[d]!,
           }),
       ),
     )
@@ -250,6 +263,7 @@ export class EmbeddedCluster {
       members,
       feeds,
       shippers,
+      quarantines,
     })
   }
 
