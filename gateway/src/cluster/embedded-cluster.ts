@@ -9,7 +9,7 @@ import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
-import { LevelPartitionReplica } from '../storage/level/level-replica.js'
+import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-replica.js'
 import type { PartitionReplica } from '../storage/partition-replica.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
@@ -89,6 +89,13 @@ export interface EmbeddedClusterOptions {
    * @default logs them with `console.warn`
    */
   onQuarantine?: (line: string) => void
+  /**
+   * For tests and tools: the store of replica `replica` of `partition` in `region`, instead of
+   * a new one under `dataDir` (or in memory). The replica opens and closes it, so a store can be
+   * handed to a cluster started again.
+   * @default a new store per replica
+   */
+  store?: (region: number, partition: number, replica: number) => StringLevel
 }
 
 const MAX_REGIONS = 255
@@ -194,6 +201,7 @@ export class EmbeddedCluster {
             replica: i,
             regions,
             location: dataDir && join(dataDir, `region-${d}`, `partition-${p}`, `replica-${i}`),
+            ...(options.store ? { db: options.store(d, p, i) } : {}),
             now: clocks[d]!,
             sync: options.sync ?? true,
             onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),

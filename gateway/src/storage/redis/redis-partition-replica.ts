@@ -690,9 +690,13 @@ export class RedisPartitionReplica implements PartitionReplica {
   ): Promise<number[]> {
     const keys = [this.keys.meta, this.keys.sv]
     const args = [mode, String(this.#options.regions), String(entries.length)]
-    for (const entry of entries) {
+    // Why each sibling entry whose set does not decode was judged so, reported if it applies.
+    const undecodable = new Map<number, string>()
+    for (const [i, entry] of entries.entries()) {
       this.#checkEntry(entry)
       const sibling = entry.siblings !== undefined
+      const why = sibling ? this.#whyUnmergeable(entry) : undefined
+      if (why !== undefined) undecodable.set(i, why)
       keys.push(
         this.keys.log(entry.origin),
         sibling ? this.keys.siblings(entry.key) : this.keys.version(entry.key),
@@ -701,7 +705,7 @@ export class RedisPartitionReplica implements PartitionReplica {
         String(entry.origin),
         String(entry.idx),
         entry.key,
-        sibling ? (this.#mergeable(entry) ? '2' : '3') : entry.value === undefined ? '0' : '1',
+        sibling ? (why === undefined ? '2' : '3') : entry.value === undefined ? '0' : '1',
         entry.siblings ?? entry.value ?? '',
         entry.ts,
         String(entry.at),
@@ -710,8 +714,21 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (args.length !== 3 + entries.length * INGEST_FIELDS) throw new Error('ingest arity')
     const { writer } = this.#live()
     const result = await this.#run(writer, operation, (r) => INGEST_SCRIPT.run(r, keys, args))
-    const sv = svOf(stringsOf(result, this.#options.regions), 0, this.#options.regions)
+    const reply = stringsOf(result, this.#options.regions)
+    const sv = svOf(reply, 0, this.#options.regions)
     this.#stable.advance(sv)
+    for (const position of reply.slice(this.#options.regions)) {
+      const entry = entries[Number(position)]!
+      this.#quarantine.skipped({
+        region: this.region,
+        partition: this.partition,
+        replica: this.replica,
+        key: entry.key,
+        origin: entry.origin,
+        idx: entry.idx,
+        reason: undecodable.get(Number(position)) ?? 'the ingest script could not parse it',
+      })
+    }
     return sv
   }
 
@@ -724,23 +741,15 @@ export class RedisPartitionReplica implements PartitionReplica {
     checkLogEntry(entry, this.#options.regions)
   }
 
-  // Whether a sibling entry's set decodes and may be merged; one that does not is logged only,
-  // and reported (the ingest script applies the same rules: see replica-scripts.ts).
-  #mergeable(entry: LogEntry): boolean {
+  // Why a sibling entry's set may not be merged (it does not decode), or undefined when it may;
+  // one that may not is logged only (the ingest script applies the same rules, see
+  // replica-scripts.ts, and says which of them it applied).
+  #whyUnmergeable(entry: LogEntry): string | undefined {
     try {
       decodeLoggedSiblings(entry, this.#options.regions)
-      return true
+      return undefined
     } catch (error) {
-      this.#quarantine.skipped({
-        region: this.region,
-        partition: this.partition,
-        replica: this.replica,
-        key: entry.key,
-        origin: entry.origin,
-        idx: entry.idx,
-        reason: error instanceof Error ? error.message : String(error),
-      })
-      return false
+      return error instanceof Error ? error.message : String(error)
     }
   }
 

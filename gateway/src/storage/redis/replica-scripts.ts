@@ -299,7 +299,8 @@ export const INGEST_FIELDS = 7
  * its set, '3' one whose set is logged but not merged), value, ts, at. Entries at or below
  * `sv[origin]` are skipped; a sibling write's set is merged (`sync`) into the key's, unless either
  * does not parse (see the module comment). Advances the HLC to at least each applied entry's ts.
- * Reply: sv[0..regions-1].
+ * Reply: sv[0..regions-1], then the position (0-based) of each applied entry whose own set was
+ * logged without being merged because it does not parse.
  */
 export const INGEST_SCRIPT = new LuaScript(`#!lua
 ${BOUNDS_LUA}
@@ -324,6 +325,7 @@ for i = 0, n - 1 do
   end
 end
 local merged = {}
+local unmerged = {}
 local sv = {}
 local stopped = {}
 local touched = {}
@@ -351,8 +353,12 @@ for i = 0, n - 1 do
         if shipped[i] and sets[skey] then
           sets[skey] = set_sync(sets[skey], shipped[i])
           merged[skey] = true
+        elseif not shipped[i] then
+          unmerged[#unmerged + 1] = tostring(i)
         end
-      elseif ARGV[a + 3] ~= '3' then
+      elseif ARGV[a + 3] == '3' then
+        unmerged[#unmerged + 1] = tostring(i)
+      else
         store_version(KEYS[4 + i * 2], regions, ts, tonumber(origin), ARGV[a + 3], ARGV[a + 4], false)
       end
       if ts > hlc then hlc = ts end
@@ -371,7 +377,9 @@ if hlc ~= hlc_before then redis.call('HSET', KEYS[1], 'hlc', hlc) end
 for _, origin in ipairs(touched) do
   redis.call('HSET', KEYS[2], origin, string.format('%d', sv[origin]))
 end
-return sv_list(KEYS[2], regions)
+local reply = sv_list(KEYS[2], regions)
+for _, i in ipairs(unmerged) do reply[#reply + 1] = i end
+return reply
 `)
 
 /**
