@@ -146,15 +146,15 @@ export class RegionService implements ClusterService {
   }
 
   async read(request: ReadRequest): Promise<ReadResult> {
-    const { replica, waitedMs } = await this.#router.serve(
+    const { replica: chosen, waitedMs } = await this.#router.serve(
       request.partition,
       request.need,
       request.replica,
       request.timeoutMs,
     )
     if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
-      const { siblings, sv } = await this.#quarantineAware(replica, request, () =>
-        replica.readSiblings(request.key),
+      const [replica, { siblings, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+        r.readSiblings(request.key),
       )
       const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
@@ -170,8 +170,8 @@ export class RegionService implements ClusterService {
       if (newest) result.idx = newest.idx
       return result
     }
-    const { version, sv } = await this.#quarantineAware(replica, request, () =>
-      replica.read(request.key),
+    const [replica, { version, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+      r.read(request.key),
     )
     const result: ReadResult = {
       version,
@@ -303,25 +303,30 @@ export class RegionService implements ClusterService {
   }
 
   /**
-   * Runs a read at `replica`; a key quarantined there also asks the partition leader for a
-   * repair (a Redis follower cannot repair itself: its leader's repair reaches it).
+   * Runs a read at `replica`, and answers which replica served it. A key quarantined at a
+   * follower also asks the partition leader for a repair (a Redis follower cannot repair itself:
+   * its leader's repair reaches it) and is read at the leader instead, unless the call asked for
+   * a follower: the leader has applied everything its followers have, so it covers the same
+   * need. If the leader cannot serve it either, the follower's error stands.
    */
   async #quarantineAware<T>(
     replica: PartitionReplica,
     request: ReadRequest,
-    read: () => Promise<T>,
-  ): Promise<T> {
+    read: (replica: PartitionReplica) => Promise<T>,
+  ): Promise<[PartitionReplica, T]> {
     try {
-      return await read()
+      return [replica, await read(replica)]
     } catch (error) {
       const leader = this.#router.leader(request.partition)
-      if (
-        error instanceof CausewayError &&
-        error.code === 'VALUE_QUARANTINED' &&
-        leader !== replica
-      )
-        leader.repair(request.key).catch(() => {})
-      throw error
+      const quarantined = error instanceof CausewayError && error.code === 'VALUE_QUARANTINED'
+      if (!quarantined || leader === replica) throw error
+      leader.repair(request.key).catch(() => {})
+      if (request.replica === 'follower') throw error
+      try {
+        return [leader, await read(leader)]
+      } catch {
+        throw error
+      }
     }
   }
 

@@ -29,7 +29,7 @@ import {
 import type { LogEntry } from '../../src/storage/partition-replica.js'
 import { expectBadInputTable } from '../support/bad-input-table.js'
 import { expectForgedContextHarmless } from '../support/forged-context.js'
-import { getKey, putKey } from '../support/http-calls.js'
+import { afterWrite, getKey, putKey, until } from '../support/http-calls.js'
 import {
   type HostileTarget,
   expectPoisonedEntryPasses,
@@ -156,6 +156,31 @@ describe('hostile input on the embedded cluster', () => {
 
   it('quarantines stored values that do not decode without stopping the partition, and rebuilds them', async () => {
     await expectQuarantineContained(target)
+  })
+
+  it('quarantines a value only a follower cannot decode: reads go to the leader meanwhile, the follower rebuilds it', async () => {
+    const [r0] = target.urls
+    const key = 'cart:follower'
+    const written = await putKey(r0, key, 'kept')
+    const after = { 'causeway-after': afterWrite(written) }
+    expect((await getKey(r0, key, '?replica=follower', after)).status).toBe(200)
+    await storeOf(0, partitionOf(key, PARTITIONS), 1).put(siblingsKey(key), 'garbage')
+    // Asked of the follower, the read says so; asked of any replica, the leader answers.
+    const forced = await getKey(r0, key, '?replica=follower', after)
+    expect({ status: forced.status, code: forced.body.code }).toEqual({
+      status: 500,
+      code: 'VALUE_QUARANTINED',
+    })
+    expect(forced.body.details).toMatchObject({ replica: 1 })
+    await storeOf(0, partitionOf(key, PARTITIONS), 1).put(siblingsKey(key), 'garbage again')
+    const reads = await Promise.all(Array.from({ length: 10 }, () => getKey(r0, key, '', after)))
+    for (const read of reads) expect(read.body.siblings).toMatchObject([{ value: 'kept' }])
+    const rebuilt = await until(
+      () => getKey(r0, key, '?replica=follower', after),
+      (r) => r.status === 200,
+    )
+    expect(rebuilt.body.siblings).toMatchObject([{ value: 'kept' }])
+    expect(background).toEqual([])
   })
 
   it('passes an entry an older version logged with a counter of 2^53 to followers and the other region', async () => {
