@@ -9,8 +9,9 @@ import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
-import { LevelPartitionReplica } from '../storage/level/level-replica.js'
+import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-replica.js'
 import type { PartitionReplica } from '../storage/partition-replica.js'
+import { QuarantineRegistry } from '../storage/quarantine.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
 
@@ -82,6 +83,19 @@ export interface EmbeddedClusterOptions {
    * @default logs them with `console.error`
    */
   onError?: (error: unknown, source: string) => void
+  /**
+   * Told, once per key and at most ten times a minute, about keys quarantined because their
+   * stored value does not decode, and entries whose sibling set does not (`quarantine.ts`).
+   * @default logs them with `console.warn`
+   */
+  onQuarantine?: (line: string) => void
+  /**
+   * For tests and tools: the store of replica `replica` of `partition` in `region`, instead of
+   * a new one under `dataDir` (or in memory). The replica opens and closes it, so a store can be
+   * handed to a cluster started again.
+   * @default a new store per replica
+   */
+  store?: (region: number, partition: number, replica: number) => StringLevel
 }
 
 const MAX_REGIONS = 255
@@ -120,6 +134,7 @@ export class EmbeddedCluster {
       members: PartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
+      quarantines: QuarantineRegistry[]
     },
   ) {
     this.id = options.id
@@ -148,6 +163,7 @@ export class EmbeddedCluster {
           now: options.clocks[d]!,
           withoutHlc: options.withoutHlc,
           namespaces: options.namespaces,
+          quarantine: options.quarantines[d]!,
         }),
     )
   }
@@ -170,6 +186,9 @@ export class EmbeddedCluster {
     const onError =
       options.onError ?? ((error, source) => console.error(`causeway: ${source}:`, error))
     const dataDir = options.dataDir
+    const quarantines = regionNames.map(
+      () => new QuarantineRegistry(options.onQuarantine ? { log: options.onQuarantine } : {}),
+    )
     const manifest =
       dataDir === undefined ? newManifest(layout) : await openManifest(dataDir, layout)
 
@@ -183,9 +202,11 @@ export class EmbeddedCluster {
             replica: i,
             regions,
             location: dataDir && join(dataDir, `region-${d}`, `partition-${p}`, `replica-${i}`),
+            ...(options.store ? { db: options.store(d, p, i) } : {}),
             now: clocks[d]!,
             sync: options.sync ?? true,
             onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),
+            quarantine: quarantines[d]!,
           }),
       ),
     )
@@ -252,6 +273,7 @@ export class EmbeddedCluster {
       members,
       feeds,
       shippers,
+      quarantines,
     })
   }
 

@@ -14,6 +14,7 @@ import { createHmac } from 'node:crypto'
 import { CausewayError } from '@causeway/core'
 import type { ShippingReceiver } from '../http/routes/internal.js'
 import type { LogEntry } from '../storage/partition-replica.js'
+import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
 import type { ClusterConfig } from './cluster-config.js'
 import { LeasedShipping } from './leased-shipping.js'
@@ -39,7 +40,8 @@ export interface RedisClusterOptions {
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
    * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
-   * replica.
+   * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
+   * per key, at most ten a minute).
    * @default logs them with `console.error`
    */
   onEvent?: (message: string, error?: unknown) => void
@@ -73,6 +75,7 @@ export class RedisCluster implements ShippingReceiver {
           `causeway: ${message}`,
           error instanceof Error ? error.message : (error ?? ''),
         ))
+    const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(
         (url, i) =>
@@ -86,6 +89,7 @@ export class RedisCluster implements ShippingReceiver {
             commandTimeoutMs: config.redis.commandTimeoutMs,
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
+            quarantine,
           }),
       ),
     )
@@ -117,6 +121,7 @@ export class RedisCluster implements ShippingReceiver {
       withoutHlc: config.benchmark.withoutHlc,
       replicas: this.replicas,
       shippers: async () => (await this.#shipping?.status()) ?? [],
+      quarantine,
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

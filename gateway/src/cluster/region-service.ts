@@ -16,7 +16,8 @@ import {
   conflictModeOf,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
-import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
+import type { LogEntry, PartitionReplica, SiblingRead } from '../storage/partition-replica.js'
+import type { QuarantineRegistry } from '../storage/quarantine.js'
 import {
   MAX_SIBLINGS,
   contextOf,
@@ -100,6 +101,12 @@ export interface RegionServiceOptions {
    * @default a random secret per process
    */
   contextSecret?: Uint8Array
+  /**
+   * Where this region's replicas report keys whose stored value does not decode
+   * (`quarantine.ts`); listed in the status.
+   * @default none (the status has no quarantine section)
+   */
+  quarantine?: Pick<QuarantineRegistry, 'status'>
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -139,14 +146,16 @@ export class RegionService implements ClusterService {
   }
 
   async read(request: ReadRequest): Promise<ReadResult> {
-    const { replica, waitedMs } = await this.#router.serve(
+    const { replica: chosen, waitedMs } = await this.#router.serve(
       request.partition,
       request.need,
       request.replica,
       request.timeoutMs,
     )
     if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
-      const { siblings, sv } = await replica.readSiblings(request.key)
+      const [replica, { siblings, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+        r.readSiblings(request.key),
+      )
       const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
       const newest = listed.at(-1)
@@ -161,7 +170,9 @@ export class RegionService implements ClusterService {
       if (newest) result.idx = newest.idx
       return result
     }
-    const { version, sv } = await replica.read(request.key)
+    const [replica, { version, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+      r.read(request.key),
+    )
     const result: ReadResult = {
       version,
       epoch: replica.epoch(),
@@ -182,6 +193,7 @@ export class RegionService implements ClusterService {
         `${JSON.stringify(request.key)} is in a last-writer-wins namespace; a causal context applies only to siblings namespaces`,
       )
     }
+    if (request.context !== undefined) this.#checkContextReach(request)
     const leader = this.#router.leader(partition)
     const waitedMs = this.#options.withoutHlc ? await this.#awaitDependencies(request) : undefined
     const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
@@ -211,7 +223,7 @@ export class RegionService implements ClusterService {
    * overshoot by a few values; shipping leaves room for that.
    */
   async #checkSiblingRoom(leader: PartitionReplica, request: WriteRequest): Promise<void> {
-    const { siblings } = await leader.readSiblings(request.key)
+    const { siblings } = await this.#readForWrite(leader, request.key)
     const after = siblingsAfter(siblings, request.context ?? [], request.value, this.region)
     const { maxValueBytes } = this.#options.limits
     const maxChars = maxSiblingSetChars(this.#options.regionNames.length, maxValueBytes)
@@ -232,7 +244,7 @@ export class RegionService implements ClusterService {
    * no context is given rather than one that would supersede them.
    */
   #contextAfter(entry: LogEntry, context: CausalContext): CausalContext | undefined {
-    const set = decodeSiblingSet(entry.siblings!)
+    const set = decodeSiblingSet(entry.siblings!, this.#options.regionNames.length)
     const dot = set.entries.find(([actor]) => actor === this.region)![1]
     const seen = context.find(([actor]) => actor === this.region)?.[1] ?? 0
     if (seen !== dot - 1) return undefined
@@ -260,11 +272,73 @@ export class RegionService implements ClusterService {
         })
       })
     })
-    return {
+    const status: Status = {
       cluster: this.#options.cluster,
       region: this.region,
       replicas,
       shippers: (await this.#options.shippers?.()) ?? [],
+    }
+    if (this.#options.quarantine) status.quarantine = this.#options.quarantine.status()
+    return status
+  }
+
+  /**
+   * Refuses a context that names a write of another region beyond what that region's leader of
+   * the partition has written, when this region can know it (`written`): a key's counter for a
+   * region never passes the region's log idx, so such a context is forged, and its counter would
+   * become the key's in every region. (This region's own counter is checked exactly, per key, by
+   * the leader's replica.)
+   */
+  #checkContextReach(request: WriteRequest): void {
+    for (const [d, counter] of request.context!) {
+      if (d === this.region) continue
+      const written = this.#options.written?.(d, request.partition)
+      if (written !== undefined && counter > written)
+        throw new CausewayError(
+          'INVALID_CONTEXT',
+          `invalid causeway-context: it names write ${counter} of region ${d}, which has written ${written} in this partition`,
+          { region: d, claimed: counter, written },
+        )
+    }
+  }
+
+  /**
+   * Runs a read at `replica`, and answers which replica served it. A key quarantined at a
+   * follower also asks the partition leader for a repair (a Redis follower cannot repair itself:
+   * its leader's repair reaches it) and is read at the leader instead, unless the call asked for
+   * a follower: the leader has applied everything its followers have, so it covers the same
+   * need. If the leader cannot serve it either, the follower's error stands.
+   */
+  async #quarantineAware<T>(
+    replica: PartitionReplica,
+    request: ReadRequest,
+    read: (replica: PartitionReplica) => Promise<T>,
+  ): Promise<[PartitionReplica, T]> {
+    try {
+      return [replica, await read(replica)]
+    } catch (error) {
+      const leader = this.#router.leader(request.partition)
+      const quarantined = error instanceof CausewayError && error.code === 'VALUE_QUARANTINED'
+      if (!quarantined || leader === replica) throw error
+      leader.repair(request.key).catch(() => {})
+      if (request.replica === 'follower') throw error
+      try {
+        return [leader, await read(leader)]
+      } catch {
+        throw error
+      }
+    }
+  }
+
+  // The leader's set before a sibling write; a quarantined one is repaired first (it would be
+  // at the write anyway), so the write is checked against what it will be applied to.
+  async #readForWrite(leader: PartitionReplica, key: string): Promise<SiblingRead> {
+    try {
+      return await leader.readSiblings(key)
+    } catch (error) {
+      if (!(error instanceof CausewayError) || error.code !== 'VALUE_QUARANTINED') throw error
+      await leader.repair(key)
+      return leader.readSiblings(key)
     }
   }
 

@@ -176,7 +176,9 @@ export function handleError(
 ): FastifyReply {
   const known = toCausewayError(error, request.url)
   if (known !== undefined) {
-    if (known.status >= 500) request.log.warn({ err: error }, known.message)
+    // A quarantined key is reported once by the quarantine registry, not on every read of it.
+    if (known.status >= 500 && known.code !== 'VALUE_QUARANTINED')
+      request.log.warn({ err: error }, known.message)
     return send(reply, known)
   }
   request.log.error({ err: error }, 'unexpected error')

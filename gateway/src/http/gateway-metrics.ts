@@ -4,7 +4,7 @@
  * the gateway's `region` as a default label.
  */
 import type { Status } from '@causeway/core'
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client'
 
 /** Options of {@link GatewayMetrics}. */
 export interface GatewayMetricsOptions {
@@ -34,6 +34,10 @@ export class GatewayMetrics {
   readonly #lagSeconds: Gauge<'partition' | 'replica' | 'role'>
   readonly #shipperBacklog: Gauge<'partition' | 'to'>
   readonly #shipperLagSeconds: Gauge<'partition' | 'to'>
+  readonly #quarantinedKeys: Gauge
+  readonly #quarantineEvents: Counter<'event'>
+  /** The quarantine counts of the last status, so the counter grows by what happened since. */
+  #quarantineSeen = { quarantined: 0, repaired: 0, skipped_entry: 0 }
 
   constructor(options: GatewayMetricsOptions) {
     this.#region = options.region
@@ -85,6 +89,19 @@ export class GatewayMetrics {
       labelNames: ['partition', 'to'],
       registers,
     })
+    this.#quarantinedKeys = new Gauge({
+      name: 'causeway_quarantined_keys',
+      help: 'Keys whose stored value a replica of this region cannot decode, now (reads of them fail with VALUE_QUARANTINED until rebuilt from the log)',
+      registers,
+    })
+    this.#quarantineEvents = new Counter({
+      name: 'causeway_quarantine_events_total',
+      help: 'Keys quarantined, keys rebuilt from the log, and log entries applied without merging their undecodable sibling set',
+      labelNames: ['event'],
+      registers,
+    })
+    for (const event of ['quarantined', 'repaired', 'skipped_entry'])
+      this.#quarantineEvents.inc({ event }, 0)
   }
 
   /** Records one finished request. */
@@ -119,6 +136,16 @@ export class GatewayMetrics {
       const labels = { partition: String(s.partition), to: String(s.to) }
       this.#shipperBacklog.set(labels, s.backlog)
       this.#shipperLagSeconds.set(labels, s.lagMs / 1000)
+    }
+    const q = status.quarantine
+    if (q !== undefined) {
+      this.#quarantinedKeys.set(q.quarantined)
+      const now = { quarantined: q.detected, repaired: q.repaired, skipped_entry: q.skippedEntries }
+      for (const event of ['quarantined', 'repaired', 'skipped_entry'] as const) {
+        const delta = now[event] - this.#quarantineSeen[event]
+        if (delta > 0) this.#quarantineEvents.inc({ event }, delta)
+      }
+      this.#quarantineSeen = now
     }
   }
 

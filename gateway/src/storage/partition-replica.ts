@@ -7,6 +7,9 @@
  * stable vector `sv` (`sv[d]` = highest origin idx of region `d` applied here) and, at the leader,
  * the HLC and the local counter (`counter == sv[region]`). Every mutation is one atomic batch, so
  * `sv`, log and data always agree, also after a crash.
+ *
+ * A stored value that does not decode quarantines its key at that replica, never the partition:
+ * see `quarantine.ts`.
  */
 import type { CausalContext, Hlc } from '@causeway/core'
 import type { ReplicaSets } from './set-replica.js'
@@ -115,11 +118,25 @@ export interface PartitionReplica {
    */
   apply(entries: readonly LogEntry[]): Promise<void>
 
-  /** The winning version of `key` and the `sv` it was read at. */
+  /**
+   * The winning version of `key` and the `sv` it was read at.
+   * @throws `VALUE_QUARANTINED` when the stored version does not decode (see `quarantine.ts`).
+   */
   read(key: string): Promise<ReplicaRead>
 
-  /** The sibling set of a siblings-namespace `key` and the `sv` it was read at, atomically. */
+  /**
+   * The sibling set of a siblings-namespace `key` and the `sv` it was read at, atomically.
+   * @throws `VALUE_QUARANTINED` when the stored set does not decode (see `quarantine.ts`).
+   */
   readSiblings(key: string): Promise<SiblingRead>
+
+  /**
+   * Rebuilds the stored value of `key` from this replica's log when it does not decode (see
+   * `quarantine.ts`); leaves a value that decodes alone. Resolves `true` when it rebuilt one.
+   * A replica that cannot write its own store (a Redis follower: its leader's repair reaches it
+   * by replication) resolves `false`. Concurrent calls for one key share one repair.
+   */
+  repair(key: string): Promise<boolean>
 
   /** Up to `limit` log entries of `origin` with `idx > afterIdx`, in idx order. */
   readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]>

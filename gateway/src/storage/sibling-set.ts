@@ -10,49 +10,37 @@
  *   applied the same entries holds the same siblings, whatever the order across origins.
  * Anonymous values never reach storage: a write always becomes a dot of its leader's region.
  *
- * Text form (the Redis Lua scripts parse and build the same text, see `replica-scripts.ts`):
- * ```
- * set     = [ entry *( RS entry ) ]              ; "" is the empty set
- * entry   = actor US counter *( US sibling )     ; actors ascending, siblings newest first
- * sibling = ts ( "=" json | "-" )                ; 16 hex digits of HLC, then value or tombstone
- * ```
- * with `RS` = U+001E and `US` = U+001F. Valid JSON text never holds a raw control character, so
- * neither separator can occur inside a value.
+ * The text form, its decoder and the counter bound live in `@causeway/core`
+ * (`sibling-set-codec.ts`, `counter-bounds.ts`), shared with the tests that fuzz them.
  */
 import {
   type CausalContext,
   CausewayError,
   DvvSet,
-  type Hlc,
-  compareDvvActors,
-  isHlc,
+  MAX_SAFE_COUNTER,
+  NO_SIBLINGS,
+  type Sibling,
+  type SiblingSet,
+  checkCausalContext,
+  decodeSiblingSet,
+  encodeSiblingSet,
 } from '@causeway/core'
 import type { LogEntry } from './partition-replica.js'
 
-/** One sibling: a write's value (JSON text) or, without `value`, a delete's tombstone. */
-export interface Sibling {
-  /** The HLC the write's leader stamped it with; with the entry's actor, it names the version. */
-  ts: Hlc
-  value?: string
-}
-
-/** The siblings of one key: a DVV set over regions. Its `anonymous` list is always empty. */
-export type SiblingSet = DvvSet<Sibling>
+export { NO_SIBLINGS, decodeSiblingSet, encodeSiblingSet, type Sibling, type SiblingSet }
 
 /** One sibling with the region that wrote it, as reads list them. */
 export interface SiblingVersion extends Sibling {
   dc: number
 }
 
-/** The set of a key never written. */
-export const NO_SIBLINGS: SiblingSet = Object.freeze({ entries: [], anonymous: [] })
-
-const RS = '\u001e'
-const US = '\u001f'
-
 /**
  * The leader's write: `sibling` as a new dot of `region`, superseding every sibling `context`
  * covers; the others stay. The result is newer than both `local` and `context`.
+ * @throws `CausewayError('INVALID_CONTEXT')` when `context` claims more writes of `region` to
+ * the key than `local` (the region's own leader, the only issuer of its dots) holds: such a
+ * context is forged, and its counter would otherwise become the key's.
+ * @throws `CausewayError('COUNTER_EXHAUSTED')` when the new dot would pass `MAX_SAFE_COUNTER`.
  */
 export function writeSibling(
   local: SiblingSet,
@@ -60,6 +48,20 @@ export function writeSibling(
   sibling: Sibling,
   region: number,
 ): SiblingSet {
+  const own = local.entries.find(([actor]) => actor === region)?.[1] ?? 0
+  const claimed = context.find(([actor]) => actor === region)?.[1] ?? 0
+  if (claimed > own)
+    throw new CausewayError(
+      'INVALID_CONTEXT',
+      `invalid causeway-context: it names write ${claimed} of region ${region} to this key, which has had ${own}`,
+      { region, claimed, written: own },
+    )
+  if (own >= MAX_SAFE_COUNTER)
+    throw new CausewayError(
+      'COUNTER_EXHAUSTED',
+      `the key's counter for region ${region} is at ${own}, the most there can be: it takes no more writes in this region`,
+      { region, counter: own },
+    )
   return DvvSet.update(DvvSet.new(context, sibling), local, region)
 }
 
@@ -112,108 +114,30 @@ export function listSiblings(set: SiblingSet): SiblingVersion[] {
 
 /**
  * Checks a context against a cluster of `regions` regions: region ids below it, ascending,
- * counters ≥ 1 (what `decodeCausalContext` guarantees for a context off the wire).
+ * counters in `1..MAX_SAFE_COUNTER` (what `decodeCausalContext` guarantees for a context off
+ * the wire).
  * @throws `CausewayError('INVALID_CONTEXT')` otherwise.
  */
 export function checkContext(context: CausalContext, regions: number): void {
-  let previous = -1
-  for (const pair of context) {
-    const [actor, counter] = pair
-    if (
-      !Number.isInteger(actor) ||
-      actor <= previous ||
-      actor >= regions ||
-      !Number.isSafeInteger(counter) ||
-      counter < 1
-    ) {
-      throw new CausewayError(
-        'INVALID_CONTEXT',
-        `invalid causal context ${JSON.stringify(context)} for a cluster of ${regions} regions`,
-      )
-    }
-    previous = actor
-  }
+  checkCausalContext(context, regions)
 }
 
 /**
- * Checks the set a log entry carries, before a replica queues it: it must parse (actors below
- * `regions`) and hold the entry's own write, the newest sibling of its origin stamped with the
- * entry's ts. So a bad peer gets an error instead of corrupting a replica.
+ * The set a sibling write's log entry carries, decoded: it must parse (actors below `regions`,
+ * counters within bounds) and hold the entry's own write, the newest sibling of its origin
+ * stamped with the entry's ts. A replica merges only such a set; an entry whose set fails here is
+ * logged without being merged, and reported (`quarantine.ts`): refusing it would stop its
+ * partition's replication at that entry for good.
  * @throws `CausewayError('INVALID_REQUEST')` otherwise.
  */
-export function checkLoggedSiblings(entry: LogEntry, regions: number): void {
-  if (entry.siblings === undefined) return
-  if (typeof entry.siblings !== 'string' || entry.value !== undefined)
-    throw malformed(`entry ${entry.origin}:${entry.idx} has both a value and a sibling set`)
-  const set = decodeSiblingSet(entry.siblings, regions)
+export function decodeLoggedSiblings(entry: LogEntry, regions: number): SiblingSet {
+  const set = decodeSiblingSet(entry.siblings ?? '', regions)
   const own = set.entries.find(([actor]) => actor === entry.origin)
   if (own?.[2][0]?.ts !== entry.ts)
     throw malformed(`entry ${entry.origin}:${entry.idx} carries a set without its own write`)
-}
-
-/** The text form of a set (see the module comment). */
-export function encodeSiblingSet(set: SiblingSet): string {
-  if (set.anonymous.length > 0) throw bug('a stored sibling set holds no anonymous values')
-  const entries: string[] = []
-  for (const [actor, counter, siblings] of set.entries) {
-    let text = `${actor}${US}${counter}`
-    for (const s of siblings) {
-      if (s.value === undefined) text += `${US}${s.ts}-`
-      else {
-        if (s.value.includes(RS) || s.value.includes(US))
-          throw bug('a value holds a raw control character')
-        text += `${US}${s.ts}=${s.value}`
-      }
-    }
-    entries.push(text)
-  }
-  return entries.join(RS)
-}
-
-/**
- * Parses the text form strictly: actors ascending non-negative integers (below `regions` when
- * given), counters ≥ 1 and at least the number of siblings, well-formed HLCs.
- * @throws `CausewayError('INVALID_REQUEST')` on anything else (a corrupt store or a bad peer).
- */
-export function decodeSiblingSet(text: string, regions?: number): SiblingSet {
-  if (text === '') return NO_SIBLINGS
-  const entries: [number, number, Sibling[]][] = []
-  let previous: number | undefined
-  for (const part of text.split(RS)) {
-    const fields = part.split(US)
-    const actor = decimal(fields[0])
-    const counter = decimal(fields[1])
-    if (actor === undefined || (regions !== undefined && actor >= regions))
-      throw malformed(`bad actor ${JSON.stringify(fields[0])}`)
-    if (previous !== undefined && compareDvvActors(previous, actor) >= 0)
-      throw malformed('actors not ascending')
-    if (counter === undefined || counter < 1 || counter < fields.length - 2)
-      throw malformed(`bad counter ${JSON.stringify(fields[1])}`)
-    const siblings: Sibling[] = []
-    for (let i = 2; i < fields.length; i++) {
-      const field = fields[i]!
-      const ts = field.slice(0, 16)
-      const mark = field[16]
-      if (!isHlc(ts) || (mark === '-' ? field.length !== 17 : mark !== '='))
-        throw malformed(`bad sibling of actor ${actor}`)
-      siblings.push(mark === '-' ? { ts } : { ts, value: field.slice(17) })
-    }
-    entries.push([actor, counter, siblings])
-    previous = actor
-  }
-  return { entries, anonymous: [] }
-}
-
-function decimal(text: string | undefined): number | undefined {
-  if (text === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(text)) return undefined
-  const n = Number(text)
-  return Number.isSafeInteger(n) ? n : undefined
+  return set
 }
 
 function malformed(why: string): CausewayError {
   return new CausewayError('INVALID_REQUEST', `malformed sibling set: ${why}`)
-}
-
-function bug(why: string): CausewayError {
-  return new CausewayError('INTERNAL', `sibling set: ${why}`)
 }

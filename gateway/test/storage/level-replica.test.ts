@@ -5,22 +5,36 @@ import { type CausewayError, HLC_ZERO } from '@causeway/core'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
+import { dataKey, siblingsKey } from '../../src/storage/level/level-layout.js'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
 import { replicaCompliance } from './replica-compliance.js'
+
+// Damages a stored value in an open store, as a bad disk or an older version would.
+function corrupter(db: StringLevel) {
+  return (key: string, kind: 'siblings' | 'version', text: string) =>
+    db.put(kind === 'siblings' ? siblingsKey(key) : dataKey(key), text)
+}
 
 replicaCompliance('level: memory-level', async (shape) => {
   const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
   return {
     replica: (options) => new LevelPartitionReplica({ ...shape, ...options, db }),
+    corrupt: corrupter(db),
     destroy: async () => {},
   }
 })
 
 replicaCompliance('level: classic-level', async (shape) => {
   const location = await mkdtemp(join(tmpdir(), 'causeway-replica-'))
+  // One store object that every replica opens and closes again, so a test can reach its data.
+  const db = new ClassicLevel<string, string>(location)
   return {
-    replica: (options) => new LevelPartitionReplica({ ...shape, ...options, location }),
-    destroy: () => rm(location, { recursive: true, force: true }),
+    replica: (options) => new LevelPartitionReplica({ ...shape, ...options, db }),
+    corrupt: corrupter(db),
+    destroy: async () => {
+      if (db.status === 'open') await db.close()
+      await rm(location, { recursive: true, force: true })
+    },
   }
 })
 

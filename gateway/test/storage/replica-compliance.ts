@@ -6,9 +6,22 @@
  * and reopened before the test and again before each check that `restart()` guards, so what is
  * checked is also what survives a restart.
  */
-import { type CausalContext, HLC_ZERO, type Hlc, hlcFrom, hlcMillis } from '@causeway/core'
+import {
+  type CausalContext,
+  HLC_ZERO,
+  type Hlc,
+  MAX_SAFE_COUNTER,
+  hlcFrom,
+  hlcMillis,
+} from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import type {
+  QuarantineEvent,
+  QuarantinePlace,
+  QuarantineSink,
+  SkippedEntryEvent,
+} from '../../src/storage/quarantine.js'
 import {
   NO_SIBLINGS,
   type SiblingSet,
@@ -31,7 +44,13 @@ export interface ReplicaShape {
 /** One backend store of one replica, which can be opened again and again. */
 export interface ReplicaStore {
   /** A new, unopened replica object over this store's data (the same data on every call). */
-  replica(options?: { now?: () => number }): PartitionReplica
+  replica(options?: { now?: () => number; quarantine?: QuarantineSink }): PartitionReplica
+  /**
+   * Overwrites the stored value of `key` behind the replica's back, as a damaged store or an
+   * older, buggy version would leave it: its sibling set's text, or its version (on Redis, the
+   * version's `ts` field), becomes `text`. The replica suite needs it; the set suite does not.
+   */
+  corrupt?(key: string, kind: 'siblings' | 'version', text: string): Promise<void>
   /** Removes what the store left behind, once its replicas are closed. */
   destroy(): Promise<void>
 }
@@ -64,16 +83,28 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
   describe.each(['fresh', 'reopened'] as const)(`${name} (%s replica)`, (mode) => {
     const stores: ReplicaStore[] = []
     const opened: PartitionReplica[] = []
+    // What the replicas of the running test reported (quarantine.ts).
+    const reported = {
+      quarantined: [] as QuarantineEvent[],
+      repaired: [] as QuarantinePlace[],
+      skipped: [] as SkippedEntryEvent[],
+    }
+    const quarantine: QuarantineSink = {
+      quarantined: (e) => reported.quarantined.push(e),
+      repaired: (e) => reported.repaired.push(e),
+      skipped: (e) => reported.skipped.push(e),
+    }
 
     afterEach(async () => {
       for (const r of opened.splice(0)) await r.close()
       for (const s of stores.splice(0)) await s.destroy()
+      for (const list of Object.values(reported)) list.length = 0
     })
 
     const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
 
     async function openOn(store: ReplicaStore, now?: () => number): Promise<PartitionReplica> {
-      const r = store.replica(now ? { now } : {})
+      const r = store.replica(now ? { now, quarantine } : { quarantine })
       opened.push(r)
       storeOf.set(r, store)
       await r.open()
@@ -653,38 +684,237 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect(r.sv()).toEqual([0, 0, 0])
       })
 
-      it('refuses malformed sibling entries and foreign contexts without applying anything', async () => {
+      it('refuses malformed entries and foreign contexts without applying anything', async () => {
         const { r } = await fresh(1)
         const ts = tsIn(0)
         const good = encodeSiblingSet({ entries: [[0, 1, [{ ts, value: '1' }]]], anonymous: [] })
         const bad: LogEntry[] = [
-          { ...entry(0, 1, 'k:1', undefined, ts), siblings: 'x' },
-          { ...entry(0, 1, 'k:1', undefined, ts), siblings: `0\u001f0` },
-          { ...entry(0, 1, 'k:1', undefined, ts), siblings: `9\u001f1\u001f${ts}=1` },
-          // A set without the entry's own write.
-          { ...entry(0, 1, 'k:1', undefined, tsIn(5)), siblings: good },
           { ...entry(0, 1, 'k:1', '1', ts), siblings: good },
+          { ...entry(0, 1, 'k:1', '', ts) },
+          { ...entry(0, Number.MAX_SAFE_INTEGER, 'k:1', '1', ts) },
+          { ...entry(0, 1, 'k:1', '1', 'ffffffffffffffff0' as Hlc) },
+          { ...entry(0, 1, '', '1', ts) },
         ]
         for (const e of bad) {
           await expect(r.receive(0, [e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
           await expect(r.apply([e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
         }
         expect(r.sv()).toEqual([0, 0, 0])
-        await expect(r.writeSibling('k:1', '1', HLC_ZERO, [[3, 1]])).rejects.toMatchObject({
-          code: 'INVALID_CONTEXT',
-        })
-        await expect(
-          r.writeSibling('k:1', '1', HLC_ZERO, [
+        for (const context of [
+          [[3, 1]],
+          [
             [1, 2],
             [0, 1],
-          ]),
-        ).rejects.toMatchObject({ code: 'INVALID_CONTEXT' })
+          ],
+          [[0, MAX_SAFE_COUNTER + 1]],
+          [[0, 0]],
+        ] as CausalContext[])
+          await expect(r.writeSibling('k:1', '1', HLC_ZERO, context)).rejects.toMatchObject({
+            code: 'INVALID_CONTEXT',
+          })
         expect(r.sv()).toEqual([0, 0, 0])
+        expect(await r.readLog(1, 0, 10)).toEqual([])
         // The well-formed entry still applies.
         expect(await r.receive(0, [{ ...entry(0, 1, 'k:1', undefined, ts), siblings: good }])).toBe(
           1,
         )
         expect(await siblingsOf(r, 'k:1')).toEqual([[0, '1']])
+      })
+
+      it('logs an entry whose set does not decode without merging it, and reports it', async () => {
+        const ts = (i: number) => tsIn(0, i)
+        const good = (i: number) =>
+          encodeSiblingSet({ entries: [[0, i, [{ ts: ts(i), value: String(i) }]]], anonymous: [] })
+        const undecodable = [
+          'x',
+          '0\u001f0',
+          `9\u001f1\u001f${ts(3)}=1`,
+          // Counter 2^53 - 1: its leader's next dot would be past the bound (issue 12).
+          `0\u001f${Number.MAX_SAFE_INTEGER}\u001f${ts(4)}=1`,
+          // A set without the entry's own write.
+          good(1),
+        ]
+        const entries: LogEntry[] = undecodable.map((siblings, i) => ({
+          ...entry(0, i + 1, 'k:1', undefined, ts(i + 1)),
+          siblings,
+        }))
+        entries.push({ ...entry(0, 6, 'k:1', undefined, ts(6)), siblings: good(6) })
+        for (const ingest of ['receive', 'apply'] as const) {
+          const { r } = await fresh(1)
+          reported.skipped.length = 0
+          if (ingest === 'receive') expect(await r.receive(0, entries)).toBe(6)
+          else await r.apply(entries)
+          // Replication went on: sv past them all, the log as it came, the last entry merged.
+          expect(r.sv()).toEqual([6, 0, 0])
+          expect(await r.readLog(0, 0, 10)).toEqual(entries)
+          expect(await siblingsOf(r, 'k:1')).toEqual([[0, '6']])
+          expect(reported.skipped.map((e) => [e.origin, e.idx, e.key])).toEqual(
+            [1, 2, 3, 4, 5].map((idx) => [0, idx, 'k:1']),
+          )
+        }
+      })
+
+      it('refuses a context that names writes of the region the key never had, leaving no trace', async () => {
+        let { r } = await fresh()
+        await r.writeSibling('k:1', '"a"', HLC_ZERO, [])
+        await r.writeSibling('k:1', '"b"', HLC_ZERO, [])
+        // Refused in the middle of other writes: the others take consecutive idx, nothing else.
+        const results = await Promise.allSettled([
+          r.writeSibling('k:1', '"c"', HLC_ZERO, [[0, 2]]),
+          r.writeSibling('k:1', '"forged"', HLC_ZERO, [[0, 9]]),
+          r.write('other', '"x"', HLC_ZERO),
+          r.writeSibling('k:2', '"forged"', HLC_ZERO, [[0, 1]]),
+          r.writeSibling('k:1', '"d"', HLC_ZERO, []),
+        ])
+        expect(results.map((x) => x.status)).toEqual([
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+        ])
+        for (const i of [1, 3])
+          expect((results[i] as PromiseRejectedResult).reason).toMatchObject({
+            code: 'INVALID_CONTEXT',
+          })
+        const written = results
+          .filter((x): x is PromiseFulfilledResult<LogEntry> => x.status === 'fulfilled')
+          .map((x) => x.value)
+        expect(written.map((e) => e.idx)).toEqual([3, 4, 5])
+        r = await restart(r)
+        expect(r.sv()).toEqual([5, 0, 0])
+        expect((await r.readLog(0, 0, 10)).map((e) => [e.idx, e.key])).toEqual([
+          [1, 'k:1'],
+          [2, 'k:1'],
+          [3, 'k:1'],
+          [4, 'other'],
+          [5, 'k:1'],
+        ])
+        expect(await siblingsOf(r, 'k:1')).toEqual([
+          [0, '"c"'],
+          [0, '"d"'],
+        ])
+        expect(await siblingsOf(r, 'k:2')).toEqual([])
+        // The next write takes the next idx.
+        expect((await r.write('next', '1', HLC_ZERO)).idx).toBe(6)
+      })
+
+      it('refuses a write whose dot would pass the counter bound', async () => {
+        let { r } = await fresh()
+        // Another region's leader took a context that named this region's counter at the bound.
+        const ts = tsIn(0)
+        const siblings = encodeSiblingSet({
+          entries: [
+            [0, MAX_SAFE_COUNTER, []],
+            [1, 1, [{ ts, value: '"far"' }]],
+          ],
+          anonymous: [],
+        })
+        expect(await r.receive(1, [{ ...entry(1, 1, 'k:1', undefined, ts), siblings }])).toBe(1)
+        for (const context of [[], [[1, 1]]] as CausalContext[])
+          await expect(r.writeSibling('k:1', '"x"', HLC_ZERO, context)).rejects.toMatchObject({
+            code: 'COUNTER_EXHAUSTED',
+          })
+        r = await restart(r)
+        expect(r.sv()).toEqual([0, 1, 0])
+        expect(await siblingsOf(r, 'k:1')).toEqual([[1, '"far"']])
+        // Other keys are written as ever.
+        expect((await r.writeSibling('k:2', '"y"', HLC_ZERO, [])).idx).toBe(1)
+      })
+    })
+
+    describe('quarantine', () => {
+      // Each key once: a replica may report a key again when its repair finds it still bad.
+      const quarantinedKeys = () => [
+        ...new Set(reported.quarantined.map((e) => `${e.key}/${e.kind}`)),
+      ]
+
+      async function siblingsOf(r: PartitionReplica, key: string) {
+        const { siblings } = await r.readSiblings(key)
+        return listSiblings(siblings).map((s) => [s.dc, s.value])
+      }
+
+      it('quarantines a sibling set that does not decode, then rebuilds it from the log', async () => {
+        const { r, store } = await fresh()
+        await r.writeSibling('k:q', '"a"', HLC_ZERO, [])
+        await r.writeSibling('k:q', '"b"', HLC_ZERO, [])
+        await r.writeSibling('k:other', '"o"', HLC_ZERO, [])
+        const before = await r.readSiblings('k:q')
+        // What an older version wrote after a forged context: a counter of 2^53.
+        await store.corrupt!('k:q', 'siblings', `0\u001f${2 ** 53}\u001f${tsIn(0)}=1`)
+        await expect(r.readSiblings('k:q')).rejects.toMatchObject({
+          code: 'VALUE_QUARANTINED',
+          status: 500,
+          details: { key: 'k:q', partition: 0, replica: 0 },
+        })
+        expect(quarantinedKeys()).toEqual(['k:q/siblings'])
+        expect(reported.quarantined[0]).toMatchObject({ partition: 0, replica: 0, region: 0 })
+        expect(reported.quarantined[0]!.reason).toMatch(/bad counter/)
+        // Other keys, and writes of them, go on.
+        expect(await siblingsOf(r, 'k:other')).toEqual([[0, '"o"']])
+        expect((await r.write('lww', '1', HLC_ZERO)).idx).toBe(4)
+        await r.repair('k:q')
+        expect((await r.readSiblings('k:q')).siblings).toEqual(before.siblings)
+        expect(reported.repaired.map((e) => e.key)).toContain('k:q')
+        expect(await r.repair('k:q')).toBe(false) // nothing left to repair
+      })
+
+      it('quarantines a version that does not decode, then rebuilds it from the log', async () => {
+        const { r, store } = await fresh()
+        await r.write('v:q', '"a"', HLC_ZERO)
+        const b = await r.write('v:q', '"b"', HLC_ZERO)
+        await r.write('v:deleted', '"x"', HLC_ZERO)
+        const gone = await r.write('v:deleted', undefined, HLC_ZERO)
+        await store.corrupt!('v:q', 'version', 'garbage')
+        await store.corrupt!('v:deleted', 'version', 'zz')
+        for (const key of ['v:q', 'v:deleted'])
+          await expect(r.read(key)).rejects.toMatchObject({ code: 'VALUE_QUARANTINED' })
+        expect(quarantinedKeys()).toEqual(['v:q/version', 'v:deleted/version'])
+        await r.repair('v:q')
+        await r.repair('v:deleted')
+        expect((await r.read('v:q')).version).toEqual({ value: '"b"', ts: b.ts, dc: 0 })
+        expect((await r.read('v:deleted')).version).toEqual({ ts: gone.ts, dc: 0 })
+      })
+
+      it('keeps applying entries of a quarantined key, and the rebuild holds them', async () => {
+        const { r, store } = await fresh()
+        await r.writeSibling('k:q', '"a"', HLC_ZERO, [])
+        await store.corrupt!('k:q', 'siblings', 'not a set')
+        await expect(r.readSiblings('k:q')).rejects.toMatchObject({ code: 'VALUE_QUARANTINED' })
+        // Region 1 wrote the key concurrently; its entry arrives while the key is quarantined.
+        const ts = tsIn(0)
+        const shipped = encodeSiblingSet({
+          entries: [[1, 1, [{ ts, value: '"far"' }]]],
+          anonymous: [],
+        })
+        expect(
+          await r.receive(1, [{ ...entry(1, 1, 'k:q', undefined, ts), siblings: shipped }]),
+        ).toBe(1)
+        expect(await r.receive(1, [entry(1, 2, 'lww', '"l"', tsIn(0, 1))])).toBe(2)
+        expect(r.sv()).toEqual([1, 2, 0])
+        await r.repair('k:q')
+        expect(await siblingsOf(r, 'k:q')).toEqual([
+          [0, '"a"'],
+          [1, '"far"'],
+        ])
+        expect((await r.read('lww')).version?.value).toBe('"l"')
+      })
+
+      it('repairs a quarantined key when it is written, and the write applies to what it was', async () => {
+        const { r, store } = await fresh()
+        await r.writeSibling('k:q', '"a"', HLC_ZERO, [])
+        await r.writeSibling('k:q', '"b"', HLC_ZERO, [])
+        const seen = contextOf((await r.readSiblings('k:q')).siblings)
+        await store.corrupt!('k:q', 'siblings', `0\u001f${2 ** 53}`)
+        const written = await r.writeSibling('k:q', '"c"', HLC_ZERO, [[0, 1]])
+        expect(written.idx).toBe(3)
+        expect(await siblingsOf(r, 'k:q')).toEqual([
+          [0, '"b"'],
+          [0, '"c"'],
+        ])
+        await r.writeSibling('k:q', '"d"', HLC_ZERO, [[0, 3]])
+        expect(await siblingsOf(r, 'k:q')).toEqual([[0, '"d"']])
+        expect(seen).toEqual([[0, 2]])
       })
     })
 

@@ -8,11 +8,13 @@
  * ```
  * format    1 byte   CAUSAL_CONTEXT_FORMAT (0xC1: high nibble C = causal context, low = version 1)
  * count     varint   number of entries
- * entries   count × (actor varint, counter varint), actors strictly ascending, counters ≥ 1
+ * entries   count × (actor varint, counter varint), actors strictly ascending,
+ *           counters in 1..MAX_SAFE_COUNTER (2^53 - 2, so the leader's next dot stays exact)
  * ```
  * e.g. `[[0, 3], [2, 1]]` is `C1 02 00 03 02 01`, `wQIAAwIB` in base64url. No `Buffer`: this
  * module runs in browsers too.
  */
+import { MAX_SAFE_COUNTER, isSafeCounter } from './counter-bounds.js'
 import type { CausalContext } from './dvvset.js'
 import { CausewayError } from './errors.js'
 
@@ -165,14 +167,41 @@ function checkEntry(
       actor === previous ? `actor ${actor} appears twice` : 'actors are not in ascending order',
     )
   }
-  if (!Number.isSafeInteger(counter) || counter < 1)
-    throw invalid(`counter ${counter} of actor ${actor} out of range`)
+  // A context of 2^53 - 1 would make the leader's next dot 2^53: refused here, before any plan.
+  if (!isSafeCounter(counter))
+    throw invalid(`counter ${counter} of actor ${actor} out of range (1..${MAX_SAFE_COUNTER})`)
+}
+
+/**
+ * Checks a context given as data (not decoded from the wire) against a cluster of `regions`
+ * regions, by the rules {@link decodeCausalContext} applies: an array of `[actor, counter]` pairs,
+ * actors region ids in strictly ascending order, counters in `1..MAX_SAFE_COUNTER`.
+ * @throws `CausewayError('INVALID_CONTEXT')` otherwise.
+ */
+export function checkCausalContext(
+  context: unknown,
+  regions: number,
+): asserts context is CausalContext<number> {
+  if (!Array.isArray(context)) throw invalid('not an array of [actor, counter] pairs')
+  if (context.length > regions)
+    throw invalid(`${context.length} entries for a cluster of ${regions} regions`)
+  let previous = -1
+  for (const pair of context as unknown[]) {
+    if (!Array.isArray(pair) || pair.length !== 2)
+      throw invalid('an entry is not an [actor, counter] pair')
+    const [actor, counter] = pair as [unknown, unknown]
+    if (typeof actor !== 'number' || typeof counter !== 'number')
+      throw invalid('an entry is not an [actor, counter] pair of numbers')
+    checkEntry(actor, counter, previous, regions)
+    previous = actor
+  }
 }
 
 /**
  * The binary form of a context (see the module comment for the layout).
  * @throws `CausewayError('INVALID_CONTEXT')` when `context` is not a valid version vector: actors
- * must be non-negative safe integers in strictly ascending order, counters safe integers ≥ 1.
+ * must be non-negative safe integers in strictly ascending order, counters in
+ * `1..MAX_SAFE_COUNTER`.
  */
 export function encodeCausalContextBytes(context: CausalContext<number>): Uint8Array {
   let length = 1 + varintLength(context.length)
@@ -195,8 +224,8 @@ export function encodeCausalContextBytes(context: CausalContext<number>): Uint8A
 /**
  * Decodes the binary form strictly. Anything but exactly one well-formed context of the current
  * format is rejected: a wrong format/version byte, truncated input, trailing bytes, non-minimal
- * or out-of-range varints, duplicate or unsorted actors, actors outside `regions`, counters of 0,
- * input longer than `maxBytes`.
+ * or out-of-range varints, duplicate or unsorted actors, actors outside `regions`, counters of 0
+ * or above `MAX_SAFE_COUNTER`, input longer than `maxBytes`.
  * @throws `CausewayError('INVALID_CONTEXT')` on any of those.
  */
 export function decodeCausalContextBytes(

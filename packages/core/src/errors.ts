@@ -35,8 +35,16 @@ export const ERROR_CODES = {
   VECTOR_UNREACHABLE: 400,
   /** The session was made against an older epoch of this partition: writes may have been lost. */
   EPOCH_MISMATCH: 409,
-  /** A causal context (`causeway-context`) is malformed, oversized or of another format. */
+  /**
+   * A causal context (`causeway-context`) is malformed, oversized or of another format, names a
+   * region the cluster lacks, a counter above 2^53 - 2, or writes of a region that region never made.
+   */
   INVALID_CONTEXT: 400,
+  /**
+   * A siblings key's counter for this region cannot grow any more (2^53 - 2): it takes no more
+   * writes in this region. Only a forged context can drive a counter there.
+   */
+  COUNTER_EXHAUSTED: 409,
   /** A set element is not a UTF-8 string of at most 1 KiB, or a set batch is too large. */
   INVALID_ELEMENT: 400,
   /** A serialised session is malformed. */
@@ -66,6 +74,13 @@ export const ERROR_CODES = {
   TIMEOUT: 504,
   /** The SDK could not reach the gateway. */
   NETWORK_ERROR: 503,
+  /**
+   * The replica serving the request holds a value of this key that it cannot decode (corrupt, or
+   * written by an older, buggy version). The key is quarantined: reported, counted and listed in
+   * `GET /v1/status`, and rebuilt from the replica's log in the background; other keys are not
+   * affected. Nothing was read or written.
+   */
+  VALUE_QUARANTINED: 500,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

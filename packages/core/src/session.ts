@@ -13,6 +13,7 @@ import {
   writeFollowsReads,
   writeFollowsWrites,
 } from './consistency.js'
+import { MAX_SAFE_COUNTER } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 import { HLC_ZERO, type Hlc, hlcMax, isHlc } from './hlc.js'
 import { type ReadNeed, maxInto } from './vector.js'
@@ -270,8 +271,7 @@ function parseSessionJSON(data: unknown): Session {
   const vector = (v: unknown, what: string): number[] => {
     if (!Array.isArray(v) || v.length !== regions)
       throw bad(`${what} must be an array of ${regions} indexes`)
-    for (const x of v)
-      if (!isCount(x, 0, Number.MAX_SAFE_INTEGER)) throw bad(`${what} holds a non-index`)
+    for (const x of v) if (!isCount(x, 0, MAX_SAFE_COUNTER)) throw bad(`${what} holds a non-index`)
     return v as number[]
   }
   for (const [key, row] of Object.entries(j.p as Record<string, unknown>)) {
@@ -279,7 +279,7 @@ function parseSessionJSON(data: unknown): Session {
       throw bad(`partition ${JSON.stringify(key)} does not exist`)
     if (typeof row !== 'object' || row === null) throw bad(`partition ${key} is not an object`)
     const r = row as Record<string, unknown>
-    if (!isCount(r.e, 1, Number.MAX_SAFE_INTEGER)) throw bad(`partition ${key} has no valid epoch`)
+    if (!isCount(r.e, 1, MAX_SAFE_COUNTER)) throw bad(`partition ${key} has no valid epoch`)
     s.restoreRow(Number(key), r.e, vector(r.r, `p.${key}.r`), vector(r.w, `p.${key}.w`))
   }
   return s

@@ -3,6 +3,7 @@
  * Wire form (`causeway-after` header): `epoch@region:idx,region:idx`, only non-zero entries,
  * e.g. `1@0:12,1:7`. A replica may serve the read once `sv[d] >= need[d]` for every `d`.
  */
+import { MAX_SAFE_COUNTER } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 
 /** A read's requirement: the partition epoch it was built in and a dense vector of length D. */
@@ -64,7 +65,9 @@ const DIGITS = /^(0|[1-9][0-9]{0,15})$/
 function parseNumber(text: string, header: string, what: string): number {
   if (!DIGITS.test(text)) throw invalid(header, `${what} must be a non-negative integer`)
   const n = Number(text)
-  if (!Number.isSafeInteger(n)) throw invalid(header, `${what} is too large`)
+  // The bound of every counter and index (counter-bounds.ts): one more stays a safe integer.
+  if (n > MAX_SAFE_COUNTER)
+    throw invalid(header, `${what} is too large (most: ${MAX_SAFE_COUNTER})`)
   return n
 }
 

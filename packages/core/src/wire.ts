@@ -156,12 +156,39 @@ export const ShipperStatusSchema = Type.Object({
   }),
 })
 
+/** The quarantine section of `GET /v1/status`: stored values a replica could not decode. */
+export const QuarantineStatusSchema = Type.Object({
+  quarantined: Type.Integer({
+    minimum: 0,
+    description: 'keys quarantined now (reads of them fail with VALUE_QUARANTINED)',
+  }),
+  detected: Type.Integer({ minimum: 0, description: 'keys quarantined since the gateway started' }),
+  repaired: Type.Integer({ minimum: 0, description: 'of those, rebuilt from the log since' }),
+  skippedEntries: Type.Integer({
+    minimum: 0,
+    description: 'log entries applied without merging their undecodable sibling set',
+  }),
+  keys: Type.Array(
+    Type.Object({
+      partition: Type.Integer({ minimum: 0 }),
+      replica: Type.Integer({ minimum: 0 }),
+      key: Type.String(),
+      kind: Type.Union([Type.Literal('siblings'), Type.Literal('version')]),
+      reason: Type.String(),
+      since: Type.String({ description: 'when it was quarantined (ISO 8601)' }),
+    }),
+    { description: 'the keys quarantined now (at most 100 listed)' },
+  ),
+})
+export type QuarantineStatus = Static<typeof QuarantineStatusSchema>
+
 /** `GET /v1/status`. */
 export const StatusSchema = Type.Object({
   cluster: Type.String(),
   region: RegionId,
   replicas: Type.Array(ReplicaStatusSchema),
   shippers: Type.Array(ShipperStatusSchema),
+  quarantine: Type.Optional(QuarantineStatusSchema),
 })
 export type Status = Static<typeof StatusSchema>
 export type ReplicaStatus = Static<typeof ReplicaStatusSchema>

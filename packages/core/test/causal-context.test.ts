@@ -9,6 +9,7 @@ import {
   encodeCausalContext,
   encodeCausalContextBytes,
 } from '../src/causal-context.js'
+import { MAX_SAFE_COUNTER } from '../src/counter-bounds.js'
 import { type CausalContext, DvvSet } from '../src/dvvset.js'
 import { CausewayError } from '../src/errors.js'
 
@@ -42,16 +43,19 @@ function expectInvalidText(text: string, why: RegExp, options?: DecodeContextOpt
   expect(rejectedWith(() => decodeCausalContext(text, options)).message).toMatch(why)
 }
 
-/** Valid contexts: strictly ascending actors, counters 1..2^53-1, small values more likely. */
+/** Valid contexts: strictly ascending actors, counters 1..2^53-2, small values more likely. */
 const contextArb: fc.Arbitrary<CausalContext> = fc
   .uniqueArray(fc.oneof(fc.nat(300), fc.integer({ min: 0, max: MAX })), { maxLength: 40 })
   .chain((actors) =>
     fc.tuple(
       fc.constant(actors.sort((a, b) => a - b)),
-      fc.array(fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: MAX })), {
-        minLength: actors.length,
-        maxLength: actors.length,
-      }),
+      fc.array(
+        fc.oneof(fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: MAX_SAFE_COUNTER })),
+        {
+          minLength: actors.length,
+          maxLength: actors.length,
+        },
+      ),
     ),
   )
   .map(([actors, counters]) => actors.map((a, i) => [a, counters[i]!] as const))
@@ -73,7 +77,7 @@ describe('causal context encoding', () => {
     expect(decodeCausalContext('wQA')).toEqual([])
     expect([...encodeCausalContextBytes([[1, 300]])]).toEqual([0xc1, 0x01, 0x01, 0xac, 0x02])
     const big: CausalContext = [
-      [0, MAX],
+      [0, MAX_SAFE_COUNTER],
       [MAX, 2 ** 32 + 1],
     ]
     expect(decodeCausalContext(encodeCausalContext(big))).toEqual(big)
@@ -127,6 +131,7 @@ describe('causal context encoding', () => {
       [[0, 0]],
       [[0, 1.5]],
       [[0, MAX + 1]],
+      [[0, MAX]],
       [['a', 1]],
     ]
     for (const ctx of bad) rejectedWith(() => encodeCausalContextBytes(ctx as CausalContext))
@@ -185,9 +190,13 @@ describe('causal context decoding rejects', () => {
       bytes(0xc1, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01),
       /out of range/,
     )
-    // 2^53 - 1 is the largest accepted.
-    const top = bytes(0xc1, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f)
-    expect(decodeCausalContextBytes(top)).toEqual([[0, MAX]])
+    // 2^53 - 2 is the largest accepted: the leader's next dot, one more, is still exact.
+    const top = bytes(0xc1, 0x01, 0x00, 0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f)
+    expect(decodeCausalContextBytes(top)).toEqual([[0, MAX_SAFE_COUNTER]])
+    // 2^53 - 1: the forged context of issue 12, whose next dot would have been 2^53.
+    const forged = bytes(0xc1, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f)
+    expectInvalidBytes(forged, /counter 9007199254740991 of actor 0 out of range/)
+    expect(Buffer.from(forged).toString('base64url')).toBe('wQEA_________w8')
     expectInvalidBytes(bytes(0xc1, 0x01, 0x03, 0x01), /actor 3 is not a region of this cluster/, {
       regions: 3,
     })
@@ -204,7 +213,7 @@ describe('causal context decoding rejects', () => {
   })
 
   it('oversized input, before decoding it', () => {
-    const many: [number, number][] = Array.from({ length: 500 }, (_, i) => [i, MAX])
+    const many: [number, number][] = Array.from({ length: 500 }, (_, i) => [i, MAX_SAFE_COUNTER])
     const huge = encodeCausalContextBytes(many)
     expect(huge.length).toBeGreaterThan(DEFAULT_MAX_CONTEXT_BYTES)
     expectInvalidBytes(huge, /too large/)

@@ -5,7 +5,13 @@
  * idempotently, and answers the new checkpoint. Only the cluster secret may call them (see
  * `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
  */
-import { CausewayError, ErrorReplySchema, checkKey, type Hlc } from '@causeway/core'
+import {
+  CausewayError,
+  ErrorReplySchema,
+  MAX_SAFE_COUNTER,
+  checkKey,
+  type Hlc,
+} from '@causeway/core'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
@@ -73,7 +79,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
   // Every field of a log entry but its origin (which is in the path): `satisfies` makes the
   // build fail when LogEntry gains a field this endpoint would refuse, so shipping never stalls.
   const entryFields = {
-    idx: Type.Integer({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER }),
+    idx: Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER }),
     key: Type.String({ minLength: 1, maxLength: maxKeyBytes }),
     value: Type.Optional(Type.String({ maxLength: maxValueBytes })),
     ts: Type.String({ pattern: '^[0-9a-f]{16}$' }),

@@ -12,7 +12,7 @@
  * Values are compact strings rather than JSON objects so a value (already JSON text) is never
  * escaped a second time.
  */
-import type { Hlc } from '@causeway/core'
+import { CausewayError, type Hlc, isHlc } from '@causeway/core'
 import type { LogEntry, Version } from '../partition-replica.js'
 
 /** Version of this layout, stored in `meta.format`. */
@@ -84,7 +84,30 @@ export function storedVersionOrderKey(text: string): string {
   return text.slice(0, 18)
 }
 
-/** Inverse of {@link encodeVersion}. */
+/**
+ * Inverse of {@link encodeVersion}, checked: an HLC, a region id below `regions`, then a
+ * tombstone mark or a non-empty value.
+ * @throws `CausewayError('INVALID_REQUEST')` ("malformed version") on anything else: a store that
+ * does not decode, whose key the replica then quarantines.
+ */
+export function decodeStoredVersion(text: string, regions: number): Version {
+  if (!isStoredVersion(text, regions))
+    throw new CausewayError(
+      'INVALID_REQUEST',
+      `malformed version ${JSON.stringify(text.slice(0, 24))}${text.length > 24 ? '…' : ''}`,
+    )
+  return decodeVersion(text)
+}
+
+/** True when `text` is a version {@link decodeStoredVersion} accepts; cheap enough for every write. */
+export function isStoredVersion(text: string, regions: number): boolean {
+  if (text.length < 19 || !isHlc(text.slice(0, 16))) return false
+  const dc = text.slice(16, 18)
+  if (!/^[0-9a-f]{2}$/.test(dc) || parseInt(dc, 16) >= regions) return false
+  return text[18] === TOMBSTONE ? text.length === 19 : text[18] === VALUE && text.length > 19
+}
+
+/** Inverse of {@link encodeVersion}, unchecked: for text this replica wrote and just read. */
 export function decodeVersion(text: string): Version {
   const ts = text.slice(0, 16)
   const dc = parseInt(text.slice(16, 18), 16)

@@ -7,13 +7,22 @@
  * accumulated (see `#drain`), or arrived while the previous batch was being written, as one
  * atomic batch written with `{ sync }` (group commit), and only then advances `sv` in memory and
  * resolves. A failed batch fails the
- * replica: memory is never ahead of disk and no idx is ever skipped.
+ * replica: memory is never ahead of disk and no idx is ever skipped. A sibling write the commit
+ * refuses (a context that claims writes this region never made, a counter at its bound) gives its
+ * idx back: the local writes after it in the batch and the queue move down by one before anything
+ * is stored or acknowledged, so the log stays gapless and the refused write leaves no trace.
+ *
+ * A stored value that does not decode quarantines its key (`quarantine.ts`): reads of it fail with
+ * `VALUE_QUARANTINED` and ask for a repair; a commit that touches the key (an entry for it, or
+ * the repair) first rebuilds it from the log, so the partition never stops on it.
  */
 import {
   type CausalContext,
   CausewayError,
+  DvvSet,
   HybridClock,
   type Hlc,
+  checkLogEntry,
   isHlc,
   HLC_ZERO,
 } from '@causeway/core'
@@ -30,10 +39,16 @@ import type {
   Version,
 } from '../partition-replica.js'
 import {
+  IGNORE_QUARANTINE,
+  type QuarantineKind,
+  type QuarantineSink,
+  quarantinedError,
+} from '../quarantine.js'
+import {
   NO_SIBLINGS,
   type SiblingSet,
   checkContext,
-  checkLoggedSiblings,
+  decodeLoggedSiblings,
   decodeSiblingSet,
   encodeSiblingSet,
   mergeSiblings,
@@ -50,10 +65,11 @@ import {
   type ReplicaMeta,
   dataKey,
   decodeEntry,
-  decodeVersion,
+  decodeStoredVersion,
   encodeEntry,
   encodeMeta,
   encodeVersion,
+  isStoredVersion,
   logKey,
   parseLogKey,
   siblingsKey,
@@ -97,6 +113,21 @@ export interface LevelReplicaOptions {
    * @default logs the error with `console.error`
    */
   onFailure?: (error: CausewayError) => void
+  /**
+   * Where keys whose stored value does not decode, and entries whose sibling set does not, are
+   * reported (`quarantine.ts`).
+   * @default ignores them
+   */
+  quarantine?: QuarantineSink
+}
+
+/** What a commit stores, and what it refused or repaired on the way. */
+interface CommitPlan {
+  ops?: StoreOp[]
+  /** Local sibling writes refused, with why; they gave their idx back. */
+  refused: Map<LogEntry, CausewayError>
+  /** Keys rebuilt from the log. */
+  repaired: Set<string>
 }
 
 /** A leader's sibling write, turned into the entry's set when its batch commits. */
@@ -111,6 +142,8 @@ type Mutation =
   | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
   // No entry: a commit for the sets' pending compaction (see level-sets.ts).
   | { kind: 'sets'; settle: Settle<void> }
+  // No entry: rebuild a key whose stored value does not decode (see quarantine.ts).
+  | { kind: 'repair'; key: string; settle: Settle<boolean> }
 
 interface Settle<T> {
   resolve: (value: T) => void
@@ -135,6 +168,9 @@ export class LevelPartitionReplica implements PartitionReplica {
   // classic-level reads `sync`; abstract-level's option types do not declare it.
   readonly #durable: AbstractBatchOptions<string, string> & { sync: boolean }
   readonly #onFailure: (error: CausewayError) => void
+  readonly #quarantine: QuarantineSink
+  /** Repairs asked for and not yet committed, by key: concurrent asks share one. */
+  readonly #repairs = new Map<string, Promise<boolean>>()
 
   #state: State = 'new'
   #failure: CausewayError | undefined
@@ -162,6 +198,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     this.#now = options.now ?? Date.now
     this.#durable = { sync: options.sync ?? true }
     this.#onFailure = options.onFailure ?? ((error) => console.error(error))
+    this.#quarantine = options.quarantine ?? IGNORE_QUARANTINE
     if (options.db) {
       this.#db = options.db
       this.backend = `level:${options.db.constructor.name}`
@@ -304,13 +341,13 @@ export class LevelPartitionReplica implements PartitionReplica {
         invalid(`cannot receive entries of origin ${origin} in region ${this.region}`),
       )
     }
-    const bad = entries.find((e) => e.origin !== origin || !isValidEntry(e, this.#regions))
+    const bad = entries.find((e) => e.origin !== origin)
     if (bad)
       return Promise.reject(
         invalid(`malformed entry ${bad.origin}:${bad.idx} shipped as origin ${origin}`),
       )
     try {
-      for (const e of entries) checkLoggedSiblings(e, this.#regions)
+      for (const e of entries) checkLogEntry(e, this.#regions)
       for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
     } catch (error) {
       return Promise.reject(error)
@@ -321,10 +358,8 @@ export class LevelPartitionReplica implements PartitionReplica {
   apply(entries: readonly LogEntry[]): Promise<void> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    const bad = entries.find((e) => !isValidEntry(e, this.#regions))
-    if (bad) return Promise.reject(invalid(`malformed entry ${bad.origin}:${bad.idx}`))
     try {
-      for (const e of entries) checkLoggedSiblings(e, this.#regions)
+      for (const e of entries) checkLogEntry(e, this.#regions)
       for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
     } catch (error) {
       return Promise.reject(error)
@@ -339,7 +374,12 @@ export class LevelPartitionReplica implements PartitionReplica {
     const [meta, stored] = await this.#db.getMany([META_KEY, dataKey(key)])
     if (meta === undefined) throw new Error(`${this.#name()} lost its meta record`)
     const { sv } = JSON.parse(meta) as ReplicaMeta
-    return { version: stored === undefined ? undefined : decodeVersion(stored), sv }
+    if (stored === undefined) return { version: undefined, sv }
+    try {
+      return { version: decodeStoredVersion(stored, this.#regions), sv }
+    } catch (error) {
+      throw this.#quarantined(key, 'version', error)
+    }
   }
 
   async readSiblings(key: string): Promise<SiblingRead> {
@@ -348,7 +388,40 @@ export class LevelPartitionReplica implements PartitionReplica {
     const [meta, stored] = await this.#db.getMany([META_KEY, siblingsKey(key)])
     if (meta === undefined) throw new Error(`${this.#name()} lost its meta record`)
     const { sv } = JSON.parse(meta) as ReplicaMeta
-    return { siblings: stored === undefined ? NO_SIBLINGS : decodeSiblingSet(stored), sv }
+    if (stored === undefined) return { siblings: NO_SIBLINGS, sv }
+    try {
+      return { siblings: decodeSiblingSet(stored, this.#regions), sv }
+    } catch (error) {
+      throw this.#quarantined(key, 'siblings', error)
+    }
+  }
+
+  repair(key: string): Promise<boolean> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    let repairing = this.#repairs.get(key)
+    if (repairing === undefined) {
+      repairing = this.#enqueue<boolean>((settle) => ({ kind: 'repair', key, settle })).finally(
+        () => this.#repairs.delete(key),
+      )
+      this.#repairs.set(key, repairing)
+    }
+    return repairing
+  }
+
+  // Reports a key whose stored value does not decode, asks for its repair, and returns the error
+  // the read fails with.
+  #quarantined(key: string, kind: QuarantineKind, cause: unknown): CausewayError {
+    this.#reportQuarantined(key, kind, cause)
+    this.repair(key).catch(() => {}) // a closing or failed replica: the next read asks again
+    return quarantinedError({
+      region: this.region,
+      partition: this.partition,
+      replica: this.replica,
+      key,
+      kind,
+      reason: '',
+    })
   }
 
   async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
@@ -461,6 +534,8 @@ export class LevelPartitionReplica implements PartitionReplica {
     const sv = [...this.#sv]
     const accepted: LogEntry[] = []
     const siblingWrites = new Map<LogEntry, SiblingWrite>()
+    const local = new Set<LogEntry>()
+    const repairs = new Set<string>()
     for (const m of mutations) {
       if (m.kind === 'write') {
         // Stamped in call order and committed in queue order, so this always holds.
@@ -471,6 +546,7 @@ export class LevelPartitionReplica implements PartitionReplica {
         }
         sv[this.region] = m.entry.idx
         accepted.push(m.entry)
+        local.add(m.entry)
         if (m.sibling) siblingWrites.set(m.entry, m.sibling)
       } else if (m.kind === 'receive') {
         for (const entry of m.entries) {
@@ -492,26 +568,45 @@ export class LevelPartitionReplica implements PartitionReplica {
           accepted.push(entry)
           this.#clock.observe(entry.ts)
         }
-      }
+      } else if (m.kind === 'repair') repairs.add(m.key)
     }
 
     // A local write's ts came from this clock: only other replicas' entries move it.
     const compact = mutations.some((m) => m.kind === 'sets')
-    if (accepted.length > 0 || compact) {
-      await this.#store(await this.#operations(accepted, siblingWrites, sv, compact))
+    let plan: CommitPlan = { refused: new Map(), repaired: new Set() }
+    if (accepted.length > 0 || compact || repairs.size > 0) {
+      plan = await this.#operations({ accepted, local, siblingWrites, sv, compact, repairs })
+      await this.#store(plan.ops!)
       this.#sets.committed() // before anything is acknowledged: `has` reads its cache
+    }
+    const { refused, repaired } = plan
+    // Refused writes gave their idx back (see #operations): so do the writes queued after them.
+    if (refused.size > 0) {
+      for (const m of this.#queue) if (m.kind === 'write') m.entry.idx -= refused.size
+      this.#counter -= refused.size
     }
 
     const advanced = sv.some((idx, d) => idx !== this.#sv[d])
-    for (const entry of accepted) this.#tails[entry.origin]!.append(entry)
+    for (const entry of accepted) if (!refused.has(entry)) this.#tails[entry.origin]!.append(entry)
     this.#sv = sv
     // A follower that applied its own region's entries must not reuse their idx if promoted.
     if (sv[this.region]! > this.#counter) this.#counter = sv[this.region]!
     if (advanced) this.#notify()
+    for (const key of repaired)
+      this.#quarantine.repaired({
+        region: this.region,
+        partition: this.partition,
+        replica: this.replica,
+        key,
+      })
     for (const m of mutations) {
-      if (m.kind === 'write') m.settle.resolve(m.entry)
-      else if (m.kind === 'receive')
+      if (m.kind === 'write') {
+        const error = refused.get(m.entry)
+        if (error) m.settle.reject(error)
+        else m.settle.resolve(m.entry)
+      } else if (m.kind === 'receive')
         m.settle.resolve(sv[m.origin]!) // the shipper's checkpoint
+      else if (m.kind === 'repair') m.settle.resolve(repaired.has(m.key))
       else m.settle.resolve()
     }
   }
@@ -538,26 +633,33 @@ export class LevelPartitionReplica implements PartitionReplica {
   /**
    * The batch that stores `accepted` entries: log rows, changed winners and sibling sets, and the
    * new meta. A leader's sibling write gets its entry's set here, from the key's set as the
-   * entries before it in the batch left it. The sets plan only when the commit has set entries
-   * or was asked for by their compaction (`compact`): a commit of keys alone leaves them be.
+   * entries before it in the batch left it; a sibling write `writeSibling` refuses is left out
+   * and gives its idx back (the local entries after it move down, `sv` too, before anything
+   * below reads an idx). A stored value that does not decode is rebuilt from the log first
+   * (`quarantine.ts`), as are the keys of `repairs`. The sets plan only when the commit has set
+   * entries or was asked for by their compaction (`compact`): a commit of keys alone leaves them
+   * be.
    */
-  async #operations(
-    accepted: readonly LogEntry[],
-    siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>,
-    sv: number[],
-    compact: boolean,
-  ): Promise<StoreOp[]> {
-    const setWrites: LogEntry[] = []
+  async #operations(batch: {
+    accepted: readonly LogEntry[]
+    local: ReadonlySet<LogEntry>
+    siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>
+    sv: number[]
+    compact: boolean
+    repairs: ReadonlySet<string>
+  }): Promise<CommitPlan> {
+    const { accepted, local, siblingWrites, sv, compact, repairs } = batch
     const kvKeys = new Set<string>()
     const siblingKeys = new Set<string>()
     for (const entry of accepted) {
-      if (entry.setDelta !== undefined) setWrites.push(entry)
-      else if (entry.siblings !== undefined || siblingWrites.has(entry)) siblingKeys.add(entry.key)
+      if (entry.setDelta !== undefined) continue
+      if (entry.siblings !== undefined || siblingWrites.has(entry)) siblingKeys.add(entry.key)
       else kvKeys.add(entry.key)
     }
-    // Set writes plan first: a local one's delta (its log row) is made here.
-    const ops: StoreOp[] =
-      setWrites.length > 0 || compact ? await this.#sets.commitOps(setWrites) : []
+    for (const key of repairs) {
+      kvKeys.add(key)
+      siblingKeys.add(key)
+    }
     const reads: string[] = []
     for (const key of kvKeys) reads.push(dataKey(key))
     for (const key of siblingKeys) reads.push(siblingsKey(key))
@@ -570,53 +672,158 @@ export class LevelPartitionReplica implements PartitionReplica {
     // Each key's winner as its version order key: compared without decoding the stored version.
     const winners = new Map<string, string | undefined>()
     const sets = new Map<string, SiblingSet>()
+    const changed = new Map<string, Version | undefined>()
+    const changedSets = new Set<string>()
+    const repaired = new Set<string>()
     let i = 0
     for (const key of kvKeys) {
       const text = stored[i++]
-      winners.set(key, text === undefined ? undefined : storedVersionOrderKey(text))
+      if (text === undefined || isStoredVersion(text, this.#regions)) {
+        winners.set(key, text === undefined ? undefined : storedVersionOrderKey(text))
+        continue
+      }
+      this.#reportQuarantined(key, 'version', whyNotVersion(text, this.#regions))
+      const winner = (await this.#rebuild(key)).version
+      winners.set(key, winner && versionOrderKey(winner.ts, winner.dc))
+      changed.set(key, winner)
+      repaired.add(key)
     }
     for (const key of siblingKeys) {
       const text = stored[i++]
-      sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text))
+      try {
+        sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text, this.#regions))
+      } catch (error) {
+        this.#reportQuarantined(key, 'siblings', error)
+        sets.set(key, (await this.#rebuild(key)).siblings)
+        changedSets.add(key)
+        repaired.add(key)
+      }
     }
-    const changed = new Map<string, Version>()
-    const changedSets = new Set<string>()
+
+    // Sibling sets, in batch order; refused writes drop out and give their idx back.
+    const refused = new Map<LogEntry, CausewayError>()
     for (const entry of accepted) {
-      if (entry.setDelta === undefined) {
-        const write = siblingWrites.get(entry)
-        if (write !== undefined || entry.siblings !== undefined) {
-          const local = sets.get(entry.key)!
-          let next: SiblingSet
-          if (write !== undefined) {
-            const sibling =
-              write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
-            next = writeSibling(local, write.context, sibling, this.region)
-            entry.siblings = encodeSiblingSet(next)
-          } else {
-            next = mergeSiblings(local, decodeSiblingSet(entry.siblings!))
-          }
-          sets.set(entry.key, next)
-          changedSets.add(entry.key)
-        } else {
-          // `supersedes` on order keys: (ts, dc) strictly after the current winner's.
-          const order = versionOrderKey(entry.ts, entry.origin)
-          const current = winners.get(entry.key)
-          if (current === undefined || order > current) {
-            const winner: Version = { ts: entry.ts, dc: entry.origin }
-            if (entry.value !== undefined) winner.value = entry.value
-            winners.set(entry.key, order)
-            changed.set(entry.key, winner)
-          }
+      if (refused.size > 0 && local.has(entry)) entry.idx -= refused.size
+      if (entry.setDelta !== undefined) continue
+      const write = siblingWrites.get(entry)
+      if (write !== undefined) {
+        const sibling =
+          write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
+        let next: SiblingSet
+        try {
+          next = writeSibling(sets.get(entry.key)!, write.context, sibling, this.region)
+        } catch (error) {
+          if (!(error instanceof CausewayError)) throw error
+          refused.set(entry, error)
+          continue
+        }
+        entry.siblings = encodeSiblingSet(next)
+        sets.set(entry.key, next)
+        changedSets.add(entry.key)
+      } else if (entry.siblings !== undefined) {
+        let logged: SiblingSet
+        try {
+          logged = decodeLoggedSiblings(entry, this.#regions)
+        } catch (error) {
+          // Logged as it came, not merged: see quarantine.ts.
+          this.#quarantine.skipped({
+            region: this.region,
+            partition: this.partition,
+            replica: this.replica,
+            key: entry.key,
+            origin: entry.origin,
+            idx: entry.idx,
+            reason: error instanceof Error ? error.message : String(error),
+          })
+          continue
+        }
+        sets.set(entry.key, mergeSiblings(sets.get(entry.key)!, logged))
+        changedSets.add(entry.key)
+      }
+    }
+    sv[this.region]! -= refused.size
+
+    // Set writes plan first among the rest: a local one's delta (its log row) is made here.
+    const setWrites = accepted.filter((e) => e.setDelta !== undefined)
+    const ops: StoreOp[] =
+      setWrites.length > 0 || compact ? await this.#sets.commitOps(setWrites) : []
+    for (const entry of accepted) {
+      if (refused.has(entry)) continue
+      if (entry.setDelta === undefined && entry.siblings === undefined) {
+        // `supersedes` on order keys: (ts, dc) strictly after the current winner's.
+        const order = versionOrderKey(entry.ts, entry.origin)
+        const current = winners.get(entry.key)
+        if (current === undefined || order > current) {
+          const winner: Version = { ts: entry.ts, dc: entry.origin }
+          if (entry.value !== undefined) winner.value = entry.value
+          winners.set(entry.key, order)
+          changed.set(entry.key, winner)
         }
       }
       ops.push({ type: 'put', key: logKey(entry.origin, entry.idx), value: encodeEntry(entry) })
     }
-    for (const [key, winner] of changed)
-      ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winner) })
-    for (const key of changedSets)
-      ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(sets.get(key)!) })
+    for (const [key, winner] of changed) {
+      if (winner === undefined) ops.push({ type: 'del', key: dataKey(key) })
+      else ops.push({ type: 'put', key: dataKey(key), value: encodeVersion(winner) })
+    }
+    for (const key of changedSets) {
+      const set = sets.get(key)!
+      if (set.entries.length === 0) ops.push({ type: 'del', key: siblingsKey(key) })
+      else ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(set) })
+    }
     ops.push({ type: 'put', key: META_KEY, value: encodeMeta(this.#meta(sv)) })
-    return ops
+    return { ops, refused, repaired }
+  }
+
+  #reportQuarantined(key: string, kind: QuarantineKind, cause: unknown): void {
+    this.#quarantine.quarantined({
+      region: this.region,
+      partition: this.partition,
+      replica: this.replica,
+      key,
+      kind,
+      reason: cause instanceof Error ? cause.message : String(cause),
+    })
+  }
+
+  /**
+   * `key` as this replica's log says it is (`quarantine.ts`): the `sync` of every decodable
+   * sibling set logged for it, and the logged version with the highest `(ts, dc)`. Reads the
+   * whole log: only a key whose stored value does not decode comes here.
+   */
+  async #rebuild(key: string): Promise<{ siblings: SiblingSet; version: Version | undefined }> {
+    // An entry's text starts with its header, `[key, ts, at, body]` as JSON (level-layout.ts).
+    const head = `[${JSON.stringify(key)},`
+    const logged: SiblingSet[] = []
+    let version: Version | undefined
+    let order = ''
+    for await (const [row, text] of this.#db.iterator({ gt: 'l/', lt: 'l0' })) {
+      if (!text.startsWith(head)) continue
+      let entry: LogEntry
+      try {
+        const { origin, idx } = parseLogKey(row)
+        entry = decodeEntry(origin, idx, text)
+        checkLogEntry(entry, this.#regions)
+      } catch {
+        continue // a damaged row: it can give nothing back
+      }
+      if (entry.setDelta !== undefined) continue
+      if (entry.siblings !== undefined) {
+        try {
+          logged.push(decodeLoggedSiblings(entry, this.#regions))
+        } catch {
+          // refused when it was written, or damaged since: left out
+        }
+        continue
+      }
+      const candidate = versionOrderKey(entry.ts, entry.origin)
+      if (candidate > order) {
+        order = candidate
+        version = { ts: entry.ts, dc: entry.origin }
+        if (entry.value !== undefined) version.value = entry.value
+      }
+    }
+    return { siblings: DvvSet.sync(logged), version }
   }
 
   #meta(sv: number[]): ReplicaMeta {
@@ -698,18 +905,12 @@ function invalid(message: string): CausewayError {
   return new CausewayError('INVALID_REQUEST', message)
 }
 
-function isValidEntry(e: LogEntry, regions: number): boolean {
-  return (
-    Number.isInteger(e.origin) &&
-    e.origin >= 0 &&
-    e.origin < regions &&
-    Number.isSafeInteger(e.idx) &&
-    e.idx >= 1 &&
-    typeof e.key === 'string' &&
-    isHlc(e.ts) &&
-    (e.value === undefined || typeof e.value === 'string') &&
-    (e.siblings === undefined || (typeof e.siblings === 'string' && e.value === undefined)) &&
-    (e.setDelta === undefined ||
-      (typeof e.setDelta === 'string' && e.value === undefined && e.siblings === undefined))
-  )
+// Why `text` is not a stored version (what decodeStoredVersion says).
+function whyNotVersion(text: string, regions: number): unknown {
+  try {
+    decodeStoredVersion(text, regions)
+    return 'unknown'
+  } catch (error) {
+    return error
+  }
 }

@@ -17,8 +17,19 @@
  * Connections: one for writes, one for reads, one for the pushes, and, from the first
  * `waitReplicas`, one for `WAIT` (which blocks its connection). None queues commands while the server is away: calls fail at once with
  * `BACKEND_UNAVAILABLE` and the connections reconnect by themselves.
+ *
+ * A stored value that does not decode quarantines its key (`quarantine.ts`): reads of it fail
+ * with `VALUE_QUARANTINED`, the scripts leave it out of every merge, and `repair` rebuilds it from
+ * the log (paged scans, then one script that puts it back if nothing changed it meanwhile).
  */
-import { CausewayError, isHlc } from '@causeway/core'
+import {
+  CausewayError,
+  DvvSet,
+  type SiblingSet,
+  checkLogEntry,
+  isHlc,
+  isRegionId,
+} from '@causeway/core'
 import type { CausalContext, Hlc } from '@causeway/core'
 import { Redis } from 'ioredis'
 import type {
@@ -29,7 +40,18 @@ import type {
   SiblingRead,
   Version,
 } from '../partition-replica.js'
-import { checkContext, checkLoggedSiblings, decodeSiblingSet } from '../sibling-set.js'
+import {
+  IGNORE_QUARANTINE,
+  type QuarantineKind,
+  type QuarantineSink,
+  quarantinedError,
+} from '../quarantine.js'
+import {
+  checkContext,
+  decodeLoggedSiblings,
+  decodeSiblingSet,
+  encodeSiblingSet,
+} from '../sibling-set.js'
 import { backendError } from './backend-error.js'
 import { RedisSets, ingestWithSets } from './redis-sets.js'
 import { SET_SCRIPTS } from './set-scripts.js'
@@ -40,6 +62,8 @@ import {
   LOAD_SCRIPT,
   READ_SCRIPT,
   READ_SIBLINGS_SCRIPT,
+  REPAIR_SCRIPT,
+  SCAN_LOG_SCRIPT,
   WRITE_SCRIPT,
   WRITE_SIBLING_SCRIPT,
   stringsOf,
@@ -80,6 +104,12 @@ export interface RedisPartitionReplicaOptions {
    * @default the Redis server's `TIME`, so every gateway writing to a leader shares one clock
    */
   now?: (() => number) | undefined
+  /**
+   * Where keys whose stored value does not decode, and entries whose sibling set does not, are
+   * reported (`quarantine.ts`).
+   * @default ignores them
+   */
+  quarantine?: QuarantineSink | undefined
 }
 
 interface Connections {
@@ -96,6 +126,9 @@ const INVALIDATE_CHANNEL = '__redis__:invalidate'
 // A push-triggered re-read that fails (e.g. -LOADING while a replica loads its leader's data
 // after a full resync) is retried with backoff: 50 ms doubling to 1 s, 20 times (~15 s).
 const CATCH_UP_ATTEMPTS = 20
+// Log entries a repair's scan reads per script call: each call blocks the server that long.
+const REPAIR_PAGE = 1000
+const US = '\u001f'
 
 /** One partition replica on Redis. See the module comment. */
 export class RedisPartitionReplica implements PartitionReplica {
@@ -108,7 +141,12 @@ export class RedisPartitionReplica implements PartitionReplica {
   /** The sets of this partition (`redis-sets.ts`). */
   readonly sets: RedisSets
 
-  readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now'>>
+  readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine'>>
+  readonly #quarantine: QuarantineSink
+  /** Keys this replica reported quarantined and has not seen whole again. */
+  readonly #quarantinedKeys = new Set<string>()
+  /** Repairs in progress, by key: concurrent asks share one. */
+  readonly #repairs = new Map<string, Promise<boolean>>()
   readonly #now: (() => number) | undefined
   readonly #db: number
   #connections: Connections | undefined
@@ -127,11 +165,13 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (!Number.isInteger(options.regions) || options.regions < 1)
       throw new TypeError('regions must be a positive integer')
     if (options.region >= options.regions) throw new TypeError('region must be below regions')
+    const { quarantine, ...rest } = options
+    this.#quarantine = quarantine ?? IGNORE_QUARANTINE
     this.#options = {
       commandTimeoutMs: 5000,
       connectTimeoutMs: 2000,
       reconnectMaxDelayMs: 1000,
-      ...options,
+      ...rest,
     }
     const url = new URL(options.url)
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
@@ -288,10 +328,28 @@ export class RedisPartitionReplica implements PartitionReplica {
       at: Number(reply[2]),
     }
     if (value !== undefined) entry.value = value
+    this.#whole(key) // the script replaced a version that did not decode, if there was one
     return entry
   }
 
   async writeSibling(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+  ): Promise<LogEntry> {
+    try {
+      return await this.#writeSibling(key, value, dt, context)
+    } catch (error) {
+      // The stored set does not decode: rebuild it from the log, then write once more.
+      if (!(error instanceof CausewayError) || error.code !== 'VALUE_QUARANTINED') throw error
+      this.#reportQuarantined(key, 'siblings', error)
+      await this.repair(key)
+      return this.#writeSibling(key, value, dt, context)
+    }
+  }
+
+  async #writeSibling(
     key: string,
     value: string | undefined,
     dt: Hlc,
@@ -378,9 +436,17 @@ export class RedisPartitionReplica implements PartitionReplica {
     this.#stable.advance(sv)
     let version: Version | undefined
     if (reply[0] === '1') {
-      version = { ts: reply[1] as Hlc, dc: Number(reply[2]) }
+      const dc = /^(0|[1-9][0-9]{0,2})$/.test(reply[2]!) ? Number(reply[2]) : -1
+      if (!isHlc(reply[1]) || !isRegionId(dc, regions) || (reply[3] === '1' && reply[4] === ''))
+        throw this.#quarantined(
+          key,
+          'version',
+          `malformed version (ts ${JSON.stringify(reply[1]!.slice(0, 24))}, dc ${JSON.stringify(reply[2]!.slice(0, 8))})`,
+        )
+      version = { ts: reply[1], dc }
       if (reply[3] === '1') version.value = reply[4] ?? ''
     }
+    this.#whole(key)
     return { version, sv }
   }
 
@@ -394,7 +460,131 @@ export class RedisPartitionReplica implements PartitionReplica {
     const reply = stringsOf(result, 1 + regions)
     const sv = svOf(reply, 1, regions)
     this.#stable.advance(sv)
-    return { siblings: decodeSiblingSet(reply[0]!), sv }
+    let siblings: SiblingSet
+    try {
+      siblings = decodeSiblingSet(reply[0]!, regions)
+    } catch (error) {
+      throw this.#quarantined(key, 'siblings', error)
+    }
+    this.#whole(key)
+    return { siblings, sv }
+  }
+
+  repair(key: string): Promise<boolean> {
+    let repairing = this.#repairs.get(key)
+    if (repairing === undefined) {
+      repairing = this.#repair(key).finally(() => this.#repairs.delete(key))
+      this.#repairs.set(key, repairing)
+    }
+    return repairing
+  }
+
+  async #repair(key: string): Promise<boolean> {
+    const setKey = this.keys.siblings(key)
+    const versionKey = this.keys.version(key)
+    // A follower's store is its leader's: the leader's repair reaches it by replication.
+    if ((await this.serverRole()) !== 'master') return false
+    const { writer } = this.#live()
+    const regions = this.#options.regions
+    const [setText, fields] = await this.#run(writer, 'repair', (r) =>
+      Promise.all([r.get(setKey), r.hmget(versionKey, 'ts', 'dc', 'v')]),
+    )
+    let repaired = false
+    if (setText !== null && !decodes(() => decodeSiblingSet(setText, regions)))
+      repaired = (await this.#rebuild('s', key, setKey, setText)) || repaired
+    const [ts, dc, v] = fields
+    if (
+      (ts !== null || dc !== null || v !== null) &&
+      (!isHlc(ts) || !/^(0|[1-9][0-9]{0,2})$/.test(dc ?? '') || Number(dc) >= regions || v === '')
+    )
+      repaired =
+        (await this.#rebuild('v', key, versionKey, [ts ?? '', dc ?? '', v ?? ''].join(US))) ||
+        repaired
+    if (repaired) this.#whole(key, true)
+    return repaired
+  }
+
+  /**
+   * Rebuilds one stored form of `key` from the log (`quarantine.ts`): pages through every
+   * origin's log for the key's entries, then has {@link REPAIR_SCRIPT} store the result if the
+   * stored value is still `seen`, with the entries logged since the scan merged in.
+   */
+  async #rebuild(kind: 's' | 'v', key: string, storeKey: string, seen: string): Promise<boolean> {
+    const { reader, writer } = this.#live()
+    const regions = this.#options.regions
+    const logged: SiblingSet[] = []
+    let best: { ts: Hlc; dc: number; value: string | undefined } | undefined
+    const scanned: string[] = []
+    for (let d = 0; d < regions; d++) {
+      let after = '0'
+      for (;;) {
+        const reply = stringsOf(
+          await this.#run(reader, 'repair', (r) =>
+            SCAN_LOG_SCRIPT.run(r, [this.keys.log(d)], [key, after, String(REPAIR_PAGE)]),
+          ),
+          2,
+        )
+        after = reply[0]!
+        for (let i = 2; i + 3 < reply.length; i += 4) {
+          const [idx, ts, what, text] = reply.slice(i, i + 4) as [string, Hlc, string, string]
+          if (what === 's') {
+            const entry = { origin: d, idx: Number(idx), key, ts, at: 0, siblings: text }
+            try {
+              logged.push(decodeLoggedSiblings(entry, regions))
+            } catch {
+              // refused when it was written, or damaged since: left out
+            }
+          } else if ((what === 'v' || what === 't') && isHlc(ts)) {
+            if (best === undefined || ts > best.ts || (ts === best.ts && d > best.dc))
+              best = { ts, dc: d, value: what === 'v' ? text : undefined }
+          }
+        }
+        if (reply[1] !== '1') break
+      }
+      scanned.push(after)
+    }
+    let rebuilt = ''
+    if (kind === 's') rebuilt = encodeSiblingSet(DvvSet.sync(logged))
+    else if (best !== undefined)
+      rebuilt = [best.value === undefined ? '0' : '1', best.ts, best.dc, best.value ?? ''].join(US)
+    const keys = [storeKey, ...Array.from({ length: regions }, (_, d) => this.keys.log(d))]
+    const result = await this.#run(writer, 'repair', (r) =>
+      REPAIR_SCRIPT.run(r, keys, [kind, String(regions), key, seen, rebuilt, ...scanned]),
+    )
+    return result === 'repaired'
+  }
+
+  // Reports a key whose stored value does not decode, asks for its repair, and returns the error
+  // the read fails with.
+  #quarantined(key: string, kind: QuarantineKind, cause: unknown): CausewayError {
+    const event = this.#reportQuarantined(key, kind, cause)
+    this.repair(key).catch(() => {}) // a server that went away: the next read asks again
+    return quarantinedError(event)
+  }
+
+  #reportQuarantined(key: string, kind: QuarantineKind, cause: unknown) {
+    const event = {
+      region: this.region,
+      partition: this.partition,
+      replica: this.replica,
+      key,
+      kind,
+      reason: cause instanceof Error ? cause.message : String(cause),
+    }
+    this.#quarantinedKeys.add(key)
+    this.#quarantine.quarantined(event)
+    return event
+  }
+
+  // `key` decoded (or was rebuilt) here: if it was reported quarantined, it is whole again.
+  #whole(key: string, rebuilt = false): void {
+    if (!this.#quarantinedKeys.delete(key) && !rebuilt) return
+    this.#quarantine.repaired({
+      region: this.region,
+      partition: this.partition,
+      replica: this.replica,
+      key,
+    })
   }
 
   async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
@@ -500,9 +690,13 @@ export class RedisPartitionReplica implements PartitionReplica {
   ): Promise<number[]> {
     const keys = [this.keys.meta, this.keys.sv]
     const args = [mode, String(this.#options.regions), String(entries.length)]
-    for (const entry of entries) {
+    // Why each sibling entry whose set does not decode was judged so, reported if it applies.
+    const undecodable = new Map<number, string>()
+    for (const [i, entry] of entries.entries()) {
       this.#checkEntry(entry)
       const sibling = entry.siblings !== undefined
+      const why = sibling ? this.#whyUnmergeable(entry) : undefined
+      if (why !== undefined) undecodable.set(i, why)
       keys.push(
         this.keys.log(entry.origin),
         sibling ? this.keys.siblings(entry.key) : this.keys.version(entry.key),
@@ -511,7 +705,7 @@ export class RedisPartitionReplica implements PartitionReplica {
         String(entry.origin),
         String(entry.idx),
         entry.key,
-        sibling ? '2' : entry.value === undefined ? '0' : '1',
+        sibling ? (why === undefined ? '2' : '3') : entry.value === undefined ? '0' : '1',
         entry.siblings ?? entry.value ?? '',
         entry.ts,
         String(entry.at),
@@ -520,8 +714,21 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (args.length !== 3 + entries.length * INGEST_FIELDS) throw new Error('ingest arity')
     const { writer } = this.#live()
     const result = await this.#run(writer, operation, (r) => INGEST_SCRIPT.run(r, keys, args))
-    const sv = svOf(stringsOf(result, this.#options.regions), 0, this.#options.regions)
+    const reply = stringsOf(result, this.#options.regions)
+    const sv = svOf(reply, 0, this.#options.regions)
     this.#stable.advance(sv)
+    for (const position of reply.slice(this.#options.regions)) {
+      const entry = entries[Number(position)]!
+      this.#quarantine.skipped({
+        region: this.region,
+        partition: this.partition,
+        replica: this.replica,
+        key: entry.key,
+        origin: entry.origin,
+        idx: entry.idx,
+        reason: undecodable.get(Number(position)) ?? 'the ingest script could not parse it',
+      })
+    }
     return sv
   }
 
@@ -531,15 +738,19 @@ export class RedisPartitionReplica implements PartitionReplica {
   }
 
   #checkEntry(entry: LogEntry): void {
-    this.#checkOrigin(entry.origin)
-    if (!Number.isSafeInteger(entry.idx) || entry.idx < 1)
-      throw new CausewayError('INVALID_REQUEST', `bad log idx ${String(entry.idx)}`)
-    if (!isHlc(entry.ts))
-      throw new CausewayError('INVALID_REQUEST', `bad entry ts ${String(entry.ts)}`)
-    if (entry.value !== undefined && typeof entry.value !== 'string')
-      throw new CausewayError('INVALID_REQUEST', 'entry value must be JSON text or undefined')
-    if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
-    checkLoggedSiblings(entry, this.#options.regions)
+    checkLogEntry(entry, this.#options.regions)
+  }
+
+  // Why a sibling entry's set may not be merged (it does not decode), or undefined when it may;
+  // one that may not is logged only (the ingest script applies the same rules, see
+  // replica-scripts.ts, and says which of them it applied).
+  #whyUnmergeable(entry: LogEntry): string | undefined {
+    try {
+      decodeLoggedSiblings(entry, this.#options.regions)
+      return undefined
+    } catch (error) {
+      return error instanceof Error ? error.message : String(error)
+    }
   }
 
   /** The `WAIT` connection, connected on first use. */
@@ -635,6 +846,8 @@ export class RedisPartitionReplica implements PartitionReplica {
       READ_SCRIPT,
       READ_SIBLINGS_SCRIPT,
       LOAD_SCRIPT,
+      SCAN_LOG_SCRIPT,
+      REPAIR_SCRIPT,
       ...SET_SCRIPTS,
     ])
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
@@ -677,5 +890,14 @@ export class RedisPartitionReplica implements PartitionReplica {
     }
     this.#refreshing = run()
     return this.#refreshing
+  }
+}
+
+function decodes(decode: () => unknown): boolean {
+  try {
+    decode()
+    return true
+  } catch {
+    return false
   }
 }

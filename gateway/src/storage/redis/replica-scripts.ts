@@ -8,8 +8,31 @@
  * the writes made before it). They validate everything before their first write.
  * Read scripts carry `flags=no-writes`, so they run on replicas.
  * All replies are flat arrays of strings.
+ *
+ * Bounds: the scripts parse sibling sets by the rules of `@causeway/core`'s `decodeSiblingSet`
+ * (canonical decimals, actors below the region count, counters in 1..MAX_SAFE_COUNTER, well-formed
+ * siblings) and refuse to make a counter or an idx above MAX_SAFE_COUNTER, so they never store what
+ * TypeScript would later refuse. A stored set or version that does not parse is never merged into
+ * or compared with: the leader's write fails with `CW_QUARANTINED` (the replica then rebuilds the
+ * key from its log, see `quarantine.ts`), and shipped or replicated entries for it are logged
+ * without touching it. A shipped set that does not parse is logged, not merged.
  */
+import { MAX_SAFE_COUNTER } from '@causeway/core'
 import { LuaScript } from './lua-script.js'
+
+// The counter bound, as the Lua number (a double: exact below 2^53).
+const BOUNDS_LUA = `
+local MAX_COUNTER = ${MAX_SAFE_COUNTER}
+-- A canonical decimal of at most 16 digits as a number, or nil.
+local function canonical(s)
+  if not s or #s == 0 or #s > 16 or not string.match(s, '^[0-9]+$') then return nil end
+  if #s > 1 and string.sub(s, 1, 1) == '0' then return nil end
+  return tonumber(s)
+end
+local function is_hlc(s)
+  return type(s) == 'string' and #s == 16 and string.match(s, '^[0-9a-f]+$') ~= nil
+end
+`
 
 // HLC wire form: 12 hex digits of ms + 4 of counter; Lua 5.1 numbers are doubles and Redis's
 // `%x` formats through a 64-bit long, so 48-bit values are exact.
@@ -45,8 +68,8 @@ local function hlc_stamp(meta_key, dt, now_arg)
 end
 `
 
-// The sibling sets of siblings namespaces, in the text form of `sibling-set.ts`: entries split
-// by RS (\30), fields by US (\31): actor, counter, then siblings newest first, each an opaque
+// The sibling sets of siblings namespaces, in the text form of `sibling-set-codec.ts`: entries
+// split by RS (\30), fields by US (\31): actor, counter, then siblings newest first, each a
 // string (ts then '=' value or '-'). A parsed set is a list of { actor, counter, siblings },
 // actors ascending. The functions are the DVVSet operations of @causeway/core's DvvSet (update
 // with a context, sync), restricted to sets without anonymous values, which storage never holds.
@@ -61,21 +84,39 @@ local function split(text, sep)
     pos = at + 1
   end
 end
--- Returns the set, or nil for malformed text (so callers can refuse before writing anything).
-local function set_parse(text)
+local function sibling_ok(s)
+  if #s < 17 or not is_hlc(string.sub(s, 1, 16)) then return false end
+  local mark = string.sub(s, 17, 17)
+  if mark == '-' then return #s == 17 end
+  return mark == '=' and #s > 17
+end
+-- Returns the set, or nil for text decodeSiblingSet would refuse (so callers can refuse before
+-- writing anything, or leave the set alone).
+local function set_parse(text, regions)
   local set = {}
   if not text or text == '' then return set end
   local last = -1
   for _, part in ipairs(split(text, RS)) do
     local f = split(part, US)
-    local actor, counter = tonumber(f[1]), tonumber(f[2])
-    if not actor or not counter or actor <= last or counter < #f - 2 then return nil end
+    local actor, counter = canonical(f[1]), canonical(f[2])
+    if not actor or actor >= regions or actor <= last then return nil end
+    if not counter or counter < 1 or counter > MAX_COUNTER or counter < #f - 2 then return nil end
     local siblings = {}
-    for i = 3, #f do siblings[#siblings + 1] = f[i] end
+    for i = 3, #f do
+      if not sibling_ok(f[i]) then return nil end
+      siblings[#siblings + 1] = f[i]
+    end
     set[#set + 1] = { actor, counter, siblings }
     last = actor
   end
   return set
+end
+-- A logged set holds its entry's own write: the newest sibling of its origin, stamped ts.
+local function logged_ok(set, origin, ts)
+  for _, e in ipairs(set) do
+    if e[1] == origin then return e[3][1] ~= nil and string.sub(e[3][1], 1, 16) == ts end
+  end
+  return false
 end
 local function set_encode(set)
   local parts = {}
@@ -133,10 +174,22 @@ end
 `
 
 const VERSION_LUA = `
--- Keeps the version with the highest (ts, dc); ts strings compare as times.
-local function store_version(vkey, ts, dc, has_value, value)
-  local cur = redis.call('HMGET', vkey, 'ts', 'dc')
-  if cur[1] and (cur[1] > ts or (cur[1] == ts and tonumber(cur[2]) >= dc)) then return end
+-- A stored version: nil when there is none, false when it does not parse (as decodeStoredVersion
+-- would refuse it), else its ts and dc.
+local function stored_version(vkey, regions)
+  local cur = redis.call('HMGET', vkey, 'ts', 'dc', 'v')
+  if not cur[1] and not cur[2] and not cur[3] then return nil end
+  local dc = canonical(cur[2])
+  if not is_hlc(cur[1]) or not dc or dc >= regions or cur[3] == '' then return false end
+  return { cur[1], dc }
+end
+-- Keeps the version with the highest (ts, dc); ts strings compare as times. A stored version
+-- that does not parse is replaced only when over_bad (a leader's own write, whose ts is above
+-- every ts it has applied, so above whatever the bad one was), else left for the repair.
+local function store_version(vkey, regions, ts, dc, has_value, value, over_bad)
+  local cur = stored_version(vkey, regions)
+  if cur == false and not over_bad then return end
+  if cur and (cur[1] > ts or (cur[1] == ts and cur[2] >= dc)) then return end
   if has_value == '1' then
     redis.call('HSET', vkey, 'ts', ts, 'dc', dc, 'v', value)
   else
@@ -144,12 +197,13 @@ local function store_version(vkey, ts, dc, has_value, value)
     redis.call('HDEL', vkey, 'v')
   end
 end
--- has_value: '1' a value, '0' a tombstone, '2' a sibling write (value = its sibling set).
+-- has_value: '1' a value, '0' a tombstone, '2' a sibling write (value = its sibling set), '3' a
+-- sibling write whose set is logged but not merged (it does not decode).
 local function append_log(lkey, idx, key, ts, at, has_value, value)
   local id = string.format('%d-0', idx)
   if has_value == '1' then
     redis.call('XADD', lkey, id, 'k', key, 'ts', ts, 'at', at, 'v', value)
-  elseif has_value == '2' then
+  elseif has_value == '2' or has_value == '3' then
     redis.call('XADD', lkey, id, 'k', key, 'ts', ts, 'at', at, 's', value)
   else
     redis.call('XADD', lkey, id, 'k', key, 'ts', ts, 'at', at)
@@ -169,15 +223,17 @@ end
  */
 export const WRITE_SCRIPT = new LuaScript(`#!lua
 ${HLC_LUA}
+${BOUNDS_LUA}
 ${VERSION_LUA}
 local region = tonumber(ARGV[1])
 local regions = tonumber(ARGV[2])
+local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
+if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
-local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 local at = string.format('%d', pc)
 append_log(KEYS[3], idx, ARGV[4], ts, at, ARGV[5], ARGV[6])
-store_version(KEYS[4], ts, region, ARGV[5], ARGV[6])
+store_version(KEYS[4], regions, ts, region, ARGV[5], ARGV[6], true)
 redis.call('HSET', KEYS[1], 'hlc', ts)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 local reply = { string.format('%d', idx), ts, at }
@@ -195,20 +251,33 @@ return reply
  */
 export const WRITE_SIBLING_SCRIPT = new LuaScript(`#!lua
 ${HLC_LUA}
+${BOUNDS_LUA}
 ${VERSION_LUA}
 ${SIBLINGS_LUA}
 local region = tonumber(ARGV[1])
 local regions = tonumber(ARGV[2])
-local context = set_parse(ARGV[8])
+local context = set_parse(ARGV[8], regions)
 if not context then return redis.error_reply('CW_BAD_CONTEXT malformed causal context') end
-local local_set = set_parse(redis.call('GET', KEYS[4]))
-if not local_set then return redis.error_reply('CW_BAD_SET stored sibling set is malformed') end
+local local_set = set_parse(redis.call('GET', KEYS[4]), regions)
+if not local_set then return redis.error_reply('CW_QUARANTINED the stored sibling set does not decode') end
+-- Only this region's leader issues its dots: a context claiming more of them than the key has
+-- had is forged, and its counter would become the key's. The new dot must stay in bounds.
+local own, claimed = 0, 0
+for _, e in ipairs(local_set) do if e[1] == region then own = e[2] end end
+for _, e in ipairs(context) do if e[1] == region then claimed = e[2] end end
+if claimed > own then
+  return redis.error_reply(string.format('CW_BAD_CONTEXT it names write %d of region %d to this key, which has had %d', claimed, region, own))
+end
+if own >= MAX_COUNTER then
+  return redis.error_reply(string.format('CW_COUNTER_EXHAUSTED the key has had %d writes of region %d, the most there can be', own, region))
+end
+local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
+if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local sibling
 if ARGV[5] == '1' then sibling = ts .. '=' .. ARGV[6] else sibling = ts .. '-' end
 local set_text = set_encode(set_update(context, local_set, region, sibling))
-local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 local at = string.format('%d', pc)
 append_log(KEYS[3], idx, ARGV[4], ts, at, '2', set_text)
 redis.call('SET', KEYS[4], set_text)
@@ -227,33 +296,36 @@ export const INGEST_FIELDS = 7
  * origin's log and its version key (its siblings key for a sibling write). ARGV: mode ('batch': a
  * gap stops the whole batch; 'per-origin': a gap stops only that origin), regions, n, then per
  * entry origin, idx, key, hasValue ('1' value, '0' tombstone, '2' sibling write whose value is
- * its set), value, ts, at. Entries at or below `sv[origin]` are skipped; a sibling write's set is
- * merged (`sync`) into the key's. Advances the HLC to at least each applied entry's ts.
- * Reply: sv[0..regions-1].
+ * its set, '3' one whose set is logged but not merged), value, ts, at. Entries at or below
+ * `sv[origin]` are skipped; a sibling write's set is merged (`sync`) into the key's, unless either
+ * does not parse (see the module comment). Advances the HLC to at least each applied entry's ts.
+ * Reply: sv[0..regions-1], then the position (0-based) of each applied entry whose own set was
+ * logged without being merged because it does not parse.
  */
 export const INGEST_SCRIPT = new LuaScript(`#!lua
+${BOUNDS_LUA}
 ${VERSION_LUA}
 ${SIBLINGS_LUA}
 local stop_all = ARGV[1] == 'batch'
 local regions = tonumber(ARGV[2])
 local n = tonumber(ARGV[3])
 -- Parse every shipped set, and the stored sets they merge into, before the first write: a
--- script error does not roll back.
+-- script error does not roll back. A set that does not parse is false: logged, never merged.
 local shipped, sets, set_keys = {}, {}, {}
 for i = 0, n - 1 do
   local a = 4 + i * ${INGEST_FIELDS}
   if ARGV[a + 3] == '2' then
-    shipped[i] = set_parse(ARGV[a + 4])
-    if not shipped[i] then return redis.error_reply('CW_BAD_SET malformed sibling set in entry ' .. ARGV[a] .. ':' .. ARGV[a + 1]) end
+    local set = set_parse(ARGV[a + 4], regions)
+    if set and logged_ok(set, tonumber(ARGV[a]), ARGV[a + 5]) then shipped[i] = set else shipped[i] = false end
     local skey = KEYS[4 + i * 2]
-    if not sets[skey] then
-      sets[skey] = set_parse(redis.call('GET', skey))
-      if not sets[skey] then return redis.error_reply('CW_BAD_SET stored sibling set is malformed') end
+    if sets[skey] == nil then
+      sets[skey] = set_parse(redis.call('GET', skey), regions) or false
       set_keys[#set_keys + 1] = skey
     end
   end
 end
 local merged = {}
+local unmerged = {}
 local sv = {}
 local stopped = {}
 local touched = {}
@@ -276,12 +348,18 @@ for i = 0, n - 1 do
     elseif idx == cur + 1 then
       local ts = ARGV[a + 5]
       append_log(KEYS[3 + i * 2], idx, ARGV[a + 2], ts, ARGV[a + 6], ARGV[a + 3], ARGV[a + 4])
-      if shipped[i] then
+      if shipped[i] ~= nil then
         local skey = KEYS[4 + i * 2]
-        sets[skey] = set_sync(sets[skey], shipped[i])
-        merged[skey] = true
+        if shipped[i] and sets[skey] then
+          sets[skey] = set_sync(sets[skey], shipped[i])
+          merged[skey] = true
+        elseif not shipped[i] then
+          unmerged[#unmerged + 1] = tostring(i)
+        end
+      elseif ARGV[a + 3] == '3' then
+        unmerged[#unmerged + 1] = tostring(i)
       else
-        store_version(KEYS[4 + i * 2], ts, tonumber(origin), ARGV[a + 3], ARGV[a + 4])
+        store_version(KEYS[4 + i * 2], regions, ts, tonumber(origin), ARGV[a + 3], ARGV[a + 4], false)
       end
       if ts > hlc then hlc = ts end
       sv[origin] = idx
@@ -299,7 +377,108 @@ if hlc ~= hlc_before then redis.call('HSET', KEYS[1], 'hlc', hlc) end
 for _, origin in ipairs(touched) do
   redis.call('HSET', KEYS[2], origin, string.format('%d', sv[origin]))
 end
-return sv_list(KEYS[2], regions)
+local reply = sv_list(KEYS[2], regions)
+for _, i in ipairs(unmerged) do reply[#reply + 1] = i end
+return reply
+`)
+
+/**
+ * One page of a key's entries in one origin's log, for a repair (`quarantine.ts`); runs on
+ * replicas. KEYS: log(origin). ARGV: key, afterIdx, count.
+ * Reply: the last idx looked at (afterIdx when none), '1' when the page was full (more may
+ * follow) else '0', then per entry of the key: idx, ts, kind ('s' sibling write, 'v' value, 't'
+ * tombstone, 'b' set write), its text (set, value, or '').
+ */
+export const SCAN_LOG_SCRIPT = new LuaScript(`#!lua flags=no-writes
+local count = tonumber(ARGV[3])
+local rows = redis.call('XRANGE', KEYS[1], '(' .. ARGV[2] .. '-0', '+', 'COUNT', count)
+local last = ARGV[2]
+local reply = { last, '0' }
+for _, row in ipairs(rows) do
+  local id, f = row[1], row[2]
+  last = string.sub(id, 1, string.find(id, '-', 1, true) - 1)
+  local fields = {}
+  for i = 1, #f, 2 do fields[f[i]] = f[i + 1] end
+  if fields.k == ARGV[1] then
+    local kind, text = 't', ''
+    if fields.s then kind, text = 's', fields.s
+    elseif fields.b then kind, text = 'b', ''
+    elseif fields.v then kind, text = 'v', fields.v end
+    reply[#reply + 1] = last
+    reply[#reply + 1] = fields.ts or ''
+    reply[#reply + 1] = kind
+    reply[#reply + 1] = text
+  end
+end
+reply[1] = last
+if #rows == count then reply[2] = '1' end
+return reply
+`)
+
+/**
+ * Puts back a key whose stored value does not decode, as rebuilt from the log (`quarantine.ts`):
+ * only if the stored value is still the one the rebuild started from, and with the entries of the
+ * key logged since the rebuild's scan merged in. KEYS: the key's siblings or version key, then
+ * log(0..regions-1). ARGV: kind ('s' sibling set, 'v' version), regions, key, the stored text the
+ * rebuild saw (for a version: ts US dc US v, fields as stored, absent ones empty), the rebuilt
+ * value (a set's text; a version as hasValue US ts US dc US value, or '' for none), then per
+ * origin the last idx the scan looked at.
+ * Reply: 'repaired', or 'changed' when the stored value moved on meanwhile.
+ */
+export const REPAIR_SCRIPT = new LuaScript(`#!lua
+${BOUNDS_LUA}
+${VERSION_LUA}
+${SIBLINGS_LUA}
+local kind = ARGV[1]
+local regions = tonumber(ARGV[2])
+local key = ARGV[3]
+local function entries_since(d)
+  return redis.call('XRANGE', KEYS[2 + d], '(' .. ARGV[6 + d] .. '-0', '+')
+end
+local function fields_of(row)
+  local fields = {}
+  for i = 1, #row[2], 2 do fields[row[2][i]] = row[2][i + 1] end
+  return fields
+end
+if kind == 's' then
+  if (redis.call('GET', KEYS[1]) or '') ~= ARGV[4] then return 'changed' end
+  local set = set_parse(ARGV[5], regions)
+  if not set then return redis.error_reply('CW_BAD_SET the rebuilt set does not decode') end
+  for d = 0, regions - 1 do
+    for _, row in ipairs(entries_since(d)) do
+      local f = fields_of(row)
+      if f.k == key and f.s then
+        local logged = set_parse(f.s, regions)
+        if logged and logged_ok(logged, d, f.ts) then set = set_sync(set, logged) end
+      end
+    end
+  end
+  if #set == 0 then redis.call('DEL', KEYS[1]) else redis.call('SET', KEYS[1], set_encode(set)) end
+  return 'repaired'
+end
+local cur = redis.call('HMGET', KEYS[1], 'ts', 'dc', 'v')
+if table.concat({ cur[1] or '', cur[2] or '', cur[3] or '' }, '\\31') ~= ARGV[4] then return 'changed' end
+local best = nil
+if ARGV[5] ~= '' then best = split(ARGV[5], '\\31') end
+for d = 0, regions - 1 do
+  for _, row in ipairs(entries_since(d)) do
+    local f = fields_of(row)
+    if f.k == key and not f.s and not f.b and is_hlc(f.ts) then
+      if not best or f.ts > best[2] or (f.ts == best[2] and d > tonumber(best[3])) then
+        if f.v then best = { '1', f.ts, tostring(d), f.v } else best = { '0', f.ts, tostring(d), '' } end
+      end
+    end
+  end
+end
+redis.call('DEL', KEYS[1])
+if best then
+  if best[1] == '1' then
+    redis.call('HSET', KEYS[1], 'ts', best[2], 'dc', best[3], 'v', best[4])
+  else
+    redis.call('HSET', KEYS[1], 'ts', best[2], 'dc', best[3])
+  end
+end
+return 'repaired'
 `)
 
 /**
@@ -311,8 +490,9 @@ export const READ_SCRIPT = new LuaScript(`#!lua flags=no-writes
 local regions = tonumber(ARGV[1])
 local v = redis.call('HMGET', KEYS[1], 'ts', 'dc', 'v')
 local reply
-if v[1] then
-  if v[3] then reply = { '1', v[1], v[2], '1', v[3] } else reply = { '1', v[1], v[2], '0', '' } end
+-- Any field makes a stored version, whole or not: TypeScript checks it (and quarantines a bad one).
+if v[1] or v[2] or v[3] then
+  if v[3] then reply = { '1', v[1] or '', v[2] or '', '1', v[3] } else reply = { '1', v[1] or '', v[2] or '', '0', '' } end
 else
   reply = { '0', '', '', '0', '' }
 end

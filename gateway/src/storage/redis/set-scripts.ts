@@ -18,6 +18,7 @@
  * `flags=no-writes` and run on followers. Replies are flat arrays (read with `evalshaBuffer`, so
  * binary members and clocks arrive intact).
  */
+import { MAX_SAFE_COUNTER } from '@causeway/core'
 import { LuaScript } from './lua-script.js'
 
 // The leader's HLC update, as in `replica-scripts.ts`'s WRITE_SCRIPT (NuKV `updateHLC(dt)`).
@@ -117,6 +118,8 @@ if (redis.call('HGET', KEYS[7], 'n') or '0') ~= ARGV[5] then return { 'RETRY' } 
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[4])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
+-- The bound of every counter (counter-bounds.ts): never an idx TypeScript would refuse.
+if idx > ${MAX_SAFE_COUNTER} then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
 local at = string.format('%d', pc)
 redis.call('XADD', KEYS[3], string.format('%d-0', idx), 'k', ARGV[6], 'ts', ts, 'at', at, 'b', ARGV[7])
 apply_plan(KEYS[4], KEYS[5], KEYS[6], 8)

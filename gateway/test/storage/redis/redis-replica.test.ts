@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll } from 'vitest'
-import { RedisPartitionReplica } from '../../../src/storage/redis/index.js'
+import { RedisPartitionReplica, ReplicaKeys } from '../../../src/storage/redis/index.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
 import { replicaCompliance } from '../replica-compliance.js'
 
@@ -13,9 +13,14 @@ afterAll(stopAllRedis)
 
 replicaCompliance('redis', async (shape) => {
   const namespace = `compliance-${randomUUID()}`
+  const keys = new ReplicaKeys(namespace, shape.region, shape.partition)
   return {
     replica: (options) =>
       new RedisPartitionReplica({ ...shape, ...options, url: server.url, namespace }),
+    async corrupt(key, kind, text) {
+      if (kind === 'siblings') await server.command('SET', keys.siblings(key), text)
+      else await server.command('HSET', keys.version(key), 'ts', text)
+    },
     destroy: async () => {},
   }
 })

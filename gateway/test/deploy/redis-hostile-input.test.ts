@@ -1,0 +1,119 @@
+/**
+ * Hostile input on the Redis deployment, over HTTP (issue 12): the forged context whose counter
+ * the Lua script used to commit (a growing shipping backlog, the other region's reads 503), the
+ * bad-input table of `docs/security.md`, stored values that do not decode, what the bug left in a
+ * leader's log, and a fuzz of contexts, vectors, HLCs and shipping envelopes (these over the
+ * internal shipping endpoint). The same scenarios run on LevelDB in `http/hostile-input.test.ts`.
+ */
+import { HLC_ZERO, hlcFrom, hlcParts, partitionOf } from '@causeway/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { ReplicaKeys } from '../../src/storage/redis/index.js'
+import { expectBadInputTable } from '../support/bad-input-table.js'
+import { expectForgedContextHarmless } from '../support/forged-context.js'
+import { call } from '../support/http-calls.js'
+import {
+  type HostileTarget,
+  expectPoisonedEntryPasses,
+  expectQuarantineContained,
+  fuzzCluster,
+} from '../support/hostile-input.js'
+import { failures, startRedisDeployment, type RedisDeployment } from './redis-cluster-fixture.js'
+
+const PARTITIONS = 2
+let deployment: RedisDeployment
+
+beforeAll(async () => {
+  deployment = await startRedisDeployment(PARTITIONS)
+}, 30_000)
+afterAll(() => deployment?.close())
+
+/** The leader server of `key`'s partition in region 0, and the key names there. */
+function leaderOf(key: string) {
+  const p = partitionOf(key, PARTITIONS)
+  return {
+    p,
+    server: deployment.grid[0]![p]![0]!,
+    keys: new ReplicaKeys(deployment.config.redis.namespace, 0, p),
+  }
+}
+
+const target: HostileTarget = {
+  get urls() {
+    return deployment.urls
+  },
+  partitions: PARTITIONS,
+  async corrupt(key, kind, text) {
+    const { server, keys } = leaderOf(key)
+    if (kind === 'siblings') await server.command('SET', keys.siblings(key), text)
+    else await server.command('HSET', keys.version(key), 'ts', text)
+  },
+  async ship(p, entries) {
+    const reply = await call(`${deployment.urls[1]}/v1/internal/ship/${p}/0`, {
+      method: 'POST',
+      json: { entries },
+      headers: { authorization: `Bearer ${deployment.config.auth.clusterSecret!}` },
+    })
+    return { status: reply.status, code: reply.body.code as string }
+  },
+  failures: () => failures(deployment.events),
+}
+
+/**
+ * What the bug left at region 0's leader: a last log entry, covered by `sv`, whose set has a
+ * counter of 2^53, and that set stored as the key's; planted with raw commands, as the Lua
+ * script wrote them.
+ */
+async function poison(key: string): Promise<void> {
+  const { server, keys } = leaderOf(key)
+  const bulk = (reply: string) => reply.split('\r\n')[1] ?? ''
+  const hlc = bulk(await server.command('HGET', keys.meta, 'hlc'))
+  const { l, c } = hlcParts(hlc.length === 16 ? hlc : HLC_ZERO)
+  const ts = hlc.length === 16 ? hlcFrom(l, c + 1) : hlcFrom(Date.now(), 0)
+  const idx = Number(bulk(await server.command('HGET', keys.sv, '0')) || '0') + 1
+  const siblings = `0\u001f${2 ** 53}\u001f${ts}=1`
+  await server.command(
+    'XADD',
+    keys.log(0),
+    `${idx}-0`,
+    'k',
+    key,
+    'ts',
+    ts,
+    'at',
+    String(Date.now()),
+    's',
+    siblings,
+  )
+  await server.command('SET', keys.siblings(key), siblings)
+  await server.command('HSET', keys.meta, 'hlc', ts)
+  await server.command('HSET', keys.sv, '0', String(idx))
+}
+
+describe('hostile input on the Redis deployment', () => {
+  it('a forged causal context is a 400 that leaves the key readable, writable and its partition shipping', async () => {
+    await expectForgedContextHarmless(deployment.urls, PARTITIONS)
+    for (const url of deployment.urls) {
+      const status = await call(`${url}/v1/status`)
+      const shippers = status.body.shippers as { backlog: number }[]
+      expect(shippers.length).toBeGreaterThan(0)
+      for (const s of shippers) expect(s.backlog, JSON.stringify(s)).toBe(0)
+    }
+    expect(failures(deployment.events)).toEqual([])
+  }, 40_000)
+
+  it('answers every row of the bad-input table as it says, and writes nothing', async () => {
+    await expectBadInputTable(target.urls)
+  })
+
+  it('survives fuzzed contexts, vectors, HLCs and shipping envelopes, and keeps replicating', async () => {
+    await fuzzCluster(target, 300, 12)
+  }, 90_000)
+
+  it('quarantines stored values that do not decode without stopping the partition, and rebuilds them', async () => {
+    await expectQuarantineContained(target)
+  }, 40_000)
+
+  it('passes an entry an older version logged with a counter of 2^53 to followers and the other region', async () => {
+    await expectPoisonedEntryPasses(target, poison)
+  }, 40_000)
+})

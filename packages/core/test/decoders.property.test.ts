@@ -1,0 +1,394 @@
+/**
+ * Hostile input at core's decoders (issue 12): generated values and mutations of valid ones
+ * (flipped, cut, spliced, numbers swapped for boundary values such as 2^53 - 1). Each decoder
+ * either throws its typed `CausewayError` or returns a value within the cluster's bounds that
+ * encodes back to what it decoded: causal contexts, read vectors (`causeway-after`), HLCs
+ * (`causeway-dt`), DVV sibling sets, log entries (shipping envelopes) and serialised sessions.
+ */
+import fc from 'fast-check'
+import { describe, expect, it } from 'vitest'
+import { decodeCausalContext, encodeCausalContext } from '../src/causal-context.js'
+import { MAX_SAFE_COUNTER, isSafeCounter } from '../src/counter-bounds.js'
+import { DvvSet } from '../src/dvvset.js'
+import { CausewayError, type ErrorCode } from '../src/errors.js'
+import { hlcFrom, hlcParts, isHlc } from '../src/hlc.js'
+import { checkLogEntry } from '../src/log-entry-check.js'
+import { Session } from '../src/session.js'
+import { type SiblingSet, decodeSiblingSet, encodeSiblingSet } from '../src/sibling-set-codec.js'
+import { formatReadNeed, parseReadNeed } from '../src/vector.js'
+
+const REGIONS = 3
+const RS = '\u001e'
+const US = '\u001f'
+const RUNS = 2000
+
+/** Numbers near every bound a decoder has. */
+const boundary = fc.constantFrom(
+  0,
+  1,
+  2,
+  REGIONS - 1,
+  REGIONS,
+  255,
+  256,
+  2 ** 31,
+  2 ** 32,
+  2 ** 48 - 1,
+  2 ** 48,
+  MAX_SAFE_COUNTER - 1,
+  MAX_SAFE_COUNTER,
+  Number.MAX_SAFE_INTEGER,
+  2 ** 53,
+  2 ** 53 + 2,
+  2 ** 64,
+)
+const counter = fc.oneof(fc.integer({ min: 1, max: 20 }), boundary)
+
+/** Characters an attacker would try: digits, separators, signs, hex, control and wide ones. */
+const nasty = fc.constantFrom(
+  ...'0123456789abcdefABCDEF:@,-_=+/ .\u0000\u001e\u001f\n"\\{}[]xé💡'.split(''),
+  '\u{1f4a1}',
+)
+
+/** A mutation of `text`: characters replaced, removed or inserted, the text cut or doubled. */
+function mutated(text: fc.Arbitrary<string>): fc.Arbitrary<string> {
+  const edit = fc.oneof(
+    fc.tuple(fc.constant('set' as const), fc.nat(), nasty),
+    fc.tuple(fc.constant('del' as const), fc.nat(), fc.constant('')),
+    fc.tuple(fc.constant('ins' as const), fc.nat(), nasty),
+    fc.tuple(fc.constant('num' as const), fc.nat(), boundary.map(String)),
+    fc.tuple(fc.constant('cut' as const), fc.nat(), fc.constant('')),
+    fc.tuple(fc.constant('dup' as const), fc.nat(), fc.constant('')),
+  )
+  return fc.tuple(text, fc.array(edit, { minLength: 1, maxLength: 4 })).map(([t, edits]) => {
+    let s = t
+    for (const [kind, at, what] of edits) {
+      const i = s.length === 0 ? 0 : at % (s.length + 1)
+      if (kind === 'set') s = s.slice(0, i) + what + s.slice(i + 1)
+      else if (kind === 'del') s = s.slice(0, i) + s.slice(i + 1)
+      else if (kind === 'ins' || kind === 'num') s = s.slice(0, i) + what + s.slice(i)
+      else if (kind === 'cut') s = s.slice(0, i)
+      else s = s + s.slice(i)
+    }
+    return s
+  })
+}
+
+/** How many inputs each decoder accepted and refused, so a test can see it tried both. */
+const tally = { accepted: 0, refused: 0 }
+
+/** Checks that the last property both accepted and refused a fair share of its inputs. */
+function expectBothOutcomes(): void {
+  const { accepted, refused } = tally
+  tally.accepted = tally.refused = 0
+  expect(accepted, 'inputs accepted').toBeGreaterThan(RUNS / 20)
+  expect(refused, 'inputs refused').toBeGreaterThan(RUNS / 20)
+}
+
+/** Runs `decode`; a throw must be a 4xx CausewayError of `codes`. The value, or undefined. */
+function decodedOrRefused<T>(decode: () => T, ...codes: ErrorCode[]): T | undefined {
+  try {
+    const value = decode()
+    tally.accepted++
+    return value
+  } catch (error) {
+    tally.refused++
+    expect(error).toBeInstanceOf(CausewayError)
+    expect(codes).toContain((error as CausewayError).code)
+    expect((error as CausewayError).status).toBeLessThan(500)
+    return undefined
+  }
+}
+
+describe('causal contexts (causeway-context)', () => {
+  const context = fc
+    .uniqueArray(fc.nat(REGIONS + 1), { maxLength: REGIONS + 1 })
+    .chain((actors) =>
+      fc.tuple(
+        fc.constant([...actors].sort((a, b) => a - b)),
+        fc.array(counter, { minLength: actors.length, maxLength: actors.length }),
+      ),
+    )
+    .map(([actors, counters]) => actors.map((a, i) => [a, counters[i]!] as const))
+  // Valid encodings of contexts that may hold out-of-range numbers, written byte by byte.
+  const encoded = context.map((ctx) => {
+    const bytes = [0xc1, ctx.length]
+    const varint = (n: number) => {
+      while (n >= 128) {
+        bytes.push((n % 128) | 128)
+        n = Math.floor(n / 128)
+      }
+      bytes.push(n)
+    }
+    for (const [a, c] of ctx) {
+      varint(a)
+      varint(c)
+    }
+    return Buffer.from(bytes).toString('base64url')
+  })
+  const text = fc.oneof(encoded, mutated(encoded), fc.string(), fc.base64String())
+
+  it('decode to a context within the cluster that encodes back to the same text, or INVALID_CONTEXT', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        const ctx = decodedOrRefused(
+          () => decodeCausalContext(t, { regions: REGIONS }),
+          'INVALID_CONTEXT',
+        )
+        if (ctx === undefined) return
+        let previous = -1
+        for (const [actor, n] of ctx) {
+          expect(actor).toBeGreaterThan(previous)
+          expect(actor).toBeLessThan(REGIONS)
+          expect(isSafeCounter(n)).toBe(true)
+          // The leader's next dot is still exact.
+          expect(Number.isSafeInteger(n + 1)).toBe(true)
+          previous = actor
+        }
+        expect(encodeCausalContext(ctx)).toBe(t)
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+})
+
+describe('read vectors (causeway-after)', () => {
+  const header = fc
+    .tuple(
+      fc.option(counter, { nil: undefined }),
+      fc.array(fc.tuple(fc.nat(REGIONS + 1), counter), { minLength: 1, maxLength: REGIONS + 1 }),
+    )
+    .map(
+      ([epoch, entries]) =>
+        (epoch === undefined ? '' : `${epoch}@`) + entries.map(([d, i]) => `${d}:${i}`).join(','),
+    )
+  const text = fc.oneof(header, mutated(header), fc.string())
+
+  it('parse to a need within the cluster that formats back to itself, or INVALID_VECTOR', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        const need = decodedOrRefused(() => parseReadNeed(t, REGIONS), 'INVALID_VECTOR')
+        if (need === undefined) return
+        expect(need.need).toHaveLength(REGIONS)
+        for (const idx of need.need) expect(isSafeCounter(idx, 0)).toBe(true)
+        if (need.epoch !== undefined) expect(isSafeCounter(need.epoch)).toBe(true)
+        const again = formatReadNeed(need)
+        if (again === undefined) expect(need.need.every((i) => i === 0)).toBe(true)
+        else expect(parseReadNeed(again, REGIONS)).toEqual(need)
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+})
+
+describe('HLCs (causeway-dt)', () => {
+  const wire = fc
+    .tuple(fc.oneof(fc.nat(2 ** 48 - 1), boundary), fc.oneof(fc.nat(0xffff), boundary))
+    .map(([l, c]) => l.toString(16).padStart(12, '0') + c.toString(16).padStart(4, '0'))
+  const text = fc.oneof(wire, mutated(wire), fc.string())
+
+  it('are 48 bits of ms and 16 of counter exactly when isHlc says so', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        if (!isHlc(t)) return
+        const { l, c } = hlcParts(t)
+        expect(l).toBeLessThanOrEqual(2 ** 48 - 1)
+        expect(c).toBeLessThanOrEqual(0xffff)
+        expect(hlcFrom(l, c)).toBe(t)
+      }),
+      { numRuns: RUNS },
+    )
+  })
+})
+
+describe('DVV sibling sets (stored and shipped)', () => {
+  const ts = fc.tuple(fc.nat(2 ** 48 - 1), fc.nat(0xffff)).map(([l, c]) => hlcFrom(l, c))
+  const value = fc.oneof(
+    fc.json().filter((j) => !j.includes(RS) && !j.includes(US)),
+    fc.constantFrom('1', '"x"', '{}'),
+  )
+  const set: fc.Arbitrary<SiblingSet> = fc
+    .uniqueArray(fc.nat(REGIONS - 1), { maxLength: REGIONS })
+    .chain((actors) =>
+      fc.tuple(
+        ...[...actors]
+          .sort((a, b) => a - b)
+          .map((actor) =>
+            fc
+              .array(fc.record({ ts, value: fc.option(value, { nil: undefined }) }), {
+                maxLength: 3,
+              })
+              .chain((siblings) =>
+                fc
+                  .oneof(
+                    fc.integer({ min: siblings.length, max: siblings.length + 5 }),
+                    fc.constantFrom(MAX_SAFE_COUNTER - 1, MAX_SAFE_COUNTER),
+                  )
+                  .map((n) => [
+                    actor,
+                    Math.max(n, 1, siblings.length),
+                    siblings.map((s) => (s.value === undefined ? { ts: s.ts } : s)),
+                  ]),
+              ),
+          ),
+      ),
+    )
+    .map((entries) => ({ entries, anonymous: [] }) as unknown as SiblingSet)
+  const encoded = set.map((s) => encodeSiblingSet(s))
+  // Texts an older version could have stored: counters one past the bound and beyond.
+  const overflowed = encoded.map((t) => {
+    const [first = '', ...rest] = t.split(RS)
+    const [actor = '0', , ...siblings] = first.split(US)
+    return [[actor, String(2 ** 53), ...siblings].join(US), ...rest].join(RS)
+  })
+  const text = fc.oneof(encoded, mutated(encoded), overflowed, fc.string())
+
+  it('decode to a set within bounds that encodes back to the same text, or a malformed-set error', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        const decoded = decodedOrRefused(() => decodeSiblingSet(t, REGIONS), 'INVALID_REQUEST')
+        if (decoded === undefined) return
+        let previous = -1
+        for (const [actor, n, siblings] of decoded.entries) {
+          expect(actor).toBeGreaterThan(previous)
+          expect(actor).toBeLessThan(REGIONS)
+          expect(isSafeCounter(n)).toBe(true)
+          expect(n).toBeGreaterThanOrEqual(siblings.length)
+          for (const s of siblings) {
+            expect(isHlc(s.ts)).toBe(true)
+            if (s.value !== undefined) expect(s.value).not.toBe('')
+          }
+          previous = actor
+        }
+        expect(encodeSiblingSet(decoded)).toBe(t)
+        // Merging what decodes never leaves the bounds either.
+        const merged = DvvSet.sync([decoded, decoded])
+        for (const [, n] of merged.entries) expect(isSafeCounter(n)).toBe(true)
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+
+  it('refuse the counter of issue 12 (2^53) wherever it sits', () => {
+    expect(() => decodeSiblingSet(`0\u001f${2 ** 53}`, REGIONS)).toThrow(/bad counter/)
+    expect(() => decodeSiblingSet(`0\u001f${Number.MAX_SAFE_INTEGER}`, REGIONS)).toThrow(
+      /bad counter/,
+    )
+    expect(decodeSiblingSet(`0\u001f${MAX_SAFE_COUNTER}`, REGIONS).entries).toEqual([
+      [0, MAX_SAFE_COUNTER, []],
+    ])
+    expect(() =>
+      encodeSiblingSet({ entries: [[0, MAX_SAFE_COUNTER + 1, []]], anonymous: [] }),
+    ).toThrow(/out of range/)
+  })
+})
+
+describe('log entries (shipping envelopes)', () => {
+  const hlc = fc.tuple(fc.nat(2 ** 48 - 1), fc.nat(0xffff)).map(([l, c]) => hlcFrom(l, c))
+  const field = <T>(valid: fc.Arbitrary<T>) =>
+    fc.oneof(
+      { weight: 4, arbitrary: valid },
+      {
+        weight: 1,
+        arbitrary: fc.oneof(boundary, fc.string(), fc.constant(undefined), fc.double()),
+      },
+    )
+  const body = fc.oneof(
+    fc.constant({}),
+    field(fc.constantFrom('1', '"v"', '')).map((value) => ({ value })),
+    field(fc.string()).map((siblings) => ({ siblings })),
+    field(fc.string()).map((setDelta) => ({ setDelta })),
+    fc.record({ value: fc.constant('1'), siblings: fc.string() }),
+  )
+  const entry = fc
+    .tuple(
+      fc.record({
+        origin: field(fc.nat(REGIONS - 1)),
+        idx: field(counter),
+        key: field(fc.string({ minLength: 1 })),
+        ts: field(fc.oneof(hlc, mutated(hlc))),
+        at: field(fc.nat()),
+      }),
+      body,
+    )
+    .map(([head, b]) => ({ ...head, ...b }))
+  const input = fc.oneof({ weight: 9, arbitrary: entry }, { weight: 1, arbitrary: fc.anything() })
+
+  it('are checked field by field: within bounds and JSON round-trips, or INVALID_REQUEST', () => {
+    fc.assert(
+      fc.property(input, (raw) => {
+        const ok = decodedOrRefused(() => {
+          checkLogEntry(raw, REGIONS)
+          return raw
+        }, 'INVALID_REQUEST')
+        if (ok === undefined) return
+        expect(ok.origin).toBeLessThan(REGIONS)
+        expect(isSafeCounter(ok.idx)).toBe(true)
+        expect(isHlc(ok.ts)).toBe(true)
+        expect(ok.key.length).toBeGreaterThan(0)
+        const bodies = [ok.value, ok.siblings, ok.setDelta].filter((b) => b !== undefined)
+        expect(bodies.length).toBeLessThanOrEqual(1)
+        expect(JSON.parse(JSON.stringify(ok))).toEqual(
+          Object.fromEntries(Object.entries(ok).filter(([, v]) => v !== undefined)),
+        )
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+})
+
+describe('serialised sessions (their vectors)', () => {
+  const scope = { cluster: 'c', regions: REGIONS, partitions: 4 }
+  const vector = fc.array(fc.oneof(fc.nat(100), boundary), {
+    minLength: REGIONS - 1,
+    maxLength: REGIONS + 1,
+  })
+  const json = fc.record({
+    v: fc.constant(1),
+    cluster: fc.constant('c'),
+    regions: fc.constant(REGIONS),
+    partitions: fc.constant(4),
+    dtR: fc.constant('0000000000000000'),
+    dtW: fc.constant('0000000000000000'),
+    p: fc.dictionary(
+      fc.oneof(fc.constantFrom('0', '1', '3', '4', '01'), fc.string()),
+      fc.record({ e: fc.oneof(fc.constant(1), boundary), r: vector, w: vector }),
+      { maxKeys: 3 },
+    ),
+  })
+  const text = fc.oneof(
+    json.map((j) => JSON.stringify(j)),
+    mutated(json.map((j) => JSON.stringify(j))),
+  )
+
+  it('restore to a session within bounds that serialises back the same, or a session error', () => {
+    fc.assert(
+      fc.property(text, (t) => {
+        let data: unknown
+        try {
+          data = JSON.parse(t)
+        } catch {
+          return
+        }
+        const session = decodedOrRefused(
+          () => Session.fromJSON(data, scope),
+          'INVALID_SESSION',
+          'FOREIGN_SESSION',
+        )
+        if (session === undefined) return
+        const out = session.toJSON()
+        for (const row of Object.values(out.p)) {
+          expect(isSafeCounter(row.e)).toBe(true)
+          for (const idx of [...row.r, ...row.w]) expect(isSafeCounter(idx, 0)).toBe(true)
+        }
+        expect(Session.fromJSON(JSON.parse(JSON.stringify(out)), scope).toJSON()).toEqual(out)
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+})
