@@ -6,6 +6,7 @@ import type { FastifyServerOptions } from 'fastify'
 import type { ClusterService } from './cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
+import type { WatchOptions } from './http/routes/watch.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
 export interface ServableCluster {
@@ -37,6 +38,11 @@ export interface ServeOptions {
    * @default 10000
    */
   drainTimeoutMs?: number
+  /**
+   * The change feeds of every gateway (`GET /v1/watch`).
+   * @default 1000 feeds per gateway, a heartbeat every 15 s
+   */
+  watch?: WatchOptions
 }
 
 /** A cluster with a listening gateway per region. */
@@ -93,6 +99,7 @@ export async function serveCluster<C extends ServableCluster>(
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
+        ...(options.watch === undefined ? {} : { watch: options.watch }),
       })
       gateways.push(gateway)
       await gateway.listen({ host, port: base === 0 ? 0 : base + region })
@@ -119,7 +126,14 @@ export type DevCluster = ServedCluster<EmbeddedCluster>
  * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
  */
 export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
-  const { port, host, logger, drainTimeoutMs, ...clusterOptions } = options
+  const { port, host, logger, drainTimeoutMs, watch, ...clusterOptions } = options
   const cluster = await EmbeddedCluster.start(clusterOptions)
-  return serveCluster(cluster, { regions: cluster.regions, port, host, logger, drainTimeoutMs })
+  return serveCluster(cluster, {
+    regions: cluster.regions,
+    port,
+    host,
+    logger,
+    drainTimeoutMs,
+    ...(watch === undefined ? {} : { watch }),
+  })
 }

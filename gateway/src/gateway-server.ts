@@ -7,6 +7,7 @@ import type { FastifyServerOptions } from 'fastify'
 import type { ClusterConfig } from './cluster/cluster-config.js'
 import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
+import type { WatchOptions } from './http/routes/watch.js'
 
 /** Options of {@link startGateway}. */
 export interface GatewayServerOptions {
@@ -30,6 +31,11 @@ export interface GatewayServerOptions {
    * @default 10000
    */
   drainTimeoutMs?: number
+  /**
+   * The change feeds of this gateway (`GET /v1/watch`).
+   * @default 1000 feeds, a heartbeat every 15 s
+   */
+  watch?: WatchOptions
   /** Passed to {@link RedisCluster.start}. */
   cluster?: Omit<RedisClusterOptions, 'config' | 'region'>
 }
@@ -53,6 +59,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     service: cluster.service,
     regionUrls: config.regions.map((r) => r.url),
     logger: options.logger ?? false,
+    ...(options.watch === undefined ? {} : { watch: options.watch }),
     auth: {
       apiKeys: config.auth.apiKeys,
       ...(config.auth.clusterSecret === undefined

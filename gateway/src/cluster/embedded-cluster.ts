@@ -77,6 +77,11 @@ export interface EmbeddedClusterOptions {
    */
   namespaces?: Namespaces
   /**
+   * How long a partition leader remembers an operation id (`causeway-op-id`) after its write, ms.
+   * @default 24 hours
+   */
+  opRetentionMs?: number
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
    * @default logs them with `console.error`
@@ -184,6 +189,9 @@ export class EmbeddedCluster {
             location: dataDir && join(dataDir, `region-${d}`, `partition-${p}`, `replica-${i}`),
             now: clocks[d]!,
             sync: options.sync ?? true,
+            ...(options.opRetentionMs === undefined
+              ? {}
+              : { opRetentionMs: options.opRetentionMs }),
             onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),
           }),
       ),
