@@ -21,6 +21,8 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --port N               port to listen on; 0 = any                      [default: 7070]
   --host HOST            interface to listen on                          [default: 127.0.0.1]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
+  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
 `
 
 /** Usage of the Redis-only options of `causeway dev`. */
@@ -50,6 +52,8 @@ interface GatewayCommand {
   port: number
   host: string
   logLevel: string
+  opRetentionMs: number | undefined
+  maxWatchers: number | undefined
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -63,6 +67,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       port: { type: 'string' },
       host: { type: 'string' },
       'log-level': { type: 'string' },
+      'op-retention-ms': { type: 'string' },
+      'max-watchers': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -77,6 +83,14 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     port: integer('port', values.port, 7070, 0, 65_535),
     host: values.host ?? '127.0.0.1',
     logLevel: logLevel(values['log-level']),
+    opRetentionMs:
+      values['op-retention-ms'] === undefined
+        ? undefined
+        : integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40),
+    maxWatchers:
+      values['max-watchers'] === undefined
+        ? undefined
+        : integer('max-watchers', values['max-watchers'], 0, 0, 1e6),
   }
 }
 
@@ -118,7 +132,11 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     port: command.port,
     host: command.host,
     logger: loggerFor(command.logLevel),
-    cluster: { onEvent: log },
+    ...(command.maxWatchers === undefined ? {} : { watch: { maxWatchers: command.maxWatchers } }),
+    cluster: {
+      onEvent: log,
+      ...(command.opRetentionMs === undefined ? {} : { opRetentionMs: command.opRetentionMs }),
+    },
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))

@@ -40,6 +40,8 @@ Options of dev:
                          instead of using the HLC (NuKV section 6)       [default: off]
   --siblings NS          keep concurrent writes to keys NS:... as siblings with a
                          causal context (docs/siblings.md); repeatable  [default: none]
+  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
@@ -78,6 +80,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
+      'op-retention-ms': { type: 'string' },
+      'max-watchers': { type: 'string' },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -124,6 +128,10 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
+  if (values['op-retention-ms'] !== undefined)
+    options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
+  if (values['max-watchers'] !== undefined)
+    options.watch = { maxWatchers: integer('max-watchers', values['max-watchers'], 0, 0, 1e6) }
   return { options, logLevel }
 }
 
