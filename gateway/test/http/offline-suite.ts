@@ -330,9 +330,11 @@ export function offlineSuite(name: string, deploy: () => Promise<Deployment>): v
         const s = await stream(1, 'prefix=resume%3A')
         await s.next()
         for (const key of keys.slice(0, 3)) await put(0, key, key)
+        // Keys of different partitions: ordered per partition only, so compare as sets.
         const seen = await changes(s, 3)
-        expect(seen.map((e) => dataOf(e).key)).toEqual(keys.slice(0, 3))
+        expect(new Set(seen.map((e) => dataOf(e).key))).toEqual(new Set(keys.slice(0, 3)))
         const cursor = seen[1]!.id!
+        const before = new Set(seen.slice(0, 2).map((e) => dataOf(e).key))
         s.close()
         // Written while nobody watches, in both regions.
         await put(0, keys[3]!, keys[3])
@@ -347,7 +349,9 @@ export function offlineSuite(name: string, deploy: () => Promise<Deployment>): v
                 })
           expect((await resumed.next()).event).toBe('heartbeat')
           const got = await changes(resumed, 4, 8000)
-          expect(new Set(got.map((e) => dataOf(e).key))).toEqual(new Set(keys.slice(2)))
+          expect(new Set(got.map((e) => dataOf(e).key))).toEqual(
+            new Set(keys.filter((k) => !before.has(k))),
+          )
           // Nothing more: no duplicate and nothing from before the cursor.
           await expect(resumed.nextOf('change', 700)).rejects.toThrow(/no event/)
           resumed.close()

@@ -142,11 +142,21 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
       }
       const sse = reply.sse
       sse.keepAlive()
-      sse.onClose(() => feed.close())
+      // A write waiting for a slow client to drain would wait for ever once it is gone: the
+      // close ends the wait (and the feed).
+      const gone = new Promise<void>((resolve) =>
+        sse.onClose(() => {
+          feed.close()
+          resolve()
+        }),
+      )
       try {
         for await (const event of feed.events()) {
           if (!sse.isConnected) break
-          await sse.send({ event: event.event, id: event.id, data: event.data })
+          await Promise.race([
+            sse.send({ event: event.event, id: event.id, data: event.data }),
+            gone,
+          ])
         }
         if (shutDown && sse.isConnected) {
           const body = new CausewayError(
