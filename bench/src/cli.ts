@@ -23,6 +23,7 @@ import { bookkeepingSuite } from './suites/bookkeeping.js'
 import { dvvSuite } from './suites/dvv.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
+import { offlineSuite } from './suites/offline.js'
 import { profileSuite } from './suites/profile.js'
 
 const SUITES: Suite[] = [
@@ -32,6 +33,7 @@ const SUITES: Suite[] = [
   profileSuite,
   dvvSuite,
   bigsetsSuite,
+  offlineSuite,
 ] as Suite[]
 const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 /** What `--quick` over every suite may take, in seconds (builds included, it must stay under 3 min). */
@@ -160,7 +162,7 @@ async function main(): Promise<number> {
   }
   const quick = values.quick
   // Fail before starting anything when k6 is missing (every suite but bookkeeping needs it).
-  const needsK6 = suites.some((s) => s!.name !== 'bookkeeping' && s!.name !== 'dvv')
+  const needsK6 = suites.some((s) => !['bookkeeping', 'dvv', 'offline'].includes(s!.name))
   const k6 = needsK6 ? findK6() : undefined
   if (needsK6) await buildK6Bundle()
   const estimate = suites.reduce((sum, s) => sum + s!.estimateS(quick), 0)

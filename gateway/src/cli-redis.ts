@@ -27,6 +27,8 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call this
                          gateway; repeatable; * for any origin          [default: none]
                          (the region's public URL is the config's regions[].url)
+  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
 `
 
 /** Usage of the Redis-only options of `causeway dev`. */
@@ -58,6 +60,8 @@ interface GatewayCommand {
   host: string
   logLevel: string
   corsOrigins: string[]
+  opRetentionMs: number | undefined
+  maxWatchers: number | undefined
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -72,6 +76,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       host: { type: 'string' },
       'log-level': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
+      'op-retention-ms': { type: 'string' },
+      'max-watchers': { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -88,6 +94,14 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     logLevel: logLevel(values['log-level']),
     // A production gateway: no page of another origin may call it until told which.
     corsOrigins: corsOrigins(values['cors-origin'], []),
+    opRetentionMs:
+      values['op-retention-ms'] === undefined
+        ? undefined
+        : integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40),
+    maxWatchers:
+      values['max-watchers'] === undefined
+        ? undefined
+        : integer('max-watchers', values['max-watchers'], 0, 0, 1e6),
   }
 }
 
@@ -130,7 +144,11 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     host: command.host,
     logger: loggerFor(command.logLevel),
     corsOrigins: command.corsOrigins,
-    cluster: { onEvent: log },
+    ...(command.maxWatchers === undefined ? {} : { watch: { maxWatchers: command.maxWatchers } }),
+    cluster: {
+      onEvent: log,
+      ...(command.opRetentionMs === undefined ? {} : { opRetentionMs: command.opRetentionMs }),
+    },
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))

@@ -52,6 +52,8 @@ Options of dev:
   --public-url URL       the URL clients reach a region's gateway at (a proxy, another
                          host), published in the topology; one per region, in
                          region order                      [default: http://HOST:PORT]
+  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
@@ -92,6 +94,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       siblings: { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
       'public-url': { type: 'string', multiple: true },
+      'op-retention-ms': { type: 'string' },
+      'max-watchers': { type: 'string' },
       backend: { type: 'string' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -142,6 +146,10 @@ function parseDev(args: string[]): DevCommand | 'help' {
   if (namespaces !== undefined) options.namespaces = namespaces
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
+  if (values['op-retention-ms'] !== undefined)
+    options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
+  if (values['max-watchers'] !== undefined)
+    options.watch = { maxWatchers: integer('max-watchers', values['max-watchers'], 0, 0, 1e6) }
   return { options, logLevel }
 }
 

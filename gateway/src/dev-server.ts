@@ -6,6 +6,7 @@ import type { FastifyServerOptions } from 'fastify'
 import type { ClusterService } from './cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
+import type { WatchOptions } from './http/routes/watch.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
 export interface ServableCluster {
@@ -49,6 +50,11 @@ export interface ServeOptions {
    * @default each gateway's own `http://host:port`
    */
   publicUrls?: readonly string[]
+  /**
+   * The change feeds of every gateway (`GET /v1/watch`).
+   * @default 1000 feeds per gateway, a heartbeat every 15 s
+   */
+  watch?: WatchOptions
 }
 
 /** A cluster with a listening gateway per region. */
@@ -113,6 +119,7 @@ export async function serveCluster<C extends ServableCluster>(
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
+        ...(options.watch === undefined ? {} : { watch: options.watch }),
       })
       gateways.push(gateway)
       await gateway.listen({ host, port: base === 0 ? 0 : base + region })
@@ -139,7 +146,8 @@ export type DevCluster = ServedCluster<EmbeddedCluster>
  * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
  */
 export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
-  const { port, host, logger, drainTimeoutMs, corsOrigins, publicUrls, ...clusterOptions } = options
+  const { port, host, logger, drainTimeoutMs, corsOrigins, publicUrls, watch, ...clusterOptions } =
+    options
   const cluster = await EmbeddedCluster.start(clusterOptions)
   return serveCluster(cluster, {
     regions: cluster.regions,
@@ -149,5 +157,6 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     drainTimeoutMs,
     corsOrigins,
     publicUrls,
+    ...(watch === undefined ? {} : { watch }),
   })
 }

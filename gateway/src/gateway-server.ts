@@ -7,6 +7,7 @@ import type { FastifyServerOptions } from 'fastify'
 import type { ClusterConfig } from './cluster/cluster-config.js'
 import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
+import type { WatchOptions } from './http/routes/watch.js'
 
 /** Options of {@link startGateway}. */
 export interface GatewayServerOptions {
@@ -35,6 +36,11 @@ export interface GatewayServerOptions {
    * @default [] (none: a production gateway answers no page of another origin until told which)
    */
   corsOrigins?: readonly string[]
+  /**
+   * The change feeds of this gateway (`GET /v1/watch`).
+   * @default 1000 feeds, a heartbeat every 15 s
+   */
+  watch?: WatchOptions
   /** Passed to {@link RedisCluster.start}. */
   cluster?: Omit<RedisClusterOptions, 'config' | 'region'>
 }
@@ -59,6 +65,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     regionUrls: config.regions.map((r) => r.url),
     logger: options.logger ?? false,
     corsOrigins: options.corsOrigins ?? [],
+    ...(options.watch === undefined ? {} : { watch: options.watch }),
     auth: {
       apiKeys: config.auth.apiKeys,
       ...(config.auth.clusterSecret === undefined

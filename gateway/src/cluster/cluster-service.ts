@@ -15,6 +15,7 @@ import type {
   WriteLevel,
 } from '@causeway/core'
 import type { Version } from '../storage/partition-replica.js'
+import type { ChangeFeedService } from './change-feed.js'
 import type { SetService } from './region-sets.js'
 import type { SiblingVersion } from '../storage/sibling-set.js'
 
@@ -84,6 +85,17 @@ export interface WriteRequest {
    * ablation reads it (see `RegionServiceOptions.withoutHlc`).
    */
   need?: ReadNeed
+  /**
+   * The write's operation id (`causeway-op-id`) and request fingerprint: applied at most once
+   * per namespace within the retention window; a repeat answers the first result.
+   */
+  op?: WriteOp
+}
+
+/** An operation id and the fingerprint of the request that carries it. */
+export interface WriteOp {
+  id: string
+  fingerprint: string
 }
 
 /** What a write returns (NuKV PutReply). */
@@ -102,6 +114,8 @@ export interface WriteResult {
    * vector, in ms (the cost NuKV's HLC saves). Undefined when the service does not wait.
    */
   waitedMs?: number
+  /** The write's operation id had already been applied: this is its first result. */
+  replayed?: boolean
 }
 
 /** One region of the cluster, as the gateway's routes use it. */
@@ -123,4 +137,6 @@ export interface ClusterService {
   status(): Promise<Status>
   /** The sets of this region (`/v1/sets`); absent in services without them. */
   readonly sets?: SetService
+  /** The change feeds of this region (`/v1/watch`); absent in services without them. */
+  readonly changes?: ChangeFeedService
 }

@@ -78,6 +78,11 @@ export interface EmbeddedClusterOptions {
    */
   namespaces?: Namespaces
   /**
+   * How long a partition leader remembers an operation id (`causeway-op-id`) after its write, ms.
+   * @default 24 hours
+   */
+  opRetentionMs?: number
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
    * @default logs them with `console.error`
@@ -205,6 +210,9 @@ export class EmbeddedCluster {
             ...(options.store ? { db: options.store(d, p, i) } : {}),
             now: clocks[d]!,
             sync: options.sync ?? true,
+            ...(options.opRetentionMs === undefined
+              ? {}
+              : { opRetentionMs: options.opRetentionMs }),
             onFailure: (error) => onError(error, `replica ${i} of partition ${p} in region ${d}`),
             quarantine: quarantines[d]!,
           }),

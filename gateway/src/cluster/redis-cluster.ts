@@ -35,6 +35,12 @@ export interface RedisClusterOptions {
    * @default a random UUID
    */
   leaseToken?: string
+  /**
+   * How long a partition leader remembers an operation id (`causeway-op-id`) after its write, ms
+   * (the expiry of its record in Redis). Every gateway of a cluster should use the same.
+   * @default 24 hours
+   */
+  opRetentionMs?: number
   /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
   fetch?: typeof fetch
   /**
@@ -90,6 +96,9 @@ export class RedisCluster implements ShippingReceiver {
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
             quarantine,
+            ...(options.opRetentionMs === undefined
+              ? {}
+              : { opRetentionMs: options.opRetentionMs }),
           }),
       ),
     )

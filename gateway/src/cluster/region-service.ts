@@ -14,8 +14,10 @@ import {
   type Status,
   checkNamespaces,
   conflictModeOf,
+  namespaceOf,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
+import type { OpRecord } from '../storage/op-records.js'
 import type { LogEntry, PartitionReplica, SiblingRead } from '../storage/partition-replica.js'
 import type { QuarantineRegistry } from '../storage/quarantine.js'
 import {
@@ -26,6 +28,7 @@ import {
   maxSiblingSetChars,
   siblingsAfter,
 } from '../storage/sibling-set.js'
+import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
 import { ReplicaRouter } from './replica-router.js'
 import type {
@@ -114,6 +117,8 @@ export class RegionService implements ClusterService {
   readonly region: number
   /** The sets of this region (`/v1/sets`). */
   readonly sets: SetService
+  /** The change feeds of this region (`/v1/watch`). */
+  readonly changes: ChangeFeedService
   readonly #options: RegionServiceOptions
   /** Replica choice, waiting, skew and majority: shared with the set service. */
   readonly #router: ReplicaRouter
@@ -125,6 +130,7 @@ export class RegionService implements ClusterService {
     }
     this.region = options.region
     this.sets = new RegionSets(options)
+    this.changes = new RegionChanges(options)
     this.#options = options
     this.#router = new ReplicaRouter(options)
     this.#namespaces = checkNamespaces(options.namespaces)
@@ -195,6 +201,7 @@ export class RegionService implements ClusterService {
     }
     if (request.context !== undefined) this.#checkContextReach(request)
     const leader = this.#router.leader(partition)
+    if (request.op !== undefined) return this.#writeOnce(leader, request, siblings)
     const waitedMs = this.#options.withoutHlc ? await this.#awaitDependencies(request) : undefined
     const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
     if (siblings) await this.#checkSiblingRoom(leader, request)
@@ -211,6 +218,52 @@ export class RegionService implements ClusterService {
     if (waitedMs !== undefined) result.waitedMs = waitedMs
     if (siblings) {
       const context = this.#contextAfter(entry, request.context ?? [])
+      if (context) result.context = context
+    }
+    return result
+  }
+
+  /**
+   * A write with an operation id: applied at most once (`PartitionReplica.writeOnce`); the checks
+   * that depend on the moment (the dependency wait, the room for siblings) run only for a new one,
+   * so a replay answers the first result whatever happened since.
+   */
+  async #writeOnce(
+    leader: PartitionReplica,
+    request: WriteRequest,
+    siblings: boolean,
+  ): Promise<WriteResult> {
+    const op = request.op!
+    let waitedMs: number | undefined
+    const outcome = await leader.writeOnce(
+      { namespace: namespaceOf(request.key) ?? '', id: op.id, fingerprint: op.fingerprint },
+      siblings
+        ? {
+            kind: 'sibling',
+            key: request.key,
+            value: request.value,
+            context: request.context ?? [],
+          }
+        : { kind: 'kv', key: request.key, value: request.value },
+      this.#options.withoutHlc ? HLC_ZERO : request.dt,
+      async () => {
+        if (this.#options.withoutHlc) waitedMs = await this.#awaitDependencies(request)
+        if (siblings) await this.#checkSiblingRoom(leader, request)
+      },
+    )
+    const record: OpRecord = 'replayed' in outcome ? outcome.replayed : outcome.record
+    if (request.durability === 'majority')
+      await this.#router.majority(request.partition, record.idx)
+    const result: WriteResult = {
+      ts: record.ts,
+      dc: this.region,
+      idx: record.idx,
+      epoch: record.epoch,
+    }
+    if (waitedMs !== undefined) result.waitedMs = waitedMs
+    if ('replayed' in outcome) result.replayed = true
+    if (siblings && record.dot !== undefined) {
+      const context = this.#contextAt(record.dot, request.context ?? [])
       if (context) result.context = context
     }
     return result
@@ -245,7 +298,11 @@ export class RegionService implements ClusterService {
    */
   #contextAfter(entry: LogEntry, context: CausalContext): CausalContext | undefined {
     const set = decodeSiblingSet(entry.siblings!, this.#options.regionNames.length)
-    const dot = set.entries.find(([actor]) => actor === this.region)![1]
+    return this.#contextAt(set.entries.find(([actor]) => actor === this.region)![1], context)
+  }
+
+  // #contextAfter, from the write's dot (its region's counter in the key's set after it).
+  #contextAt(dot: number, context: CausalContext): CausalContext | undefined {
     const seen = context.find(([actor]) => actor === this.region)?.[1] ?? 0
     if (seen !== dot - 1) return undefined
     return [

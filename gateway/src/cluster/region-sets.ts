@@ -24,10 +24,11 @@ import {
   type ReplicaChoice,
   type SetEntry,
   type WriteLevel,
+  namespaceOf,
 } from '@causeway/core'
 import type { PartitionReplica } from '../storage/partition-replica.js'
 import type { ReplicaSets, SetElementOp, SetStamp } from '../storage/set-replica.js'
-import type { WriteResult } from './cluster-service.js'
+import type { WriteOp, WriteResult } from './cluster-service.js'
 import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
 import { ContextTokens } from './set-contexts.js'
 
@@ -117,6 +118,8 @@ export interface SetWriteRequest {
   need?: ReadNeed
   /** How long that wait may take, in ms. */
   timeoutMs: number
+  /** The write's operation id and request fingerprint (as for key writes, `WriteRequest.op`). */
+  opId?: WriteOp
 }
 
 /** The set operations of one region, as the gateway's routes use them. */
@@ -158,10 +161,31 @@ export class RegionSets implements SetService {
     )
     const leader = this.#router.leader(partition)
     const observes = request.op === 'remove' && elements.some((e) => e.ctx === undefined)
-    if (observes && request.need !== undefined && request.level !== 'eventual') {
+    const observe = async (): Promise<void> => {
+      if (!observes || request.need === undefined || request.level === 'eventual') return
       await this.#router.checkNeed(partition, request.need)
       await this.#router.wait(partition, leader, request.need, request.timeoutMs)
     }
+    if (request.opId !== undefined) {
+      const { id, fingerprint } = request.opId
+      const outcome = await leader.writeOnce(
+        { namespace: namespaceOf(name) ?? '', id, fingerprint },
+        { kind: 'set', name, write: { op: request.op, elements } },
+        request.dt,
+        observe,
+      )
+      const record = 'replayed' in outcome ? outcome.replayed : outcome.record
+      if (request.durability === 'majority') await this.#router.majority(partition, record.idx)
+      const result: WriteResult = {
+        ts: record.ts,
+        dc: this.region,
+        idx: record.idx,
+        epoch: record.epoch,
+      }
+      if ('replayed' in outcome) result.replayed = true
+      return result
+    }
+    await observe()
     const entry = await setsOf(leader).write(name, { op: request.op, elements }, request.dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
     return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }

@@ -24,6 +24,8 @@ import { handleError, handleFrameworkError, notFoundHandler, validationError } f
 import { healthRoute } from './routes/health.js'
 import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
+import { opsRoute } from './routes/ops.js'
+import { type WatchOptions, watchRoute } from './routes/watch.js'
 import { setRoutes } from './routes/sets.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
@@ -70,6 +72,11 @@ export interface GatewayOptions {
    * @default [] (no cross-origin requests)
    */
   corsOrigins?: readonly string[]
+  /**
+   * The change feeds (`GET /v1/watch`): most at once, heartbeat period.
+   * @default 1000 feeds, a heartbeat every 15 s
+   */
+  watch?: WatchOptions
 }
 
 /** A gateway: a Fastify instance typed by the TypeBox schemas of `@causeway/core`. */
@@ -166,6 +173,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })
   if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })
+  app.register(opsRoute, { service, writeBodyLimit: bodyLimitFor(shape.limits.maxValueBytes) })
+  if (service.changes)
+    app.register(watchRoute, { service, changes: service.changes, ...options.watch })
   app.register(statusRoute, { service })
   app.register(statusPageRoutes)
   app.register(healthRoute, { region: service.region })

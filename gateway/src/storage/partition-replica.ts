@@ -12,6 +12,7 @@
  * see `quarantine.ts`.
  */
 import type { CausalContext, Hlc } from '@causeway/core'
+import type { OpCheck, OpOutcome, OpRef, ReplicaWrite } from './op-records.js'
 import type { ReplicaSets } from './set-replica.js'
 import type { SiblingSet } from './sibling-set.js'
 
@@ -149,4 +150,14 @@ export interface PartitionReplica {
 
   /** Subscribes to `sv` advances; returns the unsubscribe function. */
   onAdvance(listener: AdvanceListener): () => void
+
+  /**
+   * Leader only: `write` (a key, a siblings key or a set write, as {@link write},
+   * {@link writeSibling} and `sets.write` do it) remembered under operation id `op`, in the same
+   * atomic step as the write (`op-records.ts`). When `op` was already applied (and is within the
+   * retention window) nothing is written and its record is the outcome; a record made by another
+   * request is `OP_ID_REUSED`. Concurrent calls with one `op` apply it once. `check` runs once the
+   * op is known to be new, before it is applied (for checks a replay must not repeat).
+   */
+  writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome>
 }

@@ -21,6 +21,7 @@ describe('OpenAPI document', () => {
         '/metrics',
         '/v1/kv/{key}',
         '/v1/openapi.json',
+        '/v1/ops',
         '/v1/status',
         '/v1/topology',
       ].sort(),

@@ -38,6 +38,8 @@ replicaCompliance('level: classic-level', async (shape) => {
   }
 })
 
+const HOUR = 3_600_000
+
 describe('LevelPartitionReplica', () => {
   const shape = { region: 0, partition: 0, replica: 0, regions: 2 }
   const cleanup: (() => Promise<void>)[] = []
@@ -126,6 +128,28 @@ describe('LevelPartitionReplica', () => {
       code: 'INVALID_REQUEST',
     })
     expect(r.sv()).toEqual([0, 0])
+  })
+
+  it('prunes operation records past their window, in the background and on demand', async () => {
+    const { db } = memory()
+    let now = Date.now()
+    const r = new LevelPartitionReplica({ ...shape, db, now: () => now, opRetentionMs: HOUR })
+    cleanup.push(() => r.close())
+    await r.open()
+    const op = (id: string) => ({ namespace: 'cart', id, fingerprint: 'fp' })
+    const write = { kind: 'kv', key: 'cart:1', value: '1' } as const
+    for (let i = 1; i <= 3; i++) await r.writeOnce(op(`client-01.${i}`), write, HLC_ZERO)
+    const records = async () => (await db.keys({ gte: 'o/', lt: 'o0' }).all()).length
+    const index = async () => (await db.keys({ gte: 't/', lt: 't0' }).all()).length
+    expect([await records(), await index()]).toEqual([3, 3])
+    expect(await r.pruneOpRecords()).toBe(0) // nothing is past its window yet
+    now += 2 * HOUR
+    // Past the window an id counts as new at once, before any sweep: its record is rewritten.
+    const again = await r.writeOnce(op('client-01.1'), write, HLC_ZERO)
+    expect('entry' in again).toBe(true)
+    expect(await r.pruneOpRecords()).toBe(3) // three old index rows looked at
+    expect([await records(), await index()]).toEqual([1, 1]) // the rewritten record stays
+    expect('replayed' in (await r.writeOnce(op('client-01.1'), write, HLC_ZERO))).toBe(true)
   })
 
   it('refuses a store made for another replica', async () => {

@@ -15,6 +15,7 @@ import {
   hlcMillis,
 } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
+import type { OpRef, ReplicaWrite } from '../../src/storage/op-records.js'
 import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
 import type {
   QuarantineEvent,
@@ -44,7 +45,11 @@ export interface ReplicaShape {
 /** One backend store of one replica, which can be opened again and again. */
 export interface ReplicaStore {
   /** A new, unopened replica object over this store's data (the same data on every call). */
-  replica(options?: { now?: () => number; quarantine?: QuarantineSink }): PartitionReplica
+  replica(options?: {
+    now?: () => number
+    quarantine?: QuarantineSink
+    opRetentionMs?: number
+  }): PartitionReplica
   /**
    * Overwrites the stored value of `key` behind the replica's back, as a damaged store or an
    * older, buggy version would leave it: its sibling set's text, or its version (on Redis, the
@@ -103,8 +108,16 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
 
     const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
 
-    async function openOn(store: ReplicaStore, now?: () => number): Promise<PartitionReplica> {
-      const r = store.replica(now ? { now, quarantine } : { quarantine })
+    async function openOn(
+      store: ReplicaStore,
+      now?: () => number,
+      opRetentionMs?: number,
+    ): Promise<PartitionReplica> {
+      const r = store.replica({
+        quarantine,
+        ...(now ? { now } : {}),
+        ...(opRetentionMs === undefined ? {} : { opRetentionMs }),
+      })
       opened.push(r)
       storeOf.set(r, store)
       await r.open()
@@ -915,6 +928,149 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         await r.writeSibling('k:q', '"d"', HLC_ZERO, [[0, 3]])
         expect(await siblingsOf(r, 'k:q')).toEqual([[0, '"d"']])
         expect(seen).toEqual([[0, 2]])
+      })
+    })
+
+    describe('operation ids', () => {
+      const op = (id: string, fingerprint = 'fp-a', namespace = 'cart'): OpRef => ({
+        namespace,
+        id,
+        fingerprint,
+      })
+      const put = (key: string, value: string): ReplicaWrite => ({ kind: 'kv', key, value })
+
+      it('applies a write once and answers a repeat with its first record, also after a restart', async () => {
+        let { r } = await fresh()
+        const first = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
+        if (!('entry' in first)) throw new Error('the first call must apply the write')
+        expect(first.entry).toMatchObject({ origin: 0, idx: 1, key: 'cart:1', value: '"a"' })
+        expect(first.record).toMatchObject({
+          fingerprint: 'fp-a',
+          idx: 1,
+          ts: first.entry.ts,
+          epoch: 1,
+          at: first.entry.at,
+        })
+        r = await restart(r)
+        const again = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
+        expect(again).toEqual({ replayed: first.record })
+        expect(r.sv()).toEqual([1, 0, 0])
+        expect(await r.readLog(0, 0, 10)).toHaveLength(1)
+        // A write without an id, and another id, are applied as usual.
+        await r.write('cart:1', '"b"', HLC_ZERO)
+        const next = await r.writeOnce(op('client-01.2'), put('cart:1', '"c"'), HLC_ZERO)
+        expect('entry' in next && next.entry.idx).toBe(3)
+        expect((await r.read('cart:1')).version?.value).toBe('"c"')
+      })
+
+      it('remembers ids per namespace and refuses one reused by another request', async () => {
+        const { r } = await fresh()
+        await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
+        await expect(
+          r.writeOnce(op('client-01.1', 'fp-b'), put('cart:2', '"x"'), HLC_ZERO),
+        ).rejects.toMatchObject({ code: 'OP_ID_REUSED' })
+        // The same id in another namespace (and in none) is another operation.
+        const other = await r.writeOnce(
+          op('client-01.1', 'fp-b', 'list'),
+          put('list:1', '"x"'),
+          HLC_ZERO,
+        )
+        expect('entry' in other).toBe(true)
+        const none = await r.writeOnce(op('client-01.1', 'fp-c', ''), put('plain', '"y"'), HLC_ZERO)
+        expect('entry' in none).toBe(true)
+        expect(r.sv()).toEqual([3, 0, 0])
+        expect((await r.read('cart:2')).version).toBeUndefined()
+      })
+
+      it('applies concurrent duplicates once', async () => {
+        const { r } = await fresh()
+        const outcomes = await Promise.all(
+          Array.from({ length: 8 }, () =>
+            r.writeOnce(op('client-01.7'), put('cart:1', '"once"'), HLC_ZERO),
+          ),
+        )
+        const applied = outcomes.filter((o) => 'entry' in o)
+        expect(applied).toHaveLength(1)
+        const record = 'entry' in applied[0]! ? applied[0].record : undefined
+        for (const o of outcomes) if ('replayed' in o) expect(o.replayed).toEqual(record)
+        expect(r.sv()).toEqual([1, 0, 0])
+        // Another request racing under the same id is refused, not applied.
+        const [a, b] = await Promise.allSettled([
+          r.writeOnce(op('client-01.8'), put('cart:1', '"x"'), HLC_ZERO),
+          r.writeOnce(op('client-01.8', 'fp-z'), put('cart:1', '"y"'), HLC_ZERO),
+        ])
+        expect(a.status).toBe('fulfilled')
+        expect(b).toMatchObject({ status: 'rejected', reason: { code: 'OP_ID_REUSED' } })
+        expect(r.sv()).toEqual([2, 0, 0])
+      })
+
+      it('runs the check before a new write only, and applies nothing when it throws', async () => {
+        const { r } = await fresh()
+        let checks = 0
+        const refuse = async () => {
+          checks++
+          throw new Error('refused by the check')
+        }
+        await expect(
+          r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO, refuse),
+        ).rejects.toThrow('refused by the check')
+        expect(r.sv()).toEqual([0, 0, 0])
+        const pass = async () => void checks++
+        const first = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO, pass)
+        expect('entry' in first).toBe(true)
+        const again = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO, refuse)
+        expect('replayed' in again).toBe(true)
+        expect(checks).toBe(2)
+      })
+
+      it('records the dot of a sibling write and a delete', async () => {
+        let { r } = await fresh()
+        const write: ReplicaWrite = { kind: 'sibling', key: 'cart:9', value: '"a"', context: [] }
+        const first = await r.writeOnce(op('client-01.1'), write, HLC_ZERO)
+        expect('entry' in first && first.record.dot).toBe(1)
+        const del: ReplicaWrite = {
+          kind: 'sibling',
+          key: 'cart:9',
+          value: undefined,
+          context: [[0, 1]],
+        }
+        const second = await r.writeOnce(op('client-01.2'), del, HLC_ZERO)
+        expect('entry' in second && second.record.dot).toBe(2)
+        r = await restart(r)
+        const again = await r.writeOnce(op('client-01.2'), del, HLC_ZERO)
+        expect('replayed' in again && again.replayed).toMatchObject({ idx: 2, dot: 2 })
+        const kvDelete = await r.writeOnce(op('client-01.3'), put('cart:x', '1'), HLC_ZERO)
+        expect('entry' in kvDelete && kvDelete.record.dot).toBeUndefined()
+      })
+
+      it('forgets an id once its retention window has passed', async () => {
+        const { r: opened, store } = await fresh()
+        await opened.close()
+        const r = await openOn(store, undefined, 150)
+        const first = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
+        expect('entry' in first).toBe(true)
+        await new Promise((resolve) => setTimeout(resolve, 400))
+        const later = await r.writeOnce(
+          op('client-01.1', 'fp-other'),
+          put('cart:1', '"b"'),
+          HLC_ZERO,
+        )
+        expect('entry' in later && later.entry.idx).toBe(2)
+      })
+
+      it('refuses an operation whose namespace is not the key’s, before taking an idx', async () => {
+        const { r } = await fresh()
+        await expect(
+          r.writeOnce(op('client-01.1', 'fp-a', 'list'), put('cart:1', '"a"'), HLC_ZERO),
+        ).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+        await expect(
+          r.writeOnce(
+            { namespace: 'cart', id: 'x', fingerprint: 'bad fingerprint' },
+            put('cart:1', '1'),
+            HLC_ZERO,
+          ),
+        ).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+        expect(r.sv()).toEqual([0, 0, 0])
       })
     })
 

@@ -17,6 +17,7 @@ import {
 } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { OpRef, ReplicaWrite } from '../../src/storage/op-records.js'
 import type { ReplicaSets } from '../../src/storage/set-replica.js'
 import type { ReplicaStore, ReplicaStoreFactory } from './replica-compliance.js'
 
@@ -369,6 +370,58 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
       await expect(r.receive(1, batch)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
       expect(r.sv()).toEqual([0, 0, 0])
       expect(await elementsOf(r, 's')).toEqual([])
+    })
+
+    describe('operation ids', () => {
+      const op = (id: string, fingerprint = 'fp-a'): OpRef => ({
+        namespace: 'tags',
+        id,
+        fingerprint,
+      })
+      const adds = (...elements: string[]): ReplicaWrite => ({
+        kind: 'set',
+        name: 'tags:1',
+        write: { op: 'add', elements: elements.map((element) => ({ element })) },
+      })
+
+      it('applies a set write once and answers a repeat with its first record, also after a restart', async () => {
+        let r = await fresh()
+        const first = await r.writeOnce(op('client-01.1'), adds('red'), HLC_ZERO)
+        if (!('entry' in first)) throw new Error('the first call must apply the write')
+        expect(first.entry).toMatchObject({ origin: 0, idx: 1, key: 'tags:1' })
+        expect(first.record).toMatchObject({ idx: 1, ts: first.entry.ts })
+        r = await restart(r)
+        expect(await r.writeOnce(op('client-01.1'), adds('red'), HLC_ZERO)).toEqual({
+          replayed: first.record,
+        })
+        // An add applied twice would mint a second dot (and supersede the first).
+        expect(await entriesOf(r, 'tags:1')).toEqual([
+          { element: 'red', dots: [{ actor: 0, counter: 1 }] },
+        ])
+        expect(r.sv()).toEqual([1, 0, 0])
+        await expect(
+          r.writeOnce(op('client-01.1', 'fp-b'), adds('blue'), HLC_ZERO),
+        ).rejects.toMatchObject({ code: 'OP_ID_REUSED' })
+      })
+
+      it('applies concurrent duplicate set writes once', async () => {
+        const r = await fresh()
+        const outcomes = await Promise.all(
+          Array.from({ length: 6 }, () => r.writeOnce(op('client-01.2'), adds('a', 'b'), HLC_ZERO)),
+        )
+        expect(outcomes.filter((o) => 'entry' in o)).toHaveLength(1)
+        expect(r.sv()).toEqual([1, 0, 0])
+        expect((await setsOf(r).size('tags:1')).size).toBe(2)
+        const remove: ReplicaWrite = {
+          kind: 'set',
+          name: 'tags:1',
+          write: { op: 'remove', elements: [{ element: 'a' }] },
+        }
+        const removed = await r.writeOnce(op('client-01.3'), remove, HLC_ZERO)
+        expect('entry' in removed).toBe(true)
+        expect('replayed' in (await r.writeOnce(op('client-01.3'), remove, HLC_ZERO))).toBe(true)
+        expect(await elementsOf(r, 'tags:1')).toEqual(['b'])
+      })
     })
 
     it('round-trips what it ships: the delta of a write is a valid delta', async () => {

@@ -47,6 +47,14 @@ export const ERROR_CODES = {
   COUNTER_EXHAUSTED: 409,
   /** A set element is not a UTF-8 string of at most 1 KiB, or a set batch is too large. */
   INVALID_ELEMENT: 400,
+  /** A `causeway-op-id` (or a batch op's `opId`) is malformed or too long. */
+  INVALID_OP_ID: 400,
+  /** An operation id was already used for another request (method, key, body or context). */
+  OP_ID_REUSED: 409,
+  /** A change-feed cursor (`since`, `Last-Event-ID`) is malformed or from another cluster shape. */
+  INVALID_CURSOR: 400,
+  /** The gateway serves as many change feeds as it may; retry after `retry-after` seconds. */
+  TOO_MANY_WATCHERS: 429,
   /** A serialised session is malformed. */
   INVALID_SESSION: 400,
   /** A serialised session belongs to another cluster (or another shape of this one). */

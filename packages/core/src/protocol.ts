@@ -14,6 +14,15 @@ export const HEADER_CONTEXT = 'causeway-context'
  * "without HLC" benchmark ablation makes writes wait (NuKV section 6), so only it sends this.
  */
 export const HEADER_WAITED = 'causeway-waited-ms'
+/**
+ * Request header of a write: its operation id, `<client>.<seq>` (see `op-id.ts`). A write repeated
+ * with the same id is applied once; the repeat answers the first result.
+ */
+export const HEADER_OP_ID = 'causeway-op-id'
+/** Reply header of a write whose operation id had already been applied: `1`. */
+export const HEADER_OP_REPLAYED = 'causeway-op-replayed'
+/** Request header of a change feed: the cursor to resume after (as `since`). */
+export const HEADER_LAST_EVENT_ID = 'last-event-id'
 /** Wire protocol version, sent in the topology. */
 export const PROTOCOL_VERSION = 1
 

@@ -201,3 +201,235 @@ export const ErrorReplySchema = Type.Object({
   message: Type.String(),
   details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
 })
+
+// ---- Offline-first (issue 14): operation ids, batch replay, change feed ----
+
+const OpIdString = Type.String({
+  maxLength: 96,
+  description:
+    'the operation id: `<client>.<seq>`, client 8 to 64 characters of `[A-Za-z0-9_-]`, seq a decimal integer from 1',
+  examples: ['phone-7f3a9c21.42'],
+})
+const OpLevel = Type.Optional(Type.Enum([...WRITE_LEVELS]))
+const OpDt = Type.Optional(
+  Type.String({
+    description: "the op's HLC dependency (as `causeway-dt`)",
+    examples: ['00018f2a3b4c0001'],
+  }),
+)
+const OpContext = Type.Optional(
+  Type.String({
+    description: 'siblings namespaces: the causal context of a read (as `causeway-context`)',
+  }),
+)
+const OpElements = Type.Array(Type.Unknown(), {
+  description:
+    'as the body of `/v1/sets/{name}/add|remove`: each a string or { "element": string, "ctx"?: string }',
+})
+
+/**
+ * One operation of `POST /v1/ops`: a write as its single route takes it, with its operation id.
+ * A set remove's elements carry their contexts (`{ element, ctx }`) as the remove route takes them.
+ */
+export const OpSchema = Type.Union([
+  Type.Object(
+    {
+      opId: OpIdString,
+      kind: Type.Literal('put'),
+      key: Type.String(),
+      value: Type.Unknown({ description: 'any JSON value' }),
+      context: OpContext,
+      level: OpLevel,
+      dt: OpDt,
+    },
+    { additionalProperties: false, required: ['opId', 'kind', 'key', 'value'] },
+  ),
+  Type.Object(
+    {
+      opId: OpIdString,
+      kind: Type.Literal('delete'),
+      key: Type.String(),
+      context: OpContext,
+      level: OpLevel,
+      dt: OpDt,
+    },
+    { additionalProperties: false },
+  ),
+  Type.Object(
+    {
+      opId: OpIdString,
+      kind: Type.Enum(['set-add', 'set-remove']),
+      name: Type.String(),
+      elements: OpElements,
+      level: OpLevel,
+      dt: OpDt,
+    },
+    { additionalProperties: false },
+  ),
+])
+export type Op = Static<typeof OpSchema>
+
+/** The kinds of {@link OpSchema}. */
+export const OP_KINDS = ['put', 'delete', 'set-add', 'set-remove'] as const
+/** Most operations in one `POST /v1/ops`. */
+export const MAX_BATCH_OPS = 500
+
+/**
+ * Body of `POST /v1/ops`. Only the envelope is validated as a whole (1 to {@link MAX_BATCH_OPS}
+ * objects, each with a known `kind`); each op is then checked as its single route checks it, in
+ * order, so a bad op stops the batch at its index (`error.index`) after the ops before it.
+ */
+export const OpsBodySchema = Type.Object(
+  {
+    ops: Type.Array(
+      Type.Object(
+        { kind: Type.Enum([...OP_KINDS]) },
+        {
+          additionalProperties: true,
+          description:
+            'an operation: `{ opId, kind: "put", key, value, context?, level?, dt? }`, `{ opId, kind: "delete", key, context?, level?, dt? }` or `{ opId, kind: "set-add" | "set-remove", name, elements, level?, dt? }`',
+        },
+      ),
+      { minItems: 1, maxItems: MAX_BATCH_OPS },
+    ),
+  },
+  {
+    additionalProperties: false,
+    required: ['ops'],
+    examples: [
+      {
+        ops: [
+          { opId: 'phone-7f3a9c21.1', kind: 'put', key: 'list:milk', value: { qty: 2 } },
+          { opId: 'phone-7f3a9c21.2', kind: 'set-add', name: 'lists', elements: ['groceries'] },
+          { opId: 'phone-7f3a9c21.3', kind: 'delete', key: 'list:bread' },
+        ],
+      },
+    ],
+  },
+)
+export type OpsBody = { ops: Op[] }
+
+/** Query of `POST /v1/ops`: one durability for the whole batch. */
+export const OpsQuerySchema = Type.Object(
+  { durability: Type.Optional(Type.Enum([...DURABILITIES])) },
+  { additionalProperties: false },
+)
+
+/** One result of `POST /v1/ops`: the single route's reply, `replayed` when the id was applied before. */
+export const OpResultSchema = Type.Object({
+  ts: Hlc,
+  dc: RegionId,
+  idx: Type.Integer({ minimum: 1 }),
+  epoch: Type.Integer({ minimum: 1 }),
+  region: RegionId,
+  context: Type.Optional(Type.String()),
+  replayed: Type.Optional(
+    Type.Literal(true, {
+      description: 'the op id had already been applied: this is its first result',
+    }),
+  ),
+})
+export type OpResult = Static<typeof OpResultSchema>
+
+/** Where a batch stopped: the failing op's index and its error. */
+export const OpErrorSchema = Type.Object({
+  index: Type.Integer({ minimum: 0 }),
+  statusCode: Type.Integer(),
+  code: Type.Enum(Object.keys(ERROR_CODES) as ErrorCode[]),
+  message: Type.String(),
+  details: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+})
+export type OpError = Static<typeof OpErrorSchema>
+
+/** Reply of `POST /v1/ops`. */
+export const OpsReplySchema = Type.Object(
+  {
+    results: Type.Array(OpResultSchema, {
+      description: 'one per op applied (or replayed), in order',
+    }),
+    error: Type.Optional(OpErrorSchema),
+  },
+  {
+    examples: [
+      {
+        results: [
+          { ts: '019b76daa8000000', dc: 0, idx: 7, epoch: 1, region: 0 },
+          { ts: '019b76daa8000001', dc: 0, idx: 8, epoch: 1, region: 0, replayed: true },
+        ],
+        error: {
+          index: 2,
+          statusCode: 400,
+          code: 'INVALID_KEY',
+          message: 'key must not be empty',
+        },
+      },
+    ],
+  },
+)
+export type OpsReply = Static<typeof OpsReplySchema>
+
+/** Query of `GET /v1/watch` (server-sent events). */
+export const WatchQuerySchema = Type.Object(
+  {
+    prefix: Type.Optional(
+      Type.String({
+        description: 'watch keys starting with this (`cart:` = a namespace; empty = every key)',
+        examples: ['cart:'],
+      }),
+    ),
+    keys: Type.Optional(
+      Type.String({
+        description: 'or: up to 100 keys, comma-separated, each percent-encoded',
+        examples: ['cart:1,cart:2'],
+      }),
+    ),
+    since: Type.Optional(
+      Type.String({
+        description:
+          'resume after this cursor (an event `id`); absent: from now. `Last-Event-ID` does the same',
+      }),
+    ),
+    level: Type.Optional(Type.Enum([...READ_LEVELS])),
+    heartbeatMs: Type.Optional(
+      Type.Integer({
+        minimum: 1000,
+        maximum: 60000,
+        description: 'heartbeat period (default 15000)',
+      }),
+    ),
+    timeoutMs: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        description: 'how long the start may wait for replicas covering `causeway-after`',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+export type WatchQuery = Static<typeof WatchQuerySchema>
+
+/** The `data` of a change-feed `change` event: one log entry of a watched key, as a read shows it. */
+export const ChangeEventSchema = Type.Object({
+  key: Type.String(),
+  p: Type.Integer({ minimum: 0, description: 'the partition' }),
+  dc: RegionId,
+  idx: Type.Integer({
+    minimum: 1,
+    description: "the entry's origin idx: record it as a read (hrm[dc][p])",
+  }),
+  ts: Hlc,
+  deleted: Type.Boolean(),
+  value: Type.Optional(Type.Unknown()),
+  siblings: Type.Optional(Type.Array(SiblingReplySchema)),
+  context: Type.Optional(Type.String()),
+  set: Type.Optional(
+    Type.Object(
+      {
+        added: Type.Array(Type.String()),
+        removed: Type.Array(Type.String()),
+      },
+      { description: 'a set write (`key` is the set name): the elements it added and removed' },
+    ),
+  ),
+})
+export type ChangeEvent = Static<typeof ChangeEventSchema>

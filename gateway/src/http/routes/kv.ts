@@ -8,6 +8,8 @@ import {
   HEADER_AFTER,
   HEADER_CONTEXT,
   HEADER_DT,
+  HEADER_OP_ID,
+  HEADER_OP_REPLAYED,
   HEADER_WAITED,
   KeyParamsSchema,
   PutBodySchema,
@@ -24,6 +26,7 @@ import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
+import { opIdHeader, writeOpOf } from '../op-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
 
 /** Options of the kv routes plugin. */
@@ -60,6 +63,13 @@ const WriteHeadersSchema = Type.Object({
       examples: ['wQIAAwIB'],
     }),
   ),
+  [HEADER_OP_ID]: Type.Optional(
+    Type.String({
+      description:
+        'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
+      examples: ['phone-7f3a9c21.42'],
+    }),
+  ),
 })
 
 function writeReply(
@@ -68,6 +78,7 @@ function writeReply(
   http: { header(name: string, value: string): unknown },
 ): WriteReply {
   if (result.waitedMs !== undefined) http.header(HEADER_WAITED, result.waitedMs.toFixed(3))
+  if (result.replayed === true) http.header(HEADER_OP_REPLAYED, '1')
   const reply: WriteReply = {
     ts: result.ts,
     dc: result.dc,
@@ -141,6 +152,14 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
     async (request, reply) => {
       const value = encodeValue(request.body.value)
       const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
+      const opId = opIdHeader(request.headers)
+      if (opId !== undefined)
+        write.op = writeOpOf(opId, {
+          kind: 'put',
+          key: write.key,
+          value: value.json,
+          context: request.headers[HEADER_CONTEXT],
+        })
       return writeReply(await service.write(write), service.region, reply)
     },
   )
@@ -162,6 +181,13 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
     },
     async (request, reply) => {
       const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
+      const opId = opIdHeader(request.headers)
+      if (opId !== undefined)
+        write.op = writeOpOf(opId, {
+          kind: 'delete',
+          key: write.key,
+          context: request.headers[HEADER_CONTEXT],
+        })
       return writeReply(await service.write(write), service.region, reply)
     },
   )

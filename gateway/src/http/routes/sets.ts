@@ -11,6 +11,8 @@ import {
   ErrorReplySchema,
   HEADER_AFTER,
   HEADER_DT,
+  HEADER_OP_ID,
+  HEADER_OP_REPLAYED,
   HLC_ZERO,
   SetHasQuerySchema,
   SetHasReplySchema,
@@ -33,6 +35,7 @@ import type { ClusterService } from '../../cluster/cluster-service.js'
 import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/region-sets.js'
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
+import { opIdHeader, writeOpOf } from '../op-request.js'
 import {
   hasElement,
   parseSetRead,
@@ -69,6 +72,13 @@ const WriteHeadersSchema = Type.Object({
     Type.String({
       description:
         'removes of elements sent without a context: the leader first catches up with this vector',
+    }),
+  ),
+  [HEADER_OP_ID]: Type.Optional(
+    Type.String({
+      description:
+        'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
+      examples: ['phone-7f3a9c21.42'],
     }),
   ),
 })
@@ -151,7 +161,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
           response: { 200: WriteReplySchema, ...errors },
         },
       },
-      async (request): Promise<WriteReply> => {
+      async (request, reply): Promise<WriteReply> => {
         const write = parseSetWrite(
           request.params.name,
           op,
@@ -160,7 +170,15 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
           request.headers,
           shape,
         )
+        const opId = opIdHeader(request.headers)
+        if (opId !== undefined)
+          write.opId = writeOpOf(opId, {
+            kind: `set-${op}`,
+            key: write.name,
+            elements: write.elements,
+          })
         const result = await sets.write(write)
+        if (result.replayed === true) reply.header(HEADER_OP_REPLAYED, '1')
         return {
           ts: result.ts,
           dc: result.dc,

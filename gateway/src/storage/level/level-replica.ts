@@ -56,6 +56,15 @@ import {
 } from '../sibling-set.js'
 import type { ReplicaSets, SetLogEntry, SetWrite } from '../set-replica.js'
 import { checkSetWrite } from '../set-writes.js'
+import {
+  DEFAULT_OP_RETENTION_MS,
+  type OpCheck,
+  type OpOutcome,
+  type OpRef,
+  type ReplicaWrite,
+  checkOpWrite,
+} from '../op-records.js'
+import { LevelOpRecords, type OpStamp } from './level-op-records.js'
 import type { StoreOp } from './level-set-kv.js'
 import { LevelSets } from './level-sets.js'
 import { LogTail } from './log-tail.js'
@@ -114,6 +123,11 @@ export interface LevelReplicaOptions {
    */
   onFailure?: (error: CausewayError) => void
   /**
+   * How long an operation id is remembered after its write (`writeOnce`), in ms.
+   * @default 24 hours
+   */
+  opRetentionMs?: number
+  /**
    * Where keys whose stored value does not decode, and entries whose sibling set does not, are
    * reported (`quarantine.ts`).
    * @default ignores them
@@ -137,7 +151,13 @@ interface SiblingWrite {
 }
 
 type Mutation =
-  | { kind: 'write'; entry: LogEntry; sibling?: SiblingWrite; settle: Settle<LogEntry> }
+  | {
+      kind: 'write'
+      entry: LogEntry
+      sibling?: SiblingWrite
+      op?: OpStamp
+      settle: Settle<LogEntry>
+    }
   | { kind: 'receive'; origin: number; entries: readonly LogEntry[]; settle: Settle<number> }
   | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
   // No entry: a commit for the sets' pending compaction (see level-sets.ts).
@@ -189,6 +209,7 @@ export class LevelPartitionReplica implements PartitionReplica {
   readonly #sets: LevelSets
   /** The sets of this partition (`level-sets.ts`). */
   readonly sets: ReplicaSets
+  readonly #ops: LevelOpRecords
 
   constructor(options: LevelReplicaOptions) {
     this.region = options.region
@@ -219,6 +240,14 @@ export class LevelPartitionReplica implements PartitionReplica {
       requestCommit: () => this.#commitSets(),
     })
     this.sets = this.#setsView()
+    this.#ops = new LevelOpRecords({
+      db: this.#db,
+      now: this.#now,
+      retentionMs: options.opRetentionMs ?? DEFAULT_OP_RETENTION_MS,
+      isOpen: () => this.#state === 'open',
+      region: this.region,
+      epoch: () => this.#epoch,
+    })
   }
 
   async open(): Promise<void> {
@@ -238,6 +267,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       this.#failure = undefined
       this.#state = 'open'
       void this.#sets.opened() // background: compacts sets a previous run left covered keys in
+      this.#ops.start()
     } catch (error) {
       this.#state = 'closed'
       if (this.#db.status === 'open') await this.#db.close()
@@ -258,6 +288,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     this.#sets.close()
     // Graceful: what was already accepted is committed (and acknowledged) before the store closes.
     await this.#draining
+    await this.#ops.stop()
     this.#waiters.closeAll()
     await this.#db.close()
     this.#state = 'closed'
@@ -289,12 +320,46 @@ export class LevelPartitionReplica implements PartitionReplica {
     return this.#write(key, value, dt, { context, value })
   }
 
+  writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    try {
+      checkOpWrite(op, write)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.#ops.writeOnce(op, (stamp) => this.#writeOf(write, dt, stamp), check)
+  }
+
+  /** Prunes operation records whose window has passed (a bounded run of the periodic sweep). */
+  pruneOpRecords(): Promise<number> {
+    return this.#ops.sweep()
+  }
+
+  // One `writeOnce` write, validated as its own method validates it.
+  #writeOf(write: ReplicaWrite, dt: Hlc, op: OpStamp): Promise<LogEntry> {
+    try {
+      if (write.kind === 'sibling') checkContext(write.context, this.#regions)
+      if (write.kind === 'set') checkSetWrite(write.write)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (write.kind === 'kv')
+      return this.#write(write.key, write.value, dt, undefined, undefined, op)
+    if (write.kind === 'sibling') {
+      const sibling = { context: write.context, value: write.value }
+      return this.#write(write.key, write.value, dt, sibling, undefined, op)
+    }
+    return this.#write(write.name, undefined, dt, undefined, write.write, op)
+  }
+
   #write(
     key: string,
     value: string | undefined,
     dt: Hlc,
     sibling: SiblingWrite | undefined,
     set?: SetWrite,
+    op?: OpStamp,
   ): Promise<LogEntry> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
@@ -318,14 +383,14 @@ export class LevelPartitionReplica implements PartitionReplica {
       // Planned when the batch commits, against the set's clocks at that point.
       entry.setDelta = ''
       this.#sets.stage(entry, set)
-      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
+      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, op, settle }))
     }
     if (sibling !== undefined) {
       // The set is made when the batch commits, from the key's set at that point.
-      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, sibling, settle }))
+      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, sibling, op, settle }))
     }
     if (value !== undefined) entry.value = value
-    return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, settle }))
+    return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, op, settle }))
   }
 
   receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
@@ -536,6 +601,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     const siblingWrites = new Map<LogEntry, SiblingWrite>()
     const local = new Set<LogEntry>()
     const repairs = new Set<string>()
+    const opWrites = new Map<LogEntry, OpStamp>()
     for (const m of mutations) {
       if (m.kind === 'write') {
         // Stamped in call order and committed in queue order, so this always holds.
@@ -548,6 +614,7 @@ export class LevelPartitionReplica implements PartitionReplica {
         accepted.push(m.entry)
         local.add(m.entry)
         if (m.sibling) siblingWrites.set(m.entry, m.sibling)
+        if (m.op) opWrites.set(m.entry, m.op)
       } else if (m.kind === 'receive') {
         for (const entry of m.entries) {
           if (entry.idx <= sv[m.origin]!) continue
@@ -576,6 +643,10 @@ export class LevelPartitionReplica implements PartitionReplica {
     let plan: CommitPlan = { refused: new Map(), repaired: new Set() }
     if (accepted.length > 0 || compact || repairs.size > 0) {
       plan = await this.#operations({ accepted, local, siblingWrites, sv, compact, repairs })
+      // Operation records go in the batch of their writes (a sibling write's set is made by now);
+      // a refused write leaves none.
+      for (const [entry, op] of opWrites)
+        if (!plan.refused.has(entry)) plan.ops!.push(...this.#ops.recordOps(op, entry))
       await this.#store(plan.ops!)
       this.#sets.committed() // before anything is acknowledged: `has` reads its cache
     }

@@ -12,6 +12,7 @@
  * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
  * | `<prefix>b:<encoded set>:…`  | (several) | a set (Bigsets): clock, elements, size, stamp (see `redis-sets.ts`) |
  * | `<prefix>wait`               | string | a counter `waitReplicas` bumps to have an offset to `WAIT` for |
+ * | `<prefix>o:<encoded namespace>:<op id>` | string | an operation record (`../op-records.ts`), expiring after the retention window |
  *
  * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so
  * no input can add a `{`/`}` that moves the hash tag, a glob character, a control character or a
@@ -71,6 +72,11 @@ export class ReplicaKeys {
     if (typeof key !== 'string' || key.length === 0 || !key.isWellFormed())
       throw new CausewayError('INVALID_KEY', 'key must be a non-empty string of valid Unicode')
     return this.prefix + 's:' + encodeKeyPart(key)
+  }
+
+  /** The record of operation `id` in key namespace `namespace` (which never holds `:`). */
+  op(namespace: string, id: string): string {
+    return `${this.prefix}o:${encodeKeyPart(namespace)}:${encodeKeyPart(id)}`
   }
 
   /** The keyspace-notification channel that fires when `sv` changes in database `db`. */

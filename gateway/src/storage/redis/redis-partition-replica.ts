@@ -70,6 +70,26 @@ import {
   svOf,
 } from './replica-scripts.js'
 import { StableVector } from './stable-vector.js'
+import {
+  DEFAULT_OP_RETENTION_MS,
+  type OpCheck,
+  type OpOutcome,
+  type OpRef,
+  type ReplicaWrite,
+  checkOpWrite,
+  checkRetention,
+  decodeOpRecord,
+  recordOf,
+  replayOf,
+} from '../op-records.js'
+import {
+  OpReplayed,
+  type RedisOpArgs,
+  WRITE_OP_SCRIPT,
+  WRITE_SIBLING_OP_SCRIPT,
+  opScriptArgs,
+  throwIfReplayed,
+} from './op-scripts.js'
 
 /** Options of a {@link RedisPartitionReplica}. */
 export interface RedisPartitionReplicaOptions {
@@ -110,6 +130,12 @@ export interface RedisPartitionReplicaOptions {
    * @default ignores them
    */
   quarantine?: QuarantineSink | undefined
+  /**
+   * How long an operation id is remembered after its write (`writeOnce`), in ms: the `PX` of its
+   * record, so Redis itself forgets it.
+   * @default 24 hours
+   */
+  opRetentionMs?: number
 }
 
 interface Connections {
@@ -171,8 +197,10 @@ export class RedisPartitionReplica implements PartitionReplica {
       commandTimeoutMs: 5000,
       connectTimeoutMs: 2000,
       reconnectMaxDelayMs: 1000,
+      opRetentionMs: DEFAULT_OP_RETENTION_MS,
       ...rest,
     }
+    checkRetention(this.#options.opRetentionMs)
     const url = new URL(options.url)
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
       throw new TypeError(`not a redis:// URL: ${options.url}`)
@@ -296,17 +324,24 @@ export class RedisPartitionReplica implements PartitionReplica {
     return this.#epoch
   }
 
-  async write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
+  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
+  async write(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    op?: RedisOpArgs,
+  ): Promise<LogEntry> {
     const versionKey = this.keys.version(key)
     if (value !== undefined && typeof value !== 'string')
       throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
     const { writer } = this.#live()
     const region = String(this.region)
+    const extra = op === undefined ? { keys: [], args: [] } : opScriptArgs(op)
     const result = await this.#run(writer, 'write', (r) =>
-      WRITE_SCRIPT.run(
+      (op === undefined ? WRITE_SCRIPT : WRITE_OP_SCRIPT).run(
         r,
-        [this.keys.meta, this.keys.sv, this.keys.log(this.region), versionKey],
+        [this.keys.meta, this.keys.sv, this.keys.log(this.region), versionKey, ...extra.keys],
         [
           region,
           String(this.#options.regions),
@@ -315,9 +350,11 @@ export class RedisPartitionReplica implements PartitionReplica {
           value === undefined ? '0' : '1',
           value ?? '',
           this.#now ? String(Math.floor(this.#now())) : '',
+          ...extra.args,
         ],
       ),
     )
+    if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 3 + this.#options.regions)
     this.#stable.advance(svOf(reply, 3, this.#options.regions))
     const entry: LogEntry = {
@@ -332,20 +369,22 @@ export class RedisPartitionReplica implements PartitionReplica {
     return entry
   }
 
+  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
   async writeSibling(
     key: string,
     value: string | undefined,
     dt: Hlc,
     context: CausalContext,
+    op?: RedisOpArgs,
   ): Promise<LogEntry> {
     try {
-      return await this.#writeSibling(key, value, dt, context)
+      return await this.#writeSibling(key, value, dt, context, op)
     } catch (error) {
       // The stored set does not decode: rebuild it from the log, then write once more.
       if (!(error instanceof CausewayError) || error.code !== 'VALUE_QUARANTINED') throw error
       this.#reportQuarantined(key, 'siblings', error)
       await this.repair(key)
-      return this.#writeSibling(key, value, dt, context)
+      return this.#writeSibling(key, value, dt, context, op)
     }
   }
 
@@ -354,6 +393,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     value: string | undefined,
     dt: Hlc,
     context: CausalContext,
+    op?: RedisOpArgs,
   ): Promise<LogEntry> {
     const setKey = this.keys.siblings(key)
     if (value !== undefined && typeof value !== 'string')
@@ -362,10 +402,11 @@ export class RedisPartitionReplica implements PartitionReplica {
     checkContext(context, this.#options.regions)
     const { writer } = this.#live()
     const region = String(this.region)
+    const extra = op === undefined ? { keys: [], args: [] } : opScriptArgs(op)
     const result = await this.#run(writer, 'write', (r) =>
-      WRITE_SIBLING_SCRIPT.run(
+      (op === undefined ? WRITE_SIBLING_SCRIPT : WRITE_SIBLING_OP_SCRIPT).run(
         r,
-        [this.keys.meta, this.keys.sv, this.keys.log(this.region), setKey],
+        [this.keys.meta, this.keys.sv, this.keys.log(this.region), setKey, ...extra.keys],
         [
           region,
           String(this.#options.regions),
@@ -376,9 +417,11 @@ export class RedisPartitionReplica implements PartitionReplica {
           this.#now ? String(Math.floor(this.#now())) : '',
           // The context as a sibling set without siblings (see replica-scripts.ts).
           context.map(([actor, counter]) => `${actor}\u001f${counter}`).join('\u001e'),
+          ...extra.args,
         ],
       ),
     )
+    if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 4 + this.#options.regions)
     this.#stable.advance(svOf(reply, 4, this.#options.regions))
     return {
@@ -388,6 +431,35 @@ export class RedisPartitionReplica implements PartitionReplica {
       ts: reply[1] as Hlc,
       at: Number(reply[2]),
       siblings: reply[3]!,
+    }
+  }
+
+  async writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome> {
+    checkOpWrite(op, write)
+    const key = this.keys.op(op.namespace, op.id)
+    // A look first, so a replay runs no check and plans no set write; the script looks again,
+    // atomically with the write, so concurrent duplicates (any gateway) still apply once.
+    const { writer } = this.#live()
+    const stored = await this.#run(writer, 'op', (r) => r.get(key))
+    const found = stored === null ? undefined : decodeOpRecord(stored)
+    if (found !== undefined) return replayOf(op, found)
+    await check?.()
+    const args: RedisOpArgs = {
+      key,
+      fingerprint: op.fingerprint,
+      retentionMs: this.#options.opRetentionMs,
+    }
+    try {
+      const entry =
+        write.kind === 'kv'
+          ? await this.write(write.key, write.value, dt, args)
+          : write.kind === 'sibling'
+            ? await this.writeSibling(write.key, write.value, dt, write.context, args)
+            : await this.sets.write(write.name, write.write, dt, args)
+      return { entry, record: recordOf(entry, op.fingerprint, this.#epoch, this.region) }
+    } catch (error) {
+      if (error instanceof OpReplayed) return replayOf(op, error.record)
+      throw error
     }
   }
 

@@ -53,6 +53,12 @@ import { checkSetWrite, deltaElements, parseSetDelta, planLocalWrite } from '../
 import { encodeKeyPart } from './key-layout.js'
 import type { LuaScript } from './lua-script.js'
 import {
+  type RedisOpArgs,
+  SET_WRITE_OP_SCRIPT,
+  opScriptArgs,
+  throwIfReplayed,
+} from './op-scripts.js'
+import {
   SET_HAS_SCRIPT,
   SET_INGEST_SCRIPT,
   SET_READ_SCRIPT,
@@ -226,7 +232,8 @@ export class RedisSets implements ReplicaSets {
     this.#host = host
   }
 
-  async write(name: string, write: SetWrite, dt: Hlc): Promise<SetLogEntry> {
+  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
+  async write(name: string, write: SetWrite, dt: Hlc, op?: RedisOpArgs): Promise<SetLogEntry> {
     const keys = new RedisSetKeys(this.#host.prefix, name)
     checkSetWrite(write)
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
@@ -242,11 +249,18 @@ export class RedisSets implements ReplicaSets {
           removal: 'delete',
         })
         const setDelta = JSON.stringify(deltaToJSON(plan.delta))
+        const extra = op === undefined ? { keys: [], args: [] } : opScriptArgs(op)
         const reply = await host.run(host.writer(), 'set write', (r) =>
           runScript(
             r,
-            SET_WRITE_SCRIPT,
-            [host.metaKey, host.svKey, host.logKey(host.region), ...this.#planKeys(keys)],
+            op === undefined ? SET_WRITE_SCRIPT : SET_WRITE_OP_SCRIPT,
+            [
+              host.metaKey,
+              host.svKey,
+              host.logKey(host.region),
+              ...this.#planKeys(keys),
+              ...extra.keys,
+            ],
             [
               String(host.region),
               String(host.regions),
@@ -256,9 +270,11 @@ export class RedisSets implements ReplicaSets {
               name,
               setDelta,
               ...planArgs(keys, plan),
+              ...extra.args,
             ],
           ),
         )
+        if (op !== undefined) throwIfReplayed(reply.map((b) => b.toString('utf8')))
         if (text(reply, 0) === 'RETRY') {
           await jitter(attempt)
           continue
