@@ -91,3 +91,44 @@ export function runUntilSignal<T extends { close(): Promise<void> }>(
     if (!stopping) started(server)
   })
 }
+
+/** The `parseArgs` options of the HTTP limits every gateway-running command takes. */
+export const HTTP_LIMIT_ARGS = {
+  'headers-timeout': { type: 'string' },
+  'body-timeout': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'connection-timeout': { type: 'string' },
+  'max-connections': { type: 'string' },
+} as const
+
+/** Usage lines of {@link HTTP_LIMIT_ARGS}. */
+export const HTTP_LIMIT_USAGE = `  --headers-timeout MS   most time from a request's first byte to its last header  [default: 10000]
+  --body-timeout MS      longest pause while a request body arrives            [default: 10000]
+  --request-timeout MS   most time from a request's first byte to its last     [default: 30000]
+  --connection-timeout MS  close a connection silent both ways this long
+                         [default: the larger of 120000 and maxTimeoutMs + 10000]
+  --max-connections N    most connections per gateway; more are closed      [default: 10000]
+`
+
+const HOUR_MS = 3_600_000
+
+/** The HTTP limits given on the command line (only those given). */
+export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS, string>>): {
+  headersTimeoutMs?: number
+  bodyTimeoutMs?: number
+  requestTimeoutMs?: number
+  connectionTimeoutMs?: number
+  maxConnections?: number
+} {
+  const out: Record<string, number> = {}
+  const ms = (flag: keyof typeof HTTP_LIMIT_ARGS, field: string, max: number) => {
+    const text = values[flag]
+    if (text !== undefined) out[field] = integer(flag, text, 0, 1, max)
+  }
+  ms('headers-timeout', 'headersTimeoutMs', HOUR_MS)
+  ms('body-timeout', 'bodyTimeoutMs', HOUR_MS)
+  ms('request-timeout', 'requestTimeoutMs', HOUR_MS)
+  ms('connection-timeout', 'connectionTimeoutMs', HOUR_MS)
+  ms('max-connections', 'maxConnections', 1_000_000)
+  return out
+}

@@ -81,6 +81,11 @@ export function validationError(
       }
       if (field === 'causeway-after')
         return new CausewayError('INVALID_VECTOR', `causeway-after ${what}`)
+      if (field === 'causeway-context')
+        return new CausewayError(
+          'INVALID_CONTEXT',
+          'causeway-context must be a context from a read: base64url, at most 4 KiB decoded',
+        )
       return new CausewayError('INVALID_REQUEST', `header ${field} ${what}`)
     case 'params':
       return new CausewayError('INVALID_KEY', `key ${what}`)

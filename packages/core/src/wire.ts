@@ -47,7 +47,14 @@ export const TopologySchema = Type.Object({
 export type Topology = Static<typeof TopologySchema>
 
 /** Key in the path of `/v1/kv/:key`. */
-export const KeyParamsSchema = Type.Object({ key: Type.String() })
+export const KeyParamsSchema = Type.Object({
+  key: Type.String({
+    minLength: 1,
+    description:
+      'the key, percent-encoded (a `/` in it must be): not empty, at most `limits.maxKeyBytes` bytes of UTF-8; the text before its first `:` is its namespace',
+    examples: ['cart:1'],
+  }),
+})
 
 /** Query of `GET /v1/kv/:key`. */
 export const ReadQuerySchema = Type.Object(

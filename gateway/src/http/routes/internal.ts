@@ -100,7 +100,8 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       )
   }
   const common = {
-    config: { operation: 'ship' },
+    // Other regions' shipping is never slowed down by clients' traffic.
+    config: { operation: 'ship', rateLimit: false as const },
     schemaErrorFormatter: internalValidationError,
   }
   const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }

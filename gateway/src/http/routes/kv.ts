@@ -23,6 +23,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
+import { AFTER_HEADER, CONTEXT_HEADER, DT_HEADER } from '../header-schemas.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
 
@@ -34,32 +35,11 @@ export interface KvRoutesOptions {
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
-const ReadHeadersSchema = Type.Object({
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({
-      description:
-        'the read vector the serving replica must cover: `epoch@d:idx,d:idx` (only non-zero entries)',
-      examples: ['1@0:12,1:7'],
-    }),
-  ),
-})
+const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(AFTER_HEADER) })
 
 const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(
-    Type.String({
-      pattern: '^[0-9a-f]{16}$',
-      description: "the write's HLC dependency: 16 lowercase hex digits",
-      examples: ['00018f2a3b4c0001'],
-    }),
-  ),
-  // Decoded (strictly) by kv-request, so a bad one is INVALID_CONTEXT rather than a schema error.
-  [HEADER_CONTEXT]: Type.Optional(
-    Type.String({
-      description:
-        'siblings namespaces only: the causal context of a read (its `context`); the write supersedes the siblings that read returned. Without it the write adds a sibling.',
-      examples: ['wQIAAwIB'],
-    }),
-  ),
+  [HEADER_DT]: Type.Optional(DT_HEADER),
+  [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
 })
 
 function writeReply(

@@ -33,6 +33,7 @@ import type { ClusterService } from '../../cluster/cluster-service.js'
 import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/region-sets.js'
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
+import { AFTER_HEADER, DT_HEADER } from '../header-schemas.js'
 import {
   hasElement,
   parseSetRead,
@@ -55,22 +56,15 @@ const SET_BODY_LIMIT = 8 * 1024 * 1024
 // Elements written to the socket in one chunk of a scan.
 const SCAN_CHUNK_BYTES = 16 * 1024
 
-const ReadHeadersSchema = Type.Object({
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({ description: 'the read vector the serving replica must cover' }),
-  ),
-})
+const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(AFTER_HEADER) })
 
 const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(
-    Type.String({ pattern: '^[0-9a-f]{16}$', description: "the write's HLC dependency" }),
-  ),
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({
-      description:
-        'removes of elements sent without a context: the leader first catches up with this vector',
-    }),
-  ),
+  [HEADER_DT]: Type.Optional(DT_HEADER),
+  [HEADER_AFTER]: Type.Optional({
+    ...AFTER_HEADER,
+    description:
+      'removes of elements sent without a context: the leader first catches up with this vector (same grammar as on reads)',
+  }),
 })
 
 /** The reply fields every set read carries. */

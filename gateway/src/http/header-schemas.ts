@@ -1,0 +1,41 @@
+/**
+ * The session headers as the OpenAPI document describes them and as the routes validate them:
+ * their grammar (a pattern), a length bound, and an example that a fresh `causeway dev` cluster
+ * accepts (`openapi-examples.test.ts` sends each one). What a grammar cannot say is checked after
+ * it, with the same code: a region the cluster does not have or named twice (`INVALID_VECTOR`),
+ * an index not yet written (`VECTOR_UNREACHABLE`), an HLC too far ahead
+ * (`CLOCK_SKEW_EXCEEDED`), a context that does not decode or is sent for a key outside a siblings
+ * namespace (`INVALID_CONTEXT`).
+ */
+import { DEFAULT_MAX_CONTEXT_BYTES } from '@causeway/core'
+import { Type } from 'typebox'
+
+// A non-negative decimal without leading zeros, at most 16 digits (a safe integer has 16).
+const NUMBER = '(0|[1-9][0-9]{0,15})'
+const ENTRY = `${NUMBER}:${NUMBER}`
+
+/** `causeway-after`: `[epoch@]region:idx[,region:idx]...`. */
+export const AFTER_HEADER = Type.String({
+  pattern: `^([1-9][0-9]{0,15}@)?${ENTRY}(,${ENTRY})*$`,
+  maxLength: 2048,
+  description:
+    'the read vector the serving replica must cover: `epoch@region:idx,region:idx` (the partition epoch, then per region the lowest log index the replica must have applied; the SDK sends only non-zero entries). Each region at most once and below the number of regions; an index the region has not written yet is VECTOR_UNREACHABLE.',
+  examples: ['1@0:0'],
+})
+
+/** `causeway-dt`: an HLC. */
+export const DT_HEADER = Type.String({
+  pattern: '^[0-9a-f]{16}$',
+  description:
+    "the write's HLC dependency: 16 lowercase hex digits (48-bit ms, 16-bit counter); at most `limits.maxSkewMs` ahead of the gateway's clock",
+  examples: ['00018f2a3b4c0001'],
+})
+
+/** `causeway-context`: a causal context, canonical base64url. */
+export const CONTEXT_HEADER = Type.String({
+  pattern: '^[A-Za-z0-9_-]+$',
+  maxLength: Math.ceil((DEFAULT_MAX_CONTEXT_BYTES * 4) / 3),
+  description:
+    'siblings namespaces only: the causal context of a read (its `context`, opaque base64url); the write supersedes the siblings that read returned. Without it the write adds a sibling. Sent for a key outside a siblings namespace, or one that does not decode, it is INVALID_CONTEXT.',
+  examples: ['wQEAAQ'],
+})
