@@ -102,12 +102,12 @@ export const HTTP_LIMIT_ARGS = {
 } as const
 
 /** Usage lines of {@link HTTP_LIMIT_ARGS}. */
-export const HTTP_LIMIT_USAGE = `  --headers-timeout MS   most time from a request's first byte to its last header  [default: 10000]
-  --body-timeout MS      longest pause while a request body arrives            [default: 10000]
-  --request-timeout MS   most time from a request's first byte to its last     [default: 30000]
+export const HTTP_LIMIT_USAGE = `  --headers-timeout MS   time for a request's headers to arrive          [default: 10000]
+  --body-timeout MS      longest pause while a request body arrives      [default: 10000]
+  --request-timeout MS   time for a whole request to arrive              [default: 30000]
   --connection-timeout MS  close a connection silent both ways this long
                          [default: the larger of 120000 and maxTimeoutMs + 10000]
-  --max-connections N    most connections per gateway; more are closed      [default: 10000]
+  --max-connections N    connections per gateway; more are closed        [default: 10000]
 `
 
 const HOUR_MS = 3_600_000
@@ -130,5 +130,24 @@ export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS
   ms('request-timeout', 'requestTimeoutMs', HOUR_MS)
   ms('connection-timeout', 'connectionTimeoutMs', HOUR_MS)
   ms('max-connections', 'maxConnections', 1_000_000)
+  return out
+}
+
+/** The `parseArgs` options of the rate limit. */
+export const RATE_LIMIT_ARGS = {
+  'rate-limit': { type: 'string' },
+  'rate-limit-window': { type: 'string' },
+} as const
+
+/** The rate limit given on the command line (only what was given). */
+export function rateLimitOf(values: Partial<Record<keyof typeof RATE_LIMIT_ARGS, string>>): {
+  max?: number
+  windowMs?: number
+} {
+  const out: { max?: number; windowMs?: number } = {}
+  if (values['rate-limit'] !== undefined)
+    out.max = integer('rate-limit', values['rate-limit'], 0, 0, 100_000_000)
+  if (values['rate-limit-window'] !== undefined)
+    out.windowMs = integer('rate-limit-window', values['rate-limit-window'], 0, 1, HOUR_MS)
   return out
 }

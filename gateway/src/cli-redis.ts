@@ -5,13 +5,19 @@
  */
 import { parseArgs } from 'node:util'
 import {
+  HTTP_LIMIT_ARGS,
+  HTTP_LIMIT_USAGE,
+  RATE_LIMIT_ARGS,
   UsageError,
+  httpLimitsOf,
   integer,
   logLevel,
   loggerFor,
+  rateLimitOf,
   runUntilSignal,
   siblingNamespaces,
 } from './cli-args.js'
+import type { HttpLimits } from './http/http-limits.js'
 import type { RedisDevClusterOptions } from './dev/redis-dev-cluster.js'
 
 /** Usage of `causeway gateway`. */
@@ -21,11 +27,16 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --port N               port to listen on; 0 = any                      [default: 7070]
   --host HOST            interface to listen on                          [default: 127.0.0.1]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
-`
+  --rate-limit N         requests per window per API key (per address without one);
+                         0 turns it off                 [default: the config's, else 5000]
+  --rate-limit-window MS the rate limit's window       [default: the config's, else 1000]
+  HTTP limits (override the config's \`http\`):
+${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings, the HTTP
+limits and --rate-limit N (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -50,6 +61,8 @@ interface GatewayCommand {
   port: number
   host: string
   logLevel: string
+  http: HttpLimits
+  rateLimit: { max?: number; windowMs?: number }
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -63,6 +76,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       port: { type: 'string' },
       host: { type: 'string' },
       'log-level': { type: 'string' },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -77,6 +92,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     port: integer('port', values.port, 7070, 0, 65_535),
     host: values.host ?? '127.0.0.1',
     logLevel: logLevel(values['log-level']),
+    http: httpLimitsOf(values),
+    rateLimit: rateLimitOf(values),
   }
 }
 
@@ -119,6 +136,8 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     host: command.host,
     logger: loggerFor(command.logLevel),
     cluster: { onEvent: log },
+    http: command.http,
+    rateLimit: command.rateLimit,
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
@@ -152,6 +171,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'max-value-bytes': { type: 'string' },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -186,6 +207,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  options.http = httpLimitsOf(values)
+  options.rateLimit = { max: 0, ...rateLimitOf(values) }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
   if (values['max-value-bytes'] !== undefined)

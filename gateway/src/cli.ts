@@ -6,7 +6,16 @@
  */
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
-import { UsageError, integer, siblingNamespaces } from './cli-args.js'
+import {
+  HTTP_LIMIT_ARGS,
+  HTTP_LIMIT_USAGE,
+  RATE_LIMIT_ARGS,
+  UsageError,
+  httpLimitsOf,
+  integer,
+  rateLimitOf,
+  siblingNamespaces,
+} from './cli-args.js'
 import {
   DEV_REDIS_USAGE,
   GATEWAY_USAGE,
@@ -40,7 +49,10 @@ Options of dev:
                          instead of using the HLC (NuKV section 6)       [default: off]
   --siblings NS          keep concurrent writes to keys NS:... as siblings with a
                          causal context (docs/siblings.md); repeatable  [default: none]
-
+  --rate-limit N         requests per window per client address; 0 = off
+                         (a dev cluster has no API keys)                 [default: 0]
+  --rate-limit-window MS the rate limit's window                        [default: 1000]
+${HTTP_LIMIT_USAGE}
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
 ${DEV_REDIS_USAGE}
@@ -79,6 +91,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
       backend: { type: 'string' },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -124,6 +138,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
+  const http = httpLimitsOf(values)
+  if (Object.keys(http).length > 0) options.http = http
+  const rateLimit = rateLimitOf(values)
+  if (rateLimit.max !== undefined && rateLimit.max > 0)
+    options.rateLimit = { max: rateLimit.max, ...rateLimit }
   return { options, logLevel }
 }
 

@@ -6,6 +6,8 @@ import type { FastifyServerOptions } from 'fastify'
 import type { ClusterService } from './cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
+import type { HttpLimits } from './http/http-limits.js'
+import type { RateLimitOptions } from './http/rate-limit.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
 export interface ServableCluster {
@@ -37,6 +39,16 @@ export interface ServeOptions {
    * @default 10000
    */
   drainTimeoutMs?: number
+  /**
+   * Time limits and the connection cap of every gateway.
+   * @default the gateway's defaults (`http/http-limits.ts`)
+   */
+  http?: HttpLimits
+  /**
+   * Every gateway's rate limit (counted per gateway: one process has no shared store to need).
+   * @default none: a dev cluster never refuses tests or benchmarks for their rate
+   */
+  rateLimit?: RateLimitOptions
 }
 
 /** A cluster with a listening gateway per region. */
@@ -93,6 +105,8 @@ export async function serveCluster<C extends ServableCluster>(
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
+        ...(options.http ? { http: options.http } : {}),
+        ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
       })
       gateways.push(gateway)
       await gateway.listen({ host, port: base === 0 ? 0 : base + region })
@@ -119,7 +133,15 @@ export type DevCluster = ServedCluster<EmbeddedCluster>
  * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
  */
 export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
-  const { port, host, logger, drainTimeoutMs, ...clusterOptions } = options
+  const { port, host, logger, drainTimeoutMs, http, rateLimit, ...clusterOptions } = options
   const cluster = await EmbeddedCluster.start(clusterOptions)
-  return serveCluster(cluster, { regions: cluster.regions, port, host, logger, drainTimeoutMs })
+  return serveCluster(cluster, {
+    regions: cluster.regions,
+    port,
+    host,
+    logger,
+    drainTimeoutMs,
+    ...(http ? { http } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
+  })
 }

@@ -9,6 +9,9 @@ import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { buildGateway, type Gateway, type GatewayOptions } from '../../src/http/build-gateway.js'
 import type { ShippingReceiver } from '../../src/http/routes/internal.js'
+import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { startGateway } from '../../src/gateway-server.js'
+import { DEFAULT_RATE_LIMIT } from '../../src/http/rate-limit.js'
 import { startRedis, stopAllRedis } from '../support/redis-server.js'
 import { FakeClusterService } from './fake-cluster-service.js'
 
@@ -137,6 +140,36 @@ describe('rate limits', () => {
     const keys = await first.keys('test:rate:*')
     expect(keys).toHaveLength(1)
     expect(keys[0]).toMatch(/^test:rate:key:[0-9a-f]{16}$/)
+  })
+
+  it('is shared by the gateway processes of a region as `causeway gateway` runs them', async () => {
+    const server = await startRedis({ appendfsync: 'everysec' })
+    const file = {
+      format: 1,
+      cluster: 'rate-test',
+      partitions: 1,
+      regions: [{ name: 'eu', url: 'http://127.0.0.1:1', replicas: [[server.url]] }],
+      auth: { apiKeys: [KEY_A] },
+    }
+    const config = parseClusterConfig({ ...file, rateLimit: { max: 3, windowMs: 60_000 } })
+    const one = await startGateway({ config, region: 0, port: 0 })
+    const two = await startGateway({ config, region: 0, port: 0 })
+    try {
+      const statuses: number[] = []
+      for (let i = 0; i < 5; i++) {
+        const res = await fetch(`${(i % 2 === 0 ? one : two).url}/v1/topology`, {
+          headers: bearer(KEY_A),
+        })
+        statuses.push(res.status)
+        if (res.status === 429) expect(res.headers.get('retry-after')).toMatch(/^[0-9]+$/)
+      }
+      expect(statuses).toEqual([200, 200, 200, 429, 429])
+      // A gateway started without a rateLimit section limits at the default.
+      expect(parseClusterConfig(file).rateLimit.max).toBe(DEFAULT_RATE_LIMIT.max)
+    } finally {
+      await one.close()
+      await two.close()
+    }
   })
 
   it('lets requests through when its Redis cannot be reached', async () => {

@@ -41,6 +41,7 @@ import {
   waitShare,
   type ReadRetryScope,
 } from './read-retry.js'
+import { sendWithRateLimitBackoff } from './rate-limit-backoff.js'
 import { checkWriteReply } from './replies.js'
 import { findRegion, type RegionRoute } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
@@ -134,12 +135,16 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
       attempts++
       let res: TransportResponse
       try {
-        res = await parts.transport.request({
-          method: 'GET',
-          url: region.url + path + choice + '&timeoutMs=' + waitMs,
-          headers,
-          signal: deadline.signal,
-        })
+        res = await sendWithRateLimitBackoff(
+          parts.transport,
+          {
+            method: 'GET',
+            url: region.url + path + choice + '&timeoutMs=' + waitMs,
+            headers,
+            signal: deadline.signal,
+          },
+          deadline,
+        )
       } catch (cause) {
         deadline.throwIfStopped(call.what, { attempts })
         lastRefusal = unreachable(region, cause)
@@ -217,13 +222,11 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
   let res: TransportResponse
   try {
-    res = await parts.transport.request({
-      method: call.method,
-      url,
-      headers,
-      body: call.body,
-      signal: deadline.signal,
-    })
+    res = await sendWithRateLimitBackoff(
+      parts.transport,
+      { method: call.method, url, headers, body: call.body, signal: deadline.signal },
+      deadline,
+    )
   } catch (cause) {
     // The request may have reached the leader: say so, and do not resend it.
     deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)
