@@ -2,7 +2,7 @@
  * The session headers as the OpenAPI document describes them and as the routes validate them:
  * their grammar (a pattern), a length bound, and an example that a fresh `causeway dev` cluster
  * accepts (`openapi-examples.test.ts` sends each one). What a grammar cannot say is checked after
- * it, with the same code: a region the cluster does not have or named twice (`INVALID_VECTOR`),
+ * it, with the same code: a region named twice (`INVALID_VECTOR`),
  * an index not yet written (`VECTOR_UNREACHABLE`), an HLC too far ahead
  * (`CLOCK_SKEW_EXCEEDED`), a context that does not decode or is sent for a key outside a siblings
  * namespace (`INVALID_CONTEXT`).
@@ -12,16 +12,27 @@ import { Type } from 'typebox'
 
 // A non-negative decimal without leading zeros, at most 16 digits (a safe integer has 16).
 const NUMBER = '(0|[1-9][0-9]{0,15})'
-const ENTRY = `${NUMBER}:${NUMBER}`
 
-/** `causeway-after`: `[epoch@]region:idx[,region:idx]...`. */
-export const AFTER_HEADER = Type.String({
-  pattern: `^([1-9][0-9]{0,15}@)?${ENTRY}(,${ENTRY})*$`,
-  maxLength: 2048,
-  description:
-    'the read vector the serving replica must cover: `epoch@region:idx,region:idx` (the partition epoch, then per region the lowest log index the replica must have applied; the SDK sends only non-zero entries). Each region at most once and below the number of regions; an index the region has not written yet is VECTOR_UNREACHABLE.',
-  examples: ['1@0:0'],
-})
+/** A pattern matching exactly the region ids `0..regions-1`. */
+function regionIds(regions: number): string {
+  return `(${Array.from({ length: regions }, (_, d) => String(d)).join('|')})`
+}
+
+/**
+ * `causeway-after` of a cluster of `regions` regions: `[epoch@]region:idx[,region:idx]...`, at
+ * most one entry per region.
+ */
+export function afterHeader(regions: number, description?: string) {
+  const entry = `${regionIds(regions)}:${NUMBER}`
+  return Type.String({
+    pattern: `^([1-9][0-9]{0,15}@)?${entry}(,${entry}){0,${regions - 1}}$`,
+    maxLength: 2048,
+    description:
+      description ??
+      'the read vector the serving replica must cover: `epoch@region:idx,region:idx` (the partition epoch, then per region the lowest log index the replica must have applied; the SDK sends only non-zero entries). Each region at most once (INVALID_VECTOR otherwise); an index the region has not written yet is VECTOR_UNREACHABLE.',
+    examples: ['1@0:0'],
+  })
+}
 
 /** `causeway-dt`: an HLC. */
 export const DT_HEADER = Type.String({

@@ -41,7 +41,10 @@ const readOptions = {
 /** Query of `GET /v1/sets/:name/has`. */
 export const SetHasQuerySchema = Type.Object(
   {
-    element: Type.String({ description: 'the element (UTF-8, at most 1 KiB), percent-encoded' }),
+    element: Type.String({
+      description: 'the element (UTF-8, at most 1 KiB), percent-encoded',
+      examples: ['red'],
+    }),
     ...readOptions,
   },
   { additionalProperties: false, required: ['element'] },
@@ -56,8 +59,14 @@ export type SetSizeQuery = Static<typeof SetSizeQuerySchema>
 export const SetScanQuerySchema = Type.Object(
   {
     ...readOptions,
-    from: Type.Optional(Type.String({ description: 'first element to include' })),
-    after: Type.Optional(Type.String({ description: 'start after this element (a page cursor)' })),
+    from: Type.Optional(
+      Type.String({ description: 'first element to include (not together with `after`)' }),
+    ),
+    after: Type.Optional(
+      Type.String({
+        description: 'start after this element, a page cursor (not together with `from`)',
+      }),
+    ),
     limit: Type.Optional(
       Type.Integer({ minimum: 0, description: 'most elements to return (default: all)' }),
     ),
@@ -119,7 +128,11 @@ export const SetWriteBodySchema = Type.Object(
       description: `1 to ${MAX_SET_WRITE_ELEMENTS} elements, each a string (the element) or { "element": string, "ctx"?: string } (with a context from has or scan)`,
     }),
   },
-  { additionalProperties: false, required: ['elements'] },
+  {
+    additionalProperties: false,
+    required: ['elements'],
+    examples: [{ elements: ['red', 'blue'] }],
+  },
 )
 export type SetWriteBody = { elements: SetWriteElement[] }
 

@@ -80,7 +80,7 @@ export type WriteQuery = Static<typeof WriteQuerySchema>
 /** Body of `PUT /v1/kv/:key`. */
 export const PutBodySchema = Type.Object(
   { value: Type.Unknown({ description: 'any JSON value' }) },
-  { additionalProperties: false, required: ['value'] },
+  { additionalProperties: false, required: ['value'], examples: [{ value: { items: 2 } }] },
 )
 export type PutBody = Static<typeof PutBodySchema>
 

@@ -23,7 +23,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { AFTER_HEADER, CONTEXT_HEADER, DT_HEADER } from '../header-schemas.js'
+import { CONTEXT_HEADER, DT_HEADER, afterHeader } from '../header-schemas.js'
+import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
 
@@ -34,8 +35,6 @@ export interface KvRoutesOptions {
 }
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
-
-const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(AFTER_HEADER) })
 
 const WriteHeadersSchema = Type.Object({
   [HEADER_DT]: Type.Optional(DT_HEADER),
@@ -67,6 +66,9 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   // Requests read only the limits, partitions and regions, which a service keeps for its life
   // (the gateway's body limit is taken from them once too); shape() builds a fresh copy per call.
   const shape = service.shape()
+  const ReadHeadersSchema = Type.Object({
+    [HEADER_AFTER]: Type.Optional(afterHeader(shape.regionNames.length)),
+  })
   app.get(
     '/v1/kv/:key',
     {
@@ -78,7 +80,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         operationId: 'getKey',
         tags: ['kv'],
         params: KeyParamsSchema,
-        querystring: ReadQuerySchema,
+        querystring: withTimeoutMaximum(ReadQuerySchema, shape.limits.maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: ReadReplySchema, ...errors },
       },

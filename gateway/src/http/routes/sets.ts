@@ -33,7 +33,8 @@ import type { ClusterService } from '../../cluster/cluster-service.js'
 import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/region-sets.js'
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { AFTER_HEADER, DT_HEADER } from '../header-schemas.js'
+import { DT_HEADER, afterHeader } from '../header-schemas.js'
+import { withTimeoutMaximum } from '../query-limits.js'
 import {
   hasElement,
   parseSetRead,
@@ -55,17 +56,6 @@ const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 const SET_BODY_LIMIT = 8 * 1024 * 1024
 // Elements written to the socket in one chunk of a scan.
 const SCAN_CHUNK_BYTES = 16 * 1024
-
-const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(AFTER_HEADER) })
-
-const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(DT_HEADER),
-  [HEADER_AFTER]: Type.Optional({
-    ...AFTER_HEADER,
-    description:
-      'removes of elements sent without a context: the leader first catches up with this vector (same grammar as on reads)',
-  }),
-})
 
 /** The reply fields every set read carries. */
 function metaFields(meta: SetReadMeta, region: number) {
@@ -123,6 +113,18 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
   // As in the kv routes: requests read only the limits, partitions and regions, which a service
   // keeps for its life, and shape() builds a fresh copy per call.
   const shape = service.shape()
+  const regions = shape.regionNames.length
+  const maxTimeoutMs = shape.limits.maxTimeoutMs
+  const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(afterHeader(regions)) })
+  const WriteHeadersSchema = Type.Object({
+    [HEADER_DT]: Type.Optional(DT_HEADER),
+    [HEADER_AFTER]: Type.Optional(
+      afterHeader(
+        regions,
+        'removes of elements sent without a context: the leader first catches up with this vector (same grammar as on reads)',
+      ),
+    ),
+  })
   for (const op of ['add', 'remove'] as const) {
     app.post(
       `/v1/sets/:name/${op}`,
@@ -139,7 +141,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
           operationId: op === 'add' ? 'addToSet' : 'removeFromSet',
           tags: ['sets'],
           params: SetParamsSchema,
-          querystring: SetWriteQuerySchema,
+          querystring: withTimeoutMaximum(SetWriteQuerySchema, maxTimeoutMs),
           headers: WriteHeadersSchema,
           body: SetWriteBodySchema,
           response: { 200: WriteReplySchema, ...errors },
@@ -176,7 +178,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setHas',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetHasQuerySchema,
+        querystring: withTimeoutMaximum(SetHasQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetHasReplySchema, ...errors },
       },
@@ -217,7 +219,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setSize',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetSizeQuerySchema,
+        querystring: withTimeoutMaximum(SetSizeQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetSizeReplySchema, ...errors },
       },
@@ -248,7 +250,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setScan',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetScanQuerySchema,
+        querystring: withTimeoutMaximum(SetScanQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetScanReplySchema, ...errors },
       },
