@@ -68,7 +68,11 @@ export const SetScanQuerySchema = Type.Object(
       }),
     ),
     limit: Type.Optional(
-      Type.Integer({ minimum: 0, description: 'most elements to return (default: all)' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'most elements to return (default: all)',
+      }),
     ),
     ctx: Type.Optional(Type.Boolean({ description: 'also return each element’s context' })),
     merge: Type.Optional(
