@@ -12,6 +12,8 @@ describe('causeway CLI usage', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('Usage: causeway <command>')
     expect(help.stdout).toContain('--wan-delay MS')
+    for (const flag of ['--body-timeout MS', '--max-connections N', '--rate-limit N'])
+      expect(help.stdout).toContain(flag)
     expect(devHelp).toMatchObject({ code: 0, stdout: help.stdout })
     expect(version.code).toBe(0)
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
@@ -28,6 +30,11 @@ describe('causeway CLI usage', () => {
     [['dev', '--bogus'], "Unknown option '--bogus'"],
     [['dev', '--log-level', 'loud'], '--log-level must be one of'],
     [['dev', '--siblings', 'cart:1'], '--siblings needs a namespace name'],
+    [['dev', '--body-timeout', '0'], '--body-timeout must be between 1 and 3600000, not 0'],
+    [
+      ['gateway', '--config', 'x.json', '--rate-limit', 'lots'],
+      '--rate-limit must be a whole number',
+    ],
   ]
   it.each(cases)('causeway %j exits 2 with %j', async (args, message) => {
     const { code, stdout, stderr } = await runCli(args)
