@@ -134,16 +134,24 @@ export function dropStalledBodies(limits: ResolvedHttpLimits) {
         return
       }
       request.log.info('request body stalled; dropping the connection')
-      // Fastify must not answer too when the body's parser then fails.
-      reply.hijack()
-      writeErrorAndClose(
-        socket,
-        new CausewayError(
-          'REQUEST_TIMEOUT',
-          `no byte of the request body arrived for ${timeoutMs} ms; the connection is closed`,
-          { bodyTimeoutMs: timeoutMs },
-        ),
+      const error = new CausewayError(
+        'REQUEST_TIMEOUT',
+        `no byte of the request body arrived for ${timeoutMs} ms; the connection is closed`,
+        { bodyTimeoutMs: timeoutMs },
       )
+      if (raw.listenerCount('error') > 0 && !reply.sent) {
+        // The body's parser listens: it fails with this error and the error handler answers it,
+        // once, as any error; the connection goes with the reply.
+        reply.header('connection', 'close')
+        reply.raw.once('finish', () => socket.destroy())
+        raw.emit('error', error)
+      } else {
+        // No parser yet (a hook still runs): answer on the socket; Fastify must not answer too.
+        reply.hijack()
+        writeErrorAndClose(socket, error)
+      }
+      // A peer that never reads the reply does not keep the socket either.
+      setTimeout(() => socket.destroy(), 1000).unref()
     }
     const timer = setTimeout(check, timeoutMs)
     timer.unref()
