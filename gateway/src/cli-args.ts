@@ -151,3 +151,24 @@ export function rateLimitOf(values: Partial<Record<keyof typeof RATE_LIMIT_ARGS,
     out.windowMs = integer('rate-limit-window', values['rate-limit-window'], 0, 1, HOUR_MS)
   return out
 }
+
+/** The cluster limits given on the command line (`--max-value-bytes`, `--max-skew`). */
+export function limitsOf(values: { 'max-value-bytes'?: string; 'max-skew'?: string }): {
+  maxValueBytes?: number
+  maxSkewMs?: number
+} {
+  const out: { maxValueBytes?: number; maxSkewMs?: number } = {}
+  if (values['max-value-bytes'] !== undefined)
+    out.maxValueBytes = integer(
+      'max-value-bytes',
+      values['max-value-bytes'],
+      0,
+      1,
+      512 * 1024 * 1024,
+    )
+  // A write's HLC dependency may be this far ahead of the region's clock: how far one client can
+  // move a partition's clock into the future (bounded; it does not compound).
+  if (values['max-skew'] !== undefined)
+    out.maxSkewMs = integer('max-skew', values['max-skew'], 0, 1, HOUR_MS)
+  return out
+}

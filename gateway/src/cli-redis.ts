@@ -11,6 +11,7 @@ import {
   UsageError,
   httpLimitsOf,
   integer,
+  limitsOf,
   logLevel,
   loggerFor,
   rateLimitOf,
@@ -35,7 +36,7 @@ ${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings, the HTTP
+--host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --log-level, --siblings, the HTTP
 limits and --rate-limit N (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
@@ -169,6 +170,7 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'wan-delay': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
+      'max-skew': { type: 'string' },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
       ...HTTP_LIMIT_ARGS,
@@ -211,10 +213,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
   options.rateLimit = { max: 0, ...rateLimitOf(values) }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
-  if (values['max-value-bytes'] !== undefined)
-    options.limits = {
-      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
-    }
+  const limits = limitsOf(values)
+  if (Object.keys(limits).length > 0) options.limits = limits
   return { options }
 }
 

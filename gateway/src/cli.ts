@@ -13,6 +13,7 @@ import {
   UsageError,
   httpLimitsOf,
   integer,
+  limitsOf,
   rateLimitOf,
   siblingNamespaces,
 } from './cli-args.js'
@@ -44,6 +45,8 @@ Options of dev:
   --replica-lag MS       delay before a follower applies an entry         [default: 0]
   --wan-delay MS         one-way delay between regions                    [default: 0]
   --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
+  --max-skew MS          how far ahead of the region's clock a write's
+                         causeway-dt may be                              [default: 30000]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
   --without-hlc          benchmark ablation: writes wait for their dependency vector
                          instead of using the HLC (NuKV section 6)       [default: off]
@@ -87,6 +90,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'replica-lag': { type: 'string' },
       'wan-delay': { type: 'string' },
       'max-value-bytes': { type: 'string' },
+      'max-skew': { type: 'string' },
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
@@ -131,11 +135,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
     // Pino writes to stderr so stdout carries only the region URLs.
     logger: logLevel === 'silent' ? false : { level: logLevel, stream: process.stderr },
   }
-  if (values['max-value-bytes'] !== undefined) {
-    options.limits = {
-      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
-    }
-  }
+  const limits = limitsOf(values)
+  if (Object.keys(limits).length > 0) options.limits = limits
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
   const http = httpLimitsOf(values)

@@ -1,6 +1,6 @@
 /** The HTTP-limit and rate-limit flags every gateway-running command takes, as options. */
 import { describe, expect, it } from 'vitest'
-import { UsageError, httpLimitsOf, rateLimitOf } from '../../src/cli-args.js'
+import { UsageError, httpLimitsOf, limitsOf, rateLimitOf } from '../../src/cli-args.js'
 
 describe('limit flags', () => {
   it('maps each given flag to its option and leaves the others out', () => {
@@ -25,6 +25,14 @@ describe('limit flags', () => {
       max: 0,
       windowMs: 250,
     })
+  })
+
+  it('bounds how far ahead of the clock a write may depend (--max-skew)', () => {
+    expect(limitsOf({ 'max-skew': '5000', 'max-value-bytes': '100' })).toEqual({
+      maxSkewMs: 5000,
+      maxValueBytes: 100,
+    })
+    expect(() => limitsOf({ 'max-skew': '0' })).toThrow(UsageError)
   })
 
   it('refuses values that are not whole numbers in range', () => {
