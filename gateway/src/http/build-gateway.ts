@@ -165,7 +165,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   decorateForAuth(app)
   app.addHook('onRequest', authenticate(options.auth ?? {}))
   // A request no route answers is answered now, before its body is read: an unknown method
-  // with a body (`QUERY /healthz`) is 405 like any other, not a content-type error.
+  // with a body (`QUERY /healthz`) is 405 like any other, not a content-type error. Made before
+  // any route is added: it records the methods of every route for 405's `Allow`.
   const allowedMethods = new AllowedMethods(app)
   const handleNotFound = notFoundHandler(allowedMethods)
   app.addHook('onRequest', async (request, reply) => {
@@ -184,8 +185,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   })
   app.addHook('onResponse', requestTimer(metrics))
   app.setErrorHandler(handleError)
-  // Before any route is added: it records the methods of every route for 405's `Allow`.
   app.setNotFoundHandler(handleNotFound)
+  // Before any route is added, like AllowedMethods: it hooks every route's query and params.
   parseTextTypes(app)
 
   // Registered first, at the root: its onRoute hook must see every route below.
