@@ -151,3 +151,84 @@ export function runUntilSignal<T extends { close(): Promise<void> }>(
     if (!stopping) started(server)
   })
 }
+
+/** The `parseArgs` options of the HTTP limits every gateway-running command takes. */
+export const HTTP_LIMIT_ARGS = {
+  'headers-timeout': { type: 'string' },
+  'body-timeout': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'connection-timeout': { type: 'string' },
+  'max-connections': { type: 'string' },
+} as const
+
+/** Usage lines of {@link HTTP_LIMIT_ARGS}. */
+export const HTTP_LIMIT_USAGE = `  --headers-timeout MS   time for a request's headers to arrive          [default: 10000]
+  --body-timeout MS      longest pause while a request body arrives      [default: 10000]
+  --request-timeout MS   time for a whole request to arrive              [default: 30000]
+  --connection-timeout MS  close a connection silent both ways this long
+                         [default: the larger of 120000 and maxTimeoutMs + 10000]
+  --max-connections N    connections per gateway; more are closed        [default: 10000]
+`
+
+const HOUR_MS = 3_600_000
+
+/** The HTTP limits given on the command line (only those given). */
+export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS, string>>): {
+  headersTimeoutMs?: number
+  bodyTimeoutMs?: number
+  requestTimeoutMs?: number
+  connectionTimeoutMs?: number
+  maxConnections?: number
+} {
+  const out: Record<string, number> = {}
+  const ms = (flag: keyof typeof HTTP_LIMIT_ARGS, field: string, max: number) => {
+    const text = values[flag]
+    if (text !== undefined) out[field] = integer(flag, text, 0, 1, max)
+  }
+  ms('headers-timeout', 'headersTimeoutMs', HOUR_MS)
+  ms('body-timeout', 'bodyTimeoutMs', HOUR_MS)
+  ms('request-timeout', 'requestTimeoutMs', HOUR_MS)
+  ms('connection-timeout', 'connectionTimeoutMs', HOUR_MS)
+  ms('max-connections', 'maxConnections', 1_000_000)
+  return out
+}
+
+/** The `parseArgs` options of the rate limit. */
+export const RATE_LIMIT_ARGS = {
+  'rate-limit': { type: 'string' },
+  'rate-limit-window': { type: 'string' },
+} as const
+
+/** The rate limit given on the command line (only what was given). */
+export function rateLimitOf(values: Partial<Record<keyof typeof RATE_LIMIT_ARGS, string>>): {
+  max?: number
+  windowMs?: number
+} {
+  const out: { max?: number; windowMs?: number } = {}
+  if (values['rate-limit'] !== undefined)
+    out.max = integer('rate-limit', values['rate-limit'], 0, 0, 100_000_000)
+  if (values['rate-limit-window'] !== undefined)
+    out.windowMs = integer('rate-limit-window', values['rate-limit-window'], 0, 1, HOUR_MS)
+  return out
+}
+
+/** The cluster limits given on the command line (`--max-value-bytes`, `--max-skew`). */
+export function limitsOf(values: { 'max-value-bytes'?: string; 'max-skew'?: string }): {
+  maxValueBytes?: number
+  maxSkewMs?: number
+} {
+  const out: { maxValueBytes?: number; maxSkewMs?: number } = {}
+  if (values['max-value-bytes'] !== undefined)
+    out.maxValueBytes = integer(
+      'max-value-bytes',
+      values['max-value-bytes'],
+      0,
+      1,
+      512 * 1024 * 1024,
+    )
+  // A write's HLC dependency may be this far ahead of the region's clock: how far one client can
+  // move a partition's clock into the future (bounded; it does not compound).
+  if (values['max-skew'] !== undefined)
+    out.maxSkewMs = integer('max-skew', values['max-skew'], 0, 1, HOUR_MS)
+  return out
+}

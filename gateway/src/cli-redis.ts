@@ -5,16 +5,23 @@
  */
 import { parseArgs } from 'node:util'
 import {
+  HTTP_LIMIT_ARGS,
+  HTTP_LIMIT_USAGE,
+  RATE_LIMIT_ARGS,
   UsageError,
   corsOrigins,
   describeOrigins,
+  httpLimitsOf,
   integer,
+  limitsOf,
   logLevel,
   loggerFor,
   publicUrls,
+  rateLimitOf,
   runUntilSignal,
   siblingNamespaces,
 } from './cli-args.js'
+import type { HttpLimits } from './http/http-limits.js'
 import type { RedisDevClusterOptions } from './dev/redis-dev-cluster.js'
 
 /** Usage of `causeway gateway`. */
@@ -29,12 +36,16 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
                          (the region's public URL is the config's regions[].url)
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
-`
+  --rate-limit N         requests per window per API key (per address without one);
+                         0 turns it off                 [default: the config's, else 5000]
+  --rate-limit-window MS the rate limit's window       [default: the config's, else 1000]
+  HTTP limits (override the config's \`http\`):
+${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --log-level, --siblings,
---cors-origin, --public-url as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --log-level, --siblings,
+--cors-origin, --public-url, the HTTP limits and --rate-limit N (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -62,6 +73,8 @@ interface GatewayCommand {
   corsOrigins: string[]
   opRetentionMs: number | undefined
   maxWatchers: number | undefined
+  http: HttpLimits
+  rateLimit: { max?: number; windowMs?: number }
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -78,6 +91,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       'cors-origin': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -102,6 +117,8 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       values['max-watchers'] === undefined
         ? undefined
         : integer('max-watchers', values['max-watchers'], 0, 0, 1e6),
+    http: httpLimitsOf(values),
+    rateLimit: rateLimitOf(values),
   }
 }
 
@@ -149,6 +166,8 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
       onEvent: log,
       ...(command.opRetentionMs === undefined ? {} : { opRetentionMs: command.opRetentionMs }),
     },
+    http: command.http,
+    rateLimit: command.rateLimit,
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
@@ -182,10 +201,13 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'wan-delay': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
+      'max-skew': { type: 'string' },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
       'public-url': { type: 'string', multiple: true },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -224,12 +246,12 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
   if (values.data !== undefined) options.dataDir = values.data
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
+  options.http = httpLimitsOf(values)
+  options.rateLimit = { max: 0, ...rateLimitOf(values) }
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
-  if (values['max-value-bytes'] !== undefined)
-    options.limits = {
-      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
-    }
+  const limits = limitsOf(values)
+  if (Object.keys(limits).length > 0) options.limits = limits
   return { options }
 }
 

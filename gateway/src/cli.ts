@@ -7,11 +7,17 @@
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'
 import {
+  HTTP_LIMIT_ARGS,
+  HTTP_LIMIT_USAGE,
+  RATE_LIMIT_ARGS,
   UsageError,
   corsOrigins,
   describeOrigins,
+  httpLimitsOf,
   integer,
+  limitsOf,
   publicUrls,
+  rateLimitOf,
   siblingNamespaces,
 } from './cli-args.js'
 import {
@@ -42,6 +48,8 @@ Options of dev:
   --replica-lag MS       delay before a follower applies an entry         [default: 0]
   --wan-delay MS         one-way delay between regions                    [default: 0]
   --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
+  --max-skew MS          how far ahead of the region's clock a write's
+                         causeway-dt may be                              [default: 30000]
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
   --without-hlc          benchmark ablation: writes wait for their dependency vector
                          instead of using the HLC (NuKV section 6)       [default: off]
@@ -54,6 +62,10 @@ Options of dev:
                          region order                      [default: http://HOST:PORT]
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
+  --rate-limit N         requests per window per client address; 0 = off
+                         (a dev cluster has no API keys)                 [default: 0]
+  --rate-limit-window MS the rate limit's window                        [default: 1000]
+${HTTP_LIMIT_USAGE}
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
 
@@ -89,6 +101,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'replica-lag': { type: 'string' },
       'wan-delay': { type: 'string' },
       'max-value-bytes': { type: 'string' },
+      'max-skew': { type: 'string' },
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
@@ -97,6 +110,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
       backend: { type: 'string' },
+      ...HTTP_LIMIT_ARGS,
+      ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
     },
   })
@@ -137,11 +152,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
     // Pino writes to stderr so stdout carries only the region URLs.
     logger: logLevel === 'silent' ? false : { level: logLevel, stream: process.stderr },
   }
-  if (values['max-value-bytes'] !== undefined) {
-    options.limits = {
-      maxValueBytes: integer('max-value-bytes', values['max-value-bytes'], 0, 1, 512 * 1024 * 1024),
-    }
-  }
+  const limits = limitsOf(values)
+  if (Object.keys(limits).length > 0) options.limits = limits
   const namespaces = siblingNamespaces(values.siblings)
   if (namespaces !== undefined) options.namespaces = namespaces
   const published = publicUrls(values['public-url'], regions)
@@ -150,6 +162,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
     options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
   if (values['max-watchers'] !== undefined)
     options.watch = { maxWatchers: integer('max-watchers', values['max-watchers'], 0, 0, 1e6) }
+  const http = httpLimitsOf(values)
+  if (Object.keys(http).length > 0) options.http = http
+  const rateLimit = rateLimitOf(values)
+  if (rateLimit.max !== undefined && rateLimit.max > 0)
+    options.rateLimit = { max: rateLimit.max, ...rateLimit }
   return { options, logLevel }
 }
 

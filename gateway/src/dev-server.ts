@@ -7,6 +7,8 @@ import type { ClusterService } from './cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
 import type { WatchOptions } from './http/routes/watch.js'
+import type { HttpLimits } from './http/http-limits.js'
+import type { RateLimitOptions } from './http/rate-limit.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
 export interface ServableCluster {
@@ -55,6 +57,16 @@ export interface ServeOptions {
    * @default 1000 feeds per gateway, a heartbeat every 15 s
    */
   watch?: WatchOptions
+  /**
+   * Time limits and the connection cap of every gateway.
+   * @default the gateway's defaults (`http/http-limits.ts`)
+   */
+  http?: HttpLimits
+  /**
+   * Every gateway's rate limit (counted per gateway: one process has no shared store to need).
+   * @default none: a dev cluster never refuses tests or benchmarks for their rate
+   */
+  rateLimit?: RateLimitOptions
 }
 
 /** A cluster with a listening gateway per region. */
@@ -120,6 +132,8 @@ export async function serveCluster<C extends ServableCluster>(
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
         ...(options.watch === undefined ? {} : { watch: options.watch }),
+        ...(options.http ? { http: options.http } : {}),
+        ...(options.rateLimit ? { rateLimit: options.rateLimit } : {}),
       })
       gateways.push(gateway)
       await gateway.listen({ host, port: base === 0 ? 0 : base + region })
@@ -146,8 +160,18 @@ export type DevCluster = ServedCluster<EmbeddedCluster>
  * port each with `port: 0`). `close()` drains the gateways, then closes the cluster.
  */
 export async function startDevCluster(options: DevClusterOptions): Promise<DevCluster> {
-  const { port, host, logger, drainTimeoutMs, corsOrigins, publicUrls, watch, ...clusterOptions } =
-    options
+  const {
+    port,
+    host,
+    logger,
+    drainTimeoutMs,
+    corsOrigins,
+    publicUrls,
+    watch,
+    http,
+    rateLimit,
+    ...clusterOptions
+  } = options
   const cluster = await EmbeddedCluster.start(clusterOptions)
   return serveCluster(cluster, {
     regions: cluster.regions,
@@ -158,5 +182,7 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     corsOrigins,
     publicUrls,
     ...(watch === undefined ? {} : { watch }),
+    ...(http ? { http } : {}),
+    ...(rateLimit ? { rateLimit } : {}),
   })
 }

@@ -4,10 +4,13 @@
  * the internal shipping endpoint. `close()` drains it like `causeway dev` does.
  */
 import type { FastifyServerOptions } from 'fastify'
+import { Redis } from 'ioredis'
 import type { ClusterConfig } from './cluster/cluster-config.js'
 import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
 import type { WatchOptions } from './http/routes/watch.js'
+import type { HttpLimits } from './http/http-limits.js'
+import { ReplicaKeys } from './storage/redis/key-layout.js'
 
 /** Options of {@link startGateway}. */
 export interface GatewayServerOptions {
@@ -43,6 +46,10 @@ export interface GatewayServerOptions {
   watch?: WatchOptions
   /** Passed to {@link RedisCluster.start}. */
   cluster?: Omit<RedisClusterOptions, 'config' | 'region'>
+  /** HTTP limits that override the config's `http` (the command line's). */
+  http?: HttpLimits
+  /** Rate-limit settings that override the config's `rateLimit` (the command line's). */
+  rateLimit?: { max?: number; windowMs?: number }
 }
 
 /** A listening gateway process of one region. */
@@ -60,6 +67,21 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
   const { config, region } = options
   const host = options.host ?? '127.0.0.1'
   const cluster = await RedisCluster.start({ ...options.cluster, config, region })
+  const rateLimit = { ...config.rateLimit, ...options.rateLimit }
+  // The region's gateways count in one Redis: its partition 0 leader unless the config names one.
+  const limiter =
+    rateLimit.max > 0
+      ? new Redis(rateLimit.redis ?? config.regions[region]!.replicas[0]![0]!, {
+          lazyConnect: false,
+          enableOfflineQueue: false,
+          maxRetriesPerRequest: 1,
+          commandTimeout: Math.min(config.redis.commandTimeoutMs, 250),
+          connectTimeout: config.redis.connectTimeoutMs,
+          retryStrategy: (times) => Math.min(config.redis.reconnectMaxDelayMs, 50 * 2 ** times),
+        })
+      : undefined
+  // A Redis that is down lets requests through (see http/rate-limit.ts); its errors are not news.
+  limiter?.on('error', () => undefined)
   const gateway = buildGateway({
     service: cluster.service,
     regionUrls: config.regions.map((r) => r.url),
@@ -75,6 +97,18 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     ...(config.auth.clusterSecret === undefined
       ? {}
       : { shipping: { receiver: cluster, maxBatchBytes: config.shipping.maxBatchBytes } }),
+    http: { ...config.http, ...options.http },
+    ...(limiter === undefined
+      ? {}
+      : {
+          rateLimit: {
+            max: rateLimit.max,
+            windowMs: rateLimit.windowMs,
+            redis: limiter,
+            // In partition 0's key space, where the counters' server is by default.
+            prefix: `${new ReplicaKeys(config.redis.namespace, region, 0).prefix}rate:`,
+          },
+        }),
   })
   let closing: Promise<void> | undefined
   const close = (): Promise<void> =>
@@ -88,6 +122,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
         await gateway.close()
       } finally {
         clearTimeout(force)
+        limiter?.disconnect()
         await cluster.close()
       }
     })())

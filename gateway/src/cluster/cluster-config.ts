@@ -15,6 +15,9 @@ import {
   checkNamespaces,
 } from '@causeway/core'
 import { type Static, Type } from 'typebox'
+import { KEY_ACCESSES, type ApiKeySpec } from '../http/auth.js'
+import type { HttpLimits } from '../http/http-limits.js'
+import { DEFAULT_RATE_LIMIT } from '../http/rate-limit.js'
 import { Value } from 'typebox/value'
 
 /** Version of the config format. */
@@ -44,6 +47,38 @@ const SecretSchema = Type.Union(
   },
 )
 
+/** An API key with a scope (`http/auth.ts`). */
+const ScopedKeySchema = Type.Object(
+  {
+    key: SecretSchema,
+    name: Type.Optional(
+      Type.String({
+        pattern: '^[A-Za-z0-9_.-]{1,64}$',
+        description: 'letters, digits, _ . or -: names the key in logs and rate-limit counters',
+      }),
+    ),
+    namespaces: Type.Optional(
+      Type.Array(
+        Type.String({
+          minLength: 1,
+          maxLength: 128,
+          pattern: '^[^:]*$',
+          description: 'a namespace name: 1 to 128 characters without ":"',
+        }),
+        {
+          maxItems: 1024,
+          description: 'the key namespaces it may use (the text before a key’s first `:`)',
+        },
+      ),
+    ),
+    access: Type.Optional(Type.Enum([...KEY_ACCESSES])),
+    rateLimit: Type.Optional(
+      Type.Integer({ minimum: 1, maximum: 100_000_000, description: 'requests per window' }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
 const RegionConfigSchema = Type.Object(
   {
     name: Type.String({
@@ -71,8 +106,44 @@ export const ClusterConfigFileSchema = Type.Object(
     auth: Type.Optional(
       Type.Object(
         {
-          apiKeys: Type.Optional(Type.Array(SecretSchema, { maxItems: 1024 })),
+          apiKeys: Type.Optional(
+            Type.Array(
+              Type.Union([SecretSchema, ScopedKeySchema], {
+                description:
+                  'must be a secret (a string of 16 to 512 characters, or { "env": "NAME" }), or a scoped key { "key": secret, "name"?, "namespaces"?: [...], "access"?: "read" | "write" | "read-write", "rateLimit"? }',
+              }),
+              { maxItems: 1024 },
+            ),
+          ),
           clusterSecret: Type.Optional(SecretSchema),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    http: Type.Optional(
+      Type.Object(
+        {
+          headersTimeoutMs: Type.Optional(
+            Ms("most time from a request's first byte to its last header"),
+          ),
+          bodyTimeoutMs: Type.Optional(Ms('longest pause while a request body arrives')),
+          requestTimeoutMs: Type.Optional(Ms("most time from a request's first byte to its last")),
+          connectionTimeoutMs: Type.Optional(Ms('close a connection silent both ways this long')),
+          maxConnections: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    rateLimit: Type.Optional(
+      Type.Object(
+        {
+          max: Type.Integer({
+            minimum: 0,
+            maximum: 100_000_000,
+            description: 'requests per window per API key (per address without one); 0: off',
+          }),
+          windowMs: Type.Optional(Ms('the window of the rate limit')),
+          redis: Type.Optional(RedisUrl),
         },
         { additionalProperties: false },
       ),
@@ -201,6 +272,18 @@ export interface BenchmarkConfig {
   withoutHlc: boolean
 }
 
+/** The rate limit of a region's gateways. */
+export interface RateLimitConfig {
+  /** Requests per window per API key (per client address without one); 0: off. */
+  max: number
+  windowMs: number
+  /**
+   * The Redis server whose counters every gateway of a region shares.
+   * @default the leader of the region's partition 0
+   */
+  redis: string | undefined
+}
+
 /** A checked config, with defaults filled in and secrets resolved. */
 export interface ClusterConfig {
   format: typeof CONFIG_FORMAT
@@ -208,12 +291,16 @@ export interface ClusterConfig {
   partitions: number
   regions: RegionConfig[]
   auth: {
-    /** Bearer tokens clients may use; none means client routes are open. */
-    apiKeys: string[]
+    /** Bearer tokens clients may use, plain or scoped; none means client routes are open. */
+    apiKeys: (string | ApiKeySpec)[]
     /** The token gateways of other regions use; required with more than one region. */
     clusterSecret: string | undefined
   }
   limits: Limits
+  /** Time limits and the connection cap of each gateway (only those the file sets). */
+  http: HttpLimits
+  /** The rate limit of each gateway. */
+  rateLimit: RateLimitConfig
   shipping: ShippingConfig
   redis: RedisConfig
   /** Key namespaces and their conflict mode (checked, null prototype); `{}`: all `lww`. */
@@ -357,15 +444,20 @@ export function parseClusterConfig(
   })
 
   const apiKeys = (file.auth?.apiKeys ?? [])
-    .map((k, i) => secret(k, `auth.apiKeys[${i}]`))
-    .filter((k): k is string => k !== undefined)
+    .map((k, i): string | ApiKeySpec | undefined => {
+      if (typeof k === 'string' || !('key' in k)) return secret(k, `auth.apiKeys[${i}]`)
+      const key = secret(k.key, `auth.apiKeys[${i}].key`)
+      return key === undefined ? undefined : { ...k, key }
+    })
+    .filter((k): k is string | ApiKeySpec => k !== undefined)
+  const keyTokens = apiKeys.map((k) => (typeof k === 'string' ? k : k.key))
   const clusterSecret =
     file.auth?.clusterSecret === undefined
       ? undefined
       : secret(file.auth.clusterSecret, 'auth.clusterSecret')
   if (file.regions.length > 1 && file.auth?.clusterSecret === undefined)
     problems.push('auth.clusterSecret: required with more than one region (regions ship with it)')
-  if (clusterSecret !== undefined && apiKeys.includes(clusterSecret))
+  if (clusterSecret !== undefined && keyTokens.includes(clusterSecret))
     problems.push('auth: the cluster secret must not also be an API key')
 
   const limits: Limits = { ...DEFAULT_LIMITS, ...file.limits }
@@ -394,6 +486,12 @@ export function parseClusterConfig(
     })),
     auth: { apiKeys, clusterSecret },
     limits,
+    http: { ...file.http },
+    rateLimit: {
+      max: file.rateLimit?.max ?? DEFAULT_RATE_LIMIT.max,
+      windowMs: file.rateLimit?.windowMs ?? DEFAULT_RATE_LIMIT.windowMs,
+      redis: file.rateLimit?.redis,
+    },
     shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
     namespaces,
     benchmark: {

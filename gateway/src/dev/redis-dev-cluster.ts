@@ -27,6 +27,7 @@ import {
   type ClusterConfigFile,
   type ShippingConfig,
 } from '../cluster/cluster-config.js'
+import type { HttpLimits } from '../http/http-limits.js'
 import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'
 
@@ -88,6 +89,17 @@ export interface RedisDevClusterOptions {
    * @default false
    */
   withoutHlc?: boolean
+  /**
+   * Time limits and the connection cap of the gateways, written to the config's `http`.
+   * @default the gateway's defaults
+   */
+  http?: HttpLimits
+  /**
+   * The gateways' rate limit, written to the config's `rateLimit`. Off by default here so that
+   * tests and benchmarks on one machine are never refused; a production config has one.
+   * @default { max: 0 } (off)
+   */
+  rateLimit?: { max: number; windowMs?: number }
   /**
    * Log level of the gateway processes.
    * @default 'warn'
@@ -253,6 +265,8 @@ export async function startRedisDevCluster(
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
+      ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
+      rateLimit: options.rateLimit ?? { max: 0 },
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
       ...(options.wanDelayMs || options.withoutHlc
         ? {

@@ -17,10 +17,20 @@ import Fastify, {
   type RawServerDefault,
 } from 'fastify'
 import type { ClusterService } from '../cluster/cluster-service.js'
-import { authenticate, type GatewayAuth } from './auth.js'
+import { authenticate, decorateForAuth, type GatewayAuth } from './auth.js'
 import { AllowedMethods } from './allowed-methods.js'
 import { CorsPolicy, refusePreflights } from './cors.js'
+import { handleClientError } from './client-errors.js'
 import { handleError, handleFrameworkError, notFoundHandler, validationError } from './errors.js'
+import {
+  capConnections,
+  dropStalledBodies,
+  resolveHttpLimits,
+  serverOptionsFor,
+  type HttpLimits,
+} from './http-limits.js'
+import { registerRateLimit, type RateLimitOptions } from './rate-limit.js'
+import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
 import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
@@ -77,6 +87,17 @@ export interface GatewayOptions {
    * @default 1000 feeds, a heartbeat every 15 s
    */
   watch?: WatchOptions
+  /**
+   * Time limits of a request and a connection, and the connection cap (`http-limits.ts`).
+   * @default every limit at its default
+   */
+  http?: HttpLimits
+  /**
+   * Requests per window per API key (or client address); see `http/rate-limit.ts`. `causeway
+   * gateway` turns it on with `DEFAULT_RATE_LIMIT` unless its config says otherwise.
+   * @default no limit
+   */
+  rateLimit?: RateLimitOptions
 }
 
 /** A gateway: a Fastify instance typed by the TypeBox schemas of `@causeway/core`. */
@@ -111,7 +132,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
     )
   }
 
+  const limits = resolveHttpLimits(options.http, shape.limits.maxTimeoutMs)
   const app = Fastify({
+    ...serverOptionsFor(limits),
     logger: options.logger ?? false,
     bodyLimit: bodyLimitFor(shape.limits.maxValueBytes),
     // A key of maxKeyBytes, every byte percent-encoded, still matches `/v1/kv/:key`; a longer
@@ -123,12 +146,22 @@ export function buildGateway(options: GatewayOptions): Gateway {
     onConstructorPoisoning: 'ignore',
     // Requests arriving while draining get our SHUTTING_DOWN error instead of Fastify's own body.
     return503OnClosing: false,
-    // Unknown fields are errors, not silently dropped; `verbose` lets errors name the values a
-    // field accepts.
-    ajv: { customOptions: { removeAdditional: false, allErrors: false, verbose: true } },
+    // Unknown fields are errors, not silently dropped; types are never coerced (a string is not
+    // a one-element array: text-types.ts reads query-string numbers explicitly); `verbose` lets
+    // errors name the values a field accepts.
+    ajv: {
+      customOptions: {
+        removeAdditional: false,
+        coerceTypes: false,
+        allErrors: false,
+        verbose: true,
+      },
+    },
     schemaErrorFormatter: validationError,
     frameworkErrors: handleFrameworkError,
+    clientErrorHandler: handleClientError,
   }).withTypeProvider<TypeBoxTypeProvider>()
+  capConnections(app, limits)
 
   // Only JSON bodies: any other content type is UNSUPPORTED_MEDIA_TYPE.
   app.removeContentTypeParser('text/plain')
@@ -145,12 +178,22 @@ export function buildGateway(options: GatewayOptions): Gateway {
   })
   // Fastify queues a hook behind the plugins registered before it, so these run after
   // @fastify/cors's: their refusals (503, 401) carry the CORS headers a page needs to read them.
+  app.addHook('onRequest', dropStalledBodies(limits))
   app.addHook('onRequest', async () => {
     if (closing) {
       throw new CausewayError('SHUTTING_DOWN', 'the gateway is shutting down; retry on another')
     }
   })
+  decorateForAuth(app)
   app.addHook('onRequest', authenticate(options.auth ?? {}))
+  // A request no route answers is answered now, before its body is read: an unknown method
+  // with a body (`QUERY /healthz`) is 405 like any other, not a content-type error. Made before
+  // any route is added: it records the methods of every route for 405's `Allow`.
+  const allowedMethods = new AllowedMethods(app)
+  const handleNotFound = notFoundHandler(allowedMethods)
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) return handleNotFound(request, reply)
+  })
   // The server stops listening on close but waits for open connections: a keep-alive connection
   // whose request was in flight would hold it open, so such replies close their connection.
   app.addHook('onSend', async (_request, reply, payload) => {
@@ -164,11 +207,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
   })
   app.addHook('onResponse', requestTimer(metrics))
   app.setErrorHandler(handleError)
-  // Before any route is added: it records the methods of every route for 405's `Allow`.
-  app.setNotFoundHandler(notFoundHandler(new AllowedMethods(app)))
+  app.setNotFoundHandler(handleNotFound)
+  // Before any route is added, like AllowedMethods: it hooks every route's query and params.
+  parseTextTypes(app)
 
   // Registered first, at the root: its onRoute hook must see every route below.
   app.register(swagger, openApiOptions)
+  // Also at the root before the routes: it hooks every route added after it.
+  if (options.rateLimit) registerRateLimit(app, options.rateLimit)
   app.register(openApiRoute)
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })

@@ -81,6 +81,16 @@ export function validationError(
       }
       if (field === 'causeway-after')
         return new CausewayError('INVALID_VECTOR', `causeway-after ${what}`)
+      if (field === 'causeway-context')
+        return new CausewayError(
+          'INVALID_CONTEXT',
+          'causeway-context must be a context from a read: base64url, at most 4 KiB decoded',
+        )
+      if (field === 'causeway-op-id')
+        return new CausewayError(
+          'INVALID_OP_ID',
+          'causeway-op-id must be <client>.<seq>: 8 to 64 of A-Z a-z 0-9 _ -, a dot, a decimal integer from 1',
+        )
       return new CausewayError('INVALID_REQUEST', `header ${field} ${what}`)
     case 'params':
       return new CausewayError('INVALID_KEY', `key ${what}`)

@@ -12,6 +12,8 @@ describe('causeway CLI usage', () => {
     expect(help.code).toBe(0)
     expect(help.stdout).toContain('Usage: causeway <command>')
     expect(help.stdout).toContain('--wan-delay MS')
+    for (const flag of ['--body-timeout MS', '--max-connections N', '--rate-limit N'])
+      expect(help.stdout).toContain(flag)
     expect(devHelp).toMatchObject({ code: 0, stdout: help.stdout })
     expect(version.code).toBe(0)
     expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/)
@@ -31,6 +33,11 @@ describe('causeway CLI usage', () => {
     [['dev', '--cors-origin', 'http://localhost:5173/'], 'did you mean http://localhost:5173?'],
     [['dev', '--public-url', 'https://eu.example.com'], 'give one per region, in region order (2)'],
     [['gateway', '--config', 'x.json', '--cors-origin', 'localhost'], '--cors-origin: "localhost"'],
+    [['dev', '--body-timeout', '0'], '--body-timeout must be between 1 and 3600000, not 0'],
+    [
+      ['gateway', '--config', 'x.json', '--rate-limit', 'lots'],
+      '--rate-limit must be a whole number',
+    ],
   ]
   it.each(cases)('causeway %j exits 2 with %j', async (args, message) => {
     const { code, stdout, stderr } = await runCli(args)

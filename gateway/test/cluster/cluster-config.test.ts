@@ -77,6 +77,48 @@ describe('cluster config', () => {
     ])
   })
 
+  it('reads scoped API keys, HTTP limits and the rate limit (on by default)', () => {
+    expect(parseClusterConfig(valid()).rateLimit).toEqual({
+      max: 5000,
+      windowMs: 1000,
+      redis: undefined,
+    })
+    expect(parseClusterConfig(valid()).http).toEqual({})
+    const data = {
+      ...valid(),
+      auth: {
+        apiKeys: [
+          'plain-key-0123456789',
+          { key: { env: 'CART' }, name: 'cart-app', namespaces: ['cart'], access: 'read' },
+          { key: 'writer-key-0123456789', access: 'write', rateLimit: 50 },
+        ],
+        clusterSecret: SECRET,
+      },
+      http: { bodyTimeoutMs: 5000, maxConnections: 100 },
+      rateLimit: { max: 0, windowMs: 2000, redis: 'redis://10.0.9.9:6379' },
+    }
+    const config = parseClusterConfig(data, 'x', { CART: 'c'.repeat(20) })
+    expect(config.auth.apiKeys).toEqual([
+      'plain-key-0123456789',
+      { key: 'c'.repeat(20), name: 'cart-app', namespaces: ['cart'], access: 'read' },
+      { key: 'writer-key-0123456789', access: 'write', rateLimit: 50 },
+    ])
+    expect(config.http).toEqual({ bodyTimeoutMs: 5000, maxConnections: 100 })
+    expect(config.rateLimit).toEqual({ max: 0, windowMs: 2000, redis: 'redis://10.0.9.9:6379' })
+    const refused = (apiKey: unknown) =>
+      problems({ ...valid(), auth: { apiKeys: [apiKey], clusterSecret: SECRET } }).join('\n')
+    expect(refused({ key: 'k'.repeat(20), namespaces: ['a:b'] })).toContain(
+      'auth.apiKeys[0].namespaces[0]: must be a namespace name',
+    )
+    expect(refused({ key: 'k'.repeat(20), access: 'admin' })).toContain(
+      'auth.apiKeys[0]: must be a secret',
+    )
+    expect(refused({ key: SECRET })).toContain('the cluster secret must not also be an API key')
+    expect(problems({ ...valid(), http: { bodyTimeoutMs: 0 } }).join('\n')).toContain(
+      'http.bodyTimeoutMs',
+    )
+  })
+
   it('refuses unknown fields and wrong types, naming each with its path', () => {
     const data = valid()
     ;(data as { extra?: number }).extra = 1

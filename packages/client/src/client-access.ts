@@ -35,6 +35,7 @@ import {
   type WriteOptions,
 } from './options.js'
 import { ReadRetryPlan, replyReserve, type AttemptFailure, type ReadAttempt } from './read-retry.js'
+import { sendWithRateLimitBackoff } from './rate-limit-backoff.js'
 import { checkWriteReply } from './replies.js'
 import { findRegion, type RegionRoute } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
@@ -140,12 +141,16 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
           : new AttemptCutoff(deadline, attempt.cutoffAt - Date.now())
       let res: TransportResponse | undefined
       try {
-        res = await parts.transport.request({
-          method: 'GET',
-          url: region.url + path + attempt.replica + '&timeoutMs=' + attempt.waitMs,
-          headers,
-          signal: cutoff?.signal ?? deadline.signal,
-        })
+        res = await sendWithRateLimitBackoff(
+          parts.transport,
+          {
+            method: 'GET',
+            url: region.url + path + attempt.replica + '&timeoutMs=' + attempt.waitMs,
+            headers,
+            signal: cutoff?.signal ?? deadline.signal,
+          },
+          deadline,
+        )
       } catch (cause) {
         if (deadline.signal.aborted) {
           const code = deadline.stoppedBy === 'closed' ? 'SHUTTING_DOWN' : 'TIMEOUT'
@@ -230,13 +235,11 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
   let res: TransportResponse
   try {
-    res = await parts.transport.request({
-      method: call.method,
-      url,
-      headers,
-      body: call.body,
-      signal: deadline.signal,
-    })
+    res = await sendWithRateLimitBackoff(
+      parts.transport,
+      { method: call.method, url, headers, body: call.body, signal: deadline.signal },
+      deadline,
+    )
   } catch (cause) {
     // The request may have reached the leader: say so, and do not resend it.
     deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)

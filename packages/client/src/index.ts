@@ -55,6 +55,7 @@ export {
   REPLICA_CHOICES,
   Session,
   SessionNotAvailableError,
+  RateLimitedError,
   WRITE_LEVELS,
   type Durability,
   type ErrorCode,

@@ -23,6 +23,11 @@ export interface TransportRequest {
 export interface TransportResponse {
   status: number
   body: unknown
+  /**
+   * The `retry-after` header of a 429 reply (a transport may omit it: the gateway's error body
+   * says the same in `details.retryAfterMs`).
+   */
+  retryAfter?: string
 }
 
 /**
@@ -78,7 +83,12 @@ export function fetchTransport(options: FetchTransportOptions = {}): Transport {
         if (req.signal?.aborted) throw cause
         throw fetchFailure(req, cause)
       }
-      return { status: res.status, body: parseJsonBody(await res.text()) }
+      const body = parseJsonBody(await res.text())
+      if (res.status !== 429) return { status: res.status, body }
+      const retryAfter = res.headers.get('retry-after')
+      return retryAfter === null
+        ? { status: res.status, body }
+        : { status: res.status, body, retryAfter }
     },
   }
 }

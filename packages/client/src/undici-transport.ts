@@ -46,6 +46,7 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   readonly #signal: AbortSignal | undefined
   #controller: Dispatcher.DispatchController | undefined
   #status = 0
+  #retryAfter: string | undefined
   #chunks: Buffer[] = []
   #settled = false
 
@@ -63,9 +64,18 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
     if (this.#signal?.aborted === true) controller.abort(abortError(this.#signal.reason))
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number): void {
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
     // Called again after an informational (1xx) reply: the last status is the reply's.
     this.#status = statusCode
+    // Only a 429's: the client waits what it says (rate-limit-backoff.ts).
+    if (statusCode === 429) {
+      const value = headers['retry-after']
+      this.#retryAfter = Array.isArray(value) ? value[0] : value
+    }
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -80,7 +90,12 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
       chunks.length === 0
         ? ''
         : (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')
-    this.#resolve({ status: this.#status, body: parseJsonBody(text) })
+    const body = parseJsonBody(text)
+    this.#resolve(
+      this.#retryAfter === undefined
+        ? { status: this.#status, body }
+        : { status: this.#status, body, retryAfter: this.#retryAfter },
+    )
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {

@@ -70,6 +70,21 @@ export const ERROR_CODES = {
    * request header it does not take from other origins, or the internal routes (never cross-origin).
    */
   CROSS_ORIGIN_REFUSED: 403,
+  /**
+   * The API key is valid but scoped: not to this key's namespace, or not to this kind of call
+   * (read or write). `details` names the namespace and the access the call needed.
+   */
+  OUT_OF_SCOPE: 403,
+  /**
+   * Too many requests from this API key (or, without one, this address) in the current window.
+   * The reply's `retry-after` header says in how many seconds to retry, `details.retryAfterMs`
+   * in milliseconds.
+   */
+  RATE_LIMITED: 429,
+  /** A request's headers, or its body, did not arrive within the gateway's time limits. */
+  REQUEST_TIMEOUT: 408,
+  /** A request's headers are larger than the gateway accepts (Node's header size limit). */
+  HEADERS_TOO_LARGE: 431,
   /** No such route. */
   NOT_FOUND: 404,
   /** The path exists but not with this method; the reply's `Allow` header lists the methods. */
@@ -157,9 +172,10 @@ export class CausewayError extends Error {
     const message =
       typeof b.message === 'string' ? b.message : `gateway answered ${status ?? 'an error'}`
     const details = typeof b.details === 'object' && b.details !== null ? b.details : undefined
-    return code === 'SESSION_NOT_AVAILABLE'
-      ? new SessionNotAvailableError(message, details)
-      : new CausewayError(code, message, details)
+    if (code === 'SESSION_NOT_AVAILABLE') return new SessionNotAvailableError(message, details)
+    if (code === 'RATE_LIMITED')
+      return new RateLimitedError(message, retryAfterOf(details?.['retryAfterMs']), details)
+    return new CausewayError(code, message, details)
   }
 }
 
@@ -173,5 +189,30 @@ export class SessionNotAvailableError extends CausewayError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('SESSION_NOT_AVAILABLE', message, details)
     this.name = 'SessionNotAvailableError'
+  }
+}
+
+function retryAfterOf(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined
+}
+
+/**
+ * The gateway refused a request for its rate limit (`RATE_LIMITED`, 429) and the SDK could not
+ * wait for the limit to reset within the call's deadline. {@link RateLimitedError.retryAfterMs}
+ * says when a retry may succeed; nothing was written.
+ */
+export class RateLimitedError extends CausewayError {
+  static override readonly brandCode: ErrorCode = 'RATE_LIMITED'
+  /** How long to wait before retrying, in ms; `undefined` when the gateway did not say. */
+  readonly retryAfterMs: number | undefined
+
+  constructor(message: string, retryAfterMs?: number, details?: Record<string, unknown>) {
+    super(
+      'RATE_LIMITED',
+      message,
+      retryAfterMs === undefined ? details : { ...details, retryAfterMs },
+    )
+    this.name = 'RateLimitedError'
+    this.retryAfterMs = retryAfterMs
   }
 }

@@ -4,6 +4,7 @@
  */
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
+import { MAX_ELEMENT_BYTES } from './bigset/element.js'
 import { MAX_SET_WRITE_ELEMENTS } from './set-limits.js'
 import { ErrorReplySchema } from './wire.js'
 
@@ -22,7 +23,13 @@ const Context = Type.String({
 })
 
 /** The set name in the path of `/v1/sets/:name/...`. */
-export const SetParamsSchema = Type.Object({ name: Type.String() })
+export const SetParamsSchema = Type.Object({
+  name: Type.String({
+    minLength: 1,
+    description: 'the set name, a key like any other (it picks the partition): percent-encoded',
+    examples: ['tags:1'],
+  }),
+})
 
 /** Query of set reads (`has`, `size`, `scan` share these). */
 const readOptions = {
@@ -34,7 +41,10 @@ const readOptions = {
 /** Query of `GET /v1/sets/:name/has`. */
 export const SetHasQuerySchema = Type.Object(
   {
-    element: Type.String({ description: 'the element (UTF-8, at most 1 KiB), percent-encoded' }),
+    element: Type.String({
+      description: 'the element (UTF-8, at most 1 KiB), percent-encoded',
+      examples: ['red'],
+    }),
     ...readOptions,
   },
   { additionalProperties: false, required: ['element'] },
@@ -49,10 +59,20 @@ export type SetSizeQuery = Static<typeof SetSizeQuerySchema>
 export const SetScanQuerySchema = Type.Object(
   {
     ...readOptions,
-    from: Type.Optional(Type.String({ description: 'first element to include' })),
-    after: Type.Optional(Type.String({ description: 'start after this element (a page cursor)' })),
+    from: Type.Optional(
+      Type.String({ description: 'first element to include (not together with `after`)' }),
+    ),
+    after: Type.Optional(
+      Type.String({
+        description: 'start after this element, a page cursor (not together with `from`)',
+      }),
+    ),
     limit: Type.Optional(
-      Type.Integer({ minimum: 0, description: 'most elements to return (default: all)' }),
+      Type.Integer({
+        minimum: 0,
+        maximum: Number.MAX_SAFE_INTEGER,
+        description: 'most elements to return (default: all)',
+      }),
     ),
     ctx: Type.Optional(Type.Boolean({ description: 'also return each element’s context' })),
     merge: Type.Optional(
@@ -83,30 +103,40 @@ export const SetWriteQuerySchema = Type.Object(
 )
 export type SetWriteQuery = Static<typeof SetWriteQuerySchema>
 
+// At most 1 KiB of UTF-8, so at most 1,024 characters (the byte bound is checked after).
+const Element = Type.String({
+  maxLength: MAX_ELEMENT_BYTES,
+  description: `a set element: a string of at most ${MAX_ELEMENT_BYTES} bytes of UTF-8`,
+})
+
 /** One element of an add or remove: the element, or the element with its context. */
 export const SetWriteElementSchema = Type.Union([
-  Type.String(),
+  Element,
   Type.Object(
-    { element: Type.String(), ctx: Type.Optional(Context) },
-    { additionalProperties: false },
+    { element: Element, ctx: Type.Optional(Context) },
+    { additionalProperties: false, required: ['element'] },
   ),
 ])
 export type SetWriteElement = Static<typeof SetWriteElementSchema>
 
 /**
- * Body of `POST /v1/sets/:name/add` and `/remove`. Its items are checked by the gateway itself
- * (each a {@link SetWriteElementSchema}), so that a number is refused rather than coerced to a
- * string and a bad element is reported with its index.
+ * Body of `POST /v1/sets/:name/add` and `/remove`: 1 to {@link MAX_SET_WRITE_ELEMENTS} elements,
+ * each a {@link SetWriteElementSchema}. The gateway validates without type coercion, so a number
+ * is refused rather than turned into a string, and a string rather than into an array.
  */
 export const SetWriteBodySchema = Type.Object(
   {
-    elements: Type.Array(Type.Unknown(), {
+    elements: Type.Array(SetWriteElementSchema, {
       minItems: 1,
       maxItems: MAX_SET_WRITE_ELEMENTS,
       description: `1 to ${MAX_SET_WRITE_ELEMENTS} elements, each a string (the element) or { "element": string, "ctx"?: string } (with a context from has or scan)`,
     }),
   },
-  { additionalProperties: false, required: ['elements'] },
+  {
+    additionalProperties: false,
+    required: ['elements'],
+    examples: [{ elements: ['red', 'blue'] }],
+  },
 )
 export type SetWriteBody = { elements: SetWriteElement[] }
 

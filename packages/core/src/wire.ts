@@ -47,7 +47,14 @@ export const TopologySchema = Type.Object({
 export type Topology = Static<typeof TopologySchema>
 
 /** Key in the path of `/v1/kv/:key`. */
-export const KeyParamsSchema = Type.Object({ key: Type.String() })
+export const KeyParamsSchema = Type.Object({
+  key: Type.String({
+    minLength: 1,
+    description:
+      'the key, percent-encoded (a `/` in it must be): not empty, at most `limits.maxKeyBytes` bytes of UTF-8; the text before its first `:` is its namespace',
+    examples: ['cart:1'],
+  }),
+})
 
 /** Query of `GET /v1/kv/:key`. */
 export const ReadQuerySchema = Type.Object(
@@ -73,7 +80,7 @@ export type WriteQuery = Static<typeof WriteQuerySchema>
 /** Body of `PUT /v1/kv/:key`. */
 export const PutBodySchema = Type.Object(
   { value: Type.Unknown({ description: 'any JSON value' }) },
-  { additionalProperties: false, required: ['value'] },
+  { additionalProperties: false, required: ['value'], examples: [{ value: { items: 2 } }] },
 )
 export type PutBody = Static<typeof PutBodySchema>
 
@@ -380,7 +387,7 @@ export const WatchQuerySchema = Type.Object(
     keys: Type.Optional(
       Type.String({
         description: 'or: up to 100 keys, comma-separated, each percent-encoded',
-        examples: ['cart:1,cart:2'],
+        // No example: a watch takes prefix or keys, and the prefix has the example.
       }),
     ),
     since: Type.Optional(

@@ -21,7 +21,7 @@ export const healthRoute: FastifyPluginAsyncTypebox<HealthRouteOptions> = async 
   app.get(
     '/healthz',
     {
-      config: { operation: 'health' },
+      config: { operation: 'health', rateLimit: false as const },
       schema: {
         summary: 'Liveness',
         operationId: 'getHealth',

@@ -106,8 +106,9 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       )
   }
   const common = {
-    // Gateways call these, never pages: no CORS headers for any origin (see http/cors.ts).
-    config: { operation: 'ship', cors: false as const },
+    // Gateways call these, never pages: no CORS headers for any origin (see http/cors.ts); other
+    // regions' shipping is never slowed down by clients' traffic.
+    config: { operation: 'ship', cors: false as const, rateLimit: false as const },
     schemaErrorFormatter: internalValidationError,
   }
   const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }

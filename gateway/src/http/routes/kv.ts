@@ -25,6 +25,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
+import { CONTEXT_HEADER, DT_HEADER, OP_ID_HEADER, afterHeader } from '../header-schemas.js'
+import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
 import { opIdHeader, writeOpOf } from '../op-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
@@ -37,39 +39,10 @@ export interface KvRoutesOptions {
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
-const ReadHeadersSchema = Type.Object({
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({
-      description:
-        'the read vector the serving replica must cover: `epoch@d:idx,d:idx` (only non-zero entries)',
-      examples: ['1@0:12,1:7'],
-    }),
-  ),
-})
-
 const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(
-    Type.String({
-      pattern: '^[0-9a-f]{16}$',
-      description: "the write's HLC dependency: 16 lowercase hex digits",
-      examples: ['00018f2a3b4c0001'],
-    }),
-  ),
-  // Decoded (strictly) by kv-request, so a bad one is INVALID_CONTEXT rather than a schema error.
-  [HEADER_CONTEXT]: Type.Optional(
-    Type.String({
-      description:
-        'siblings namespaces only: the causal context of a read (its `context`); the write supersedes the siblings that read returned. Without it the write adds a sibling.',
-      examples: ['wQIAAwIB'],
-    }),
-  ),
-  [HEADER_OP_ID]: Type.Optional(
-    Type.String({
-      description:
-        'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
-      examples: ['phone-7f3a9c21.42'],
-    }),
-  ),
+  [HEADER_DT]: Type.Optional(DT_HEADER),
+  [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
+  [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
 })
 
 function writeReply(
@@ -98,6 +71,9 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   // Requests read only the limits, partitions and regions, which a service keeps for its life
   // (the gateway's body limit is taken from them once too); shape() builds a fresh copy per call.
   const shape = service.shape()
+  const ReadHeadersSchema = Type.Object({
+    [HEADER_AFTER]: Type.Optional(afterHeader(shape.regionNames.length)),
+  })
   app.get(
     '/v1/kv/:key',
     {
@@ -109,7 +85,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         operationId: 'getKey',
         tags: ['kv'],
         params: KeyParamsSchema,
-        querystring: ReadQuerySchema,
+        querystring: withTimeoutMaximum(ReadQuerySchema, shape.limits.maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: ReadReplySchema, ...errors },
       },

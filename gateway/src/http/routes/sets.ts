@@ -36,6 +36,8 @@ import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/regio
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
 import { opIdHeader, writeOpOf } from '../op-request.js'
+import { DT_HEADER, OP_ID_HEADER, afterHeader } from '../header-schemas.js'
+import { withTimeoutMaximum } from '../query-limits.js'
 import {
   hasElement,
   parseSetRead,
@@ -57,31 +59,6 @@ const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 const SET_BODY_LIMIT = 8 * 1024 * 1024
 // Elements written to the socket in one chunk of a scan.
 const SCAN_CHUNK_BYTES = 16 * 1024
-
-const ReadHeadersSchema = Type.Object({
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({ description: 'the read vector the serving replica must cover' }),
-  ),
-})
-
-const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(
-    Type.String({ pattern: '^[0-9a-f]{16}$', description: "the write's HLC dependency" }),
-  ),
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({
-      description:
-        'removes of elements sent without a context: the leader first catches up with this vector',
-    }),
-  ),
-  [HEADER_OP_ID]: Type.Optional(
-    Type.String({
-      description:
-        'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
-      examples: ['phone-7f3a9c21.42'],
-    }),
-  ),
-})
 
 /** The reply fields every set read carries. */
 function metaFields(meta: SetReadMeta, region: number) {
@@ -139,6 +116,19 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
   // As in the kv routes: requests read only the limits, partitions and regions, which a service
   // keeps for its life, and shape() builds a fresh copy per call.
   const shape = service.shape()
+  const regions = shape.regionNames.length
+  const maxTimeoutMs = shape.limits.maxTimeoutMs
+  const ReadHeadersSchema = Type.Object({ [HEADER_AFTER]: Type.Optional(afterHeader(regions)) })
+  const WriteHeadersSchema = Type.Object({
+    [HEADER_DT]: Type.Optional(DT_HEADER),
+    [HEADER_AFTER]: Type.Optional(
+      afterHeader(
+        regions,
+        'removes of elements sent without a context: the leader first catches up with this vector (same grammar as on reads)',
+      ),
+    ),
+    [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
+  })
   for (const op of ['add', 'remove'] as const) {
     app.post(
       `/v1/sets/:name/${op}`,
@@ -155,7 +145,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
           operationId: op === 'add' ? 'addToSet' : 'removeFromSet',
           tags: ['sets'],
           params: SetParamsSchema,
-          querystring: SetWriteQuerySchema,
+          querystring: withTimeoutMaximum(SetWriteQuerySchema, maxTimeoutMs),
           headers: WriteHeadersSchema,
           body: SetWriteBodySchema,
           response: { 200: WriteReplySchema, ...errors },
@@ -200,7 +190,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setHas',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetHasQuerySchema,
+        querystring: withTimeoutMaximum(SetHasQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetHasReplySchema, ...errors },
       },
@@ -241,7 +231,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setSize',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetSizeQuerySchema,
+        querystring: withTimeoutMaximum(SetSizeQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetSizeReplySchema, ...errors },
       },
@@ -272,7 +262,7 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         operationId: 'setScan',
         tags: ['sets'],
         params: SetParamsSchema,
-        querystring: SetScanQuerySchema,
+        querystring: withTimeoutMaximum(SetScanQuerySchema, maxTimeoutMs),
         headers: ReadHeadersSchema,
         response: { 200: SetScanReplySchema, ...errors },
       },

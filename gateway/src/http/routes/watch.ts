@@ -21,6 +21,7 @@ import { Type } from 'typebox'
 import type { ChangeFeed, ChangeFeedService } from '../../cluster/change-feed.js'
 import type { ClusterService } from '../../cluster/cluster-service.js'
 import { checkDataScope } from '../data-scope.js'
+import { LAST_EVENT_ID_HEADER, watchAfterHeader } from '../header-schemas.js'
 import { toCausewayError } from '../errors.js'
 import { parseWatch } from '../watch-request.js'
 
@@ -55,19 +56,6 @@ const fastifySse = sseModule as unknown as FastifyPluginAsync<SSEPluginOptions>
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
-const HeadersSchema = Type.Object({
-  [HEADER_AFTER]: Type.Optional(
-    Type.String({
-      description:
-        'what the serving replicas must cover before the feed starts: a read vector when the watch touches one partition, else `p=<vector>` items joined by `;`',
-      examples: ['0=1@0:12,1:7;3=1@1:4'],
-    }),
-  ),
-  [HEADER_LAST_EVENT_ID]: Type.Optional(
-    Type.String({ description: 'resume after this cursor (wins over `since`)' }),
-  ),
-})
-
 /** The watch route. */
 export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (app, options) => {
   const { service, changes } = options
@@ -75,6 +63,10 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
   const heartbeatMs = options.heartbeatMs ?? 15_000
   const retryAfterS = options.retryAfterS ?? 5
   const shape = service.shape()
+  const HeadersSchema = Type.Object({
+    [HEADER_AFTER]: Type.Optional(watchAfterHeader(shape.regionNames.length, shape.partitions)),
+    [HEADER_LAST_EVENT_ID]: Type.Optional(LAST_EVENT_ID_HEADER),
+  })
   /** Feeds streaming or being opened, each with how to end it. */
   const active = new Set<{ shutdown(): void }>()
   let closing = false

@@ -1,0 +1,87 @@
+/**
+ * The session headers as the OpenAPI document describes them and as the routes validate them:
+ * their grammar (a pattern), a length bound, and an example that a fresh `causeway dev` cluster
+ * accepts (`openapi-examples.test.ts` sends each one). What a grammar cannot say is checked after
+ * it, with the same code: a region named twice (`INVALID_VECTOR`),
+ * an index not yet written (`VECTOR_UNREACHABLE`), an HLC too far ahead
+ * (`CLOCK_SKEW_EXCEEDED`), a context that does not decode or is sent for a key outside a siblings
+ * namespace (`INVALID_CONTEXT`).
+ */
+import { DEFAULT_MAX_CONTEXT_BYTES, MAX_OP_ID_LENGTH } from '@causeway/core'
+import { Type } from 'typebox'
+
+// A non-negative decimal without leading zeros, at most 16 digits (a safe integer has 16).
+const NUMBER = '(0|[1-9][0-9]{0,15})'
+
+/** A pattern matching exactly the region ids `0..regions-1`. */
+function regionIds(regions: number): string {
+  return `(${Array.from({ length: regions }, (_, d) => String(d)).join('|')})`
+}
+
+/**
+ * `causeway-after` of a cluster of `regions` regions: `[epoch@]region:idx[,region:idx]...`, at
+ * most one entry per region.
+ */
+export function afterHeader(regions: number, description?: string) {
+  const entry = `${regionIds(regions)}:${NUMBER}`
+  return Type.String({
+    pattern: `^([1-9][0-9]{0,15}@)?${entry}(,${entry}){0,${regions - 1}}$`,
+    maxLength: 2048,
+    description:
+      description ??
+      'the read vector the serving replica must cover: `epoch@region:idx,region:idx` (the partition epoch, then per region the lowest log index the replica must have applied; the SDK sends only non-zero entries). Each region at most once (INVALID_VECTOR otherwise); an index the region has not written yet is VECTOR_UNREACHABLE.',
+    examples: ['1@0:0'],
+  })
+}
+
+/** `causeway-dt`: an HLC. */
+export const DT_HEADER = Type.String({
+  pattern: '^[0-9a-f]{16}$',
+  description:
+    "the write's HLC dependency: 16 lowercase hex digits (48-bit ms, 16-bit counter); at most `limits.maxSkewMs` ahead of the gateway's clock",
+  examples: ['00018f2a3b4c0001'],
+})
+
+/** `causeway-context`: a causal context, canonical base64url. */
+export const CONTEXT_HEADER = Type.String({
+  pattern: '^[A-Za-z0-9_-]+$',
+  maxLength: Math.ceil((DEFAULT_MAX_CONTEXT_BYTES * 4) / 3),
+  description:
+    'siblings namespaces only: the causal context of a read (its `context`, opaque base64url); the write supersedes the siblings that read returned. Without it the write adds a sibling. Sent for a key outside a siblings namespace, or one that does not decode, it is INVALID_CONTEXT.',
+  // The context of a key never written: accepted for any key of a siblings namespace.
+  examples: ['wQA'],
+})
+
+/** `causeway-op-id` on writes: the grammar of `isOpId` in `@causeway/core`. */
+export const OP_ID_HEADER = Type.String({
+  pattern: '^[A-Za-z0-9_-]{8,64}\\.[1-9][0-9]{0,15}$',
+  maxLength: MAX_OP_ID_LENGTH,
+  description:
+    'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
+  examples: ['phone-7f3a9c21.42'],
+})
+
+/**
+ * `causeway-after` on a change feed: a read vector when the watch touches one partition, else
+ * `p=<vector>` items joined by `;`, one per partition.
+ */
+export function watchAfterHeader(regions: number, partitions: number) {
+  const entry = `${regionIds(regions)}:${NUMBER}`
+  const vector = `([1-9][0-9]{0,15}@)?${entry}(,${entry}){0,${regions - 1}}`
+  const item = `${NUMBER}=${vector}`
+  return Type.String({
+    pattern: `^(${vector}|${item}(;${item}){0,${partitions - 1}})$`,
+    maxLength: 2048 * Math.min(partitions, 64),
+    description:
+      'what the serving replicas must cover before the feed starts: a read vector when the watch touches one partition, else `p=<vector>` items joined by `;`',
+    examples: ['0=1@0:0'],
+  })
+}
+
+/** `Last-Event-ID` on a change feed: a cursor (an event `id`), base64url. */
+export const LAST_EVENT_ID_HEADER = Type.String({
+  pattern: '^[A-Za-z0-9_-]+$',
+  maxLength: 1 << 20,
+  description:
+    'resume after this cursor (an event `id` of an earlier feed; wins over `since`). A cursor names its cluster, so no example fits every cluster',
+})
