@@ -36,6 +36,8 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
                          (the region's public URL is the config's regions[].url)
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
+  --max-watch-ms MS      longest a change feed streams before the client
+                         resumes from its last event id            [default: 1800000]
   --rate-limit N         requests per window per API key (per address without one);
                          0 turns it off                 [default: the config's, else 5000]
   --rate-limit-window MS the rate limit's window       [default: the config's, else 1000]
@@ -73,6 +75,7 @@ interface GatewayCommand {
   corsOrigins: string[]
   opRetentionMs: number | undefined
   maxWatchers: number | undefined
+  maxWatchMs: number | undefined
   http: HttpLimits
   rateLimit: { max?: number; windowMs?: number }
 }
@@ -91,6 +94,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       'cors-origin': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
+      'max-watch-ms': { type: 'string' },
       ...HTTP_LIMIT_ARGS,
       ...RATE_LIMIT_ARGS,
       help: { type: 'boolean', short: 'h' },
@@ -117,6 +121,10 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       values['max-watchers'] === undefined
         ? undefined
         : integer('max-watchers', values['max-watchers'], 0, 0, 1e6),
+    maxWatchMs:
+      values['max-watch-ms'] === undefined
+        ? undefined
+        : integer('max-watch-ms', values['max-watch-ms'], 0, 100, 2 ** 31 - 1),
     http: httpLimitsOf(values),
     rateLimit: rateLimitOf(values),
   }
@@ -161,7 +169,10 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     host: command.host,
     logger: loggerFor(command.logLevel),
     corsOrigins: command.corsOrigins,
-    ...(command.maxWatchers === undefined ? {} : { watch: { maxWatchers: command.maxWatchers } }),
+    watch: {
+      ...(command.maxWatchers === undefined ? {} : { maxWatchers: command.maxWatchers }),
+      ...(command.maxWatchMs === undefined ? {} : { maxStreamMs: command.maxWatchMs }),
+    },
     cluster: {
       onEvent: log,
       ...(command.opRetentionMs === undefined ? {} : { opRetentionMs: command.opRetentionMs }),

@@ -62,6 +62,8 @@ Options of dev:
                          region order                      [default: http://HOST:PORT]
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
+  --max-watch-ms MS      longest a change feed streams before the client
+                         resumes from its last event id            [default: 1800000]
   --rate-limit N         requests per window per client address; 0 = off
                          (a dev cluster has no API keys)                 [default: 0]
   --rate-limit-window MS the rate limit's window                        [default: 1000]
@@ -109,6 +111,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'public-url': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
+      'max-watch-ms': { type: 'string' },
       backend: { type: 'string' },
       ...HTTP_LIMIT_ARGS,
       ...RATE_LIMIT_ARGS,
@@ -162,6 +165,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
     options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
   if (values['max-watchers'] !== undefined)
     options.watch = { maxWatchers: integer('max-watchers', values['max-watchers'], 0, 0, 1e6) }
+  if (values['max-watch-ms'] !== undefined)
+    options.watch = {
+      ...options.watch,
+      maxStreamMs: integer('max-watch-ms', values['max-watch-ms'], 0, 100, 2 ** 31 - 1),
+    }
   const http = httpLimitsOf(values)
   if (Object.keys(http).length > 0) options.http = http
   const rateLimit = rateLimitOf(values)

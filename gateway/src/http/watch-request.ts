@@ -32,20 +32,13 @@ function header(headers: IncomingHttpHeaders, name: string): string | undefined 
   return Array.isArray(value) ? value.join(', ') : value
 }
 
-/** The raw (still percent-encoded) value of query field `name`, or undefined. */
-function rawQueryField(url: string, name: string): string | undefined {
-  const query = url.includes('?') ? url.slice(url.indexOf('?') + 1) : ''
-  for (const part of query.split('&')) {
-    const eq = part.indexOf('=')
-    if ((eq === -1 ? part : part.slice(0, eq)) === name) return eq === -1 ? '' : part.slice(eq + 1)
-  }
-  return undefined
-}
-
-/** The keys of `keys=`: comma-separated, each percent-encoded once (a `,` in a key as `%2C`). */
-function parseKeys(url: string, shape: ClusterShape): string[] {
-  const raw = rawQueryField(url, 'keys') ?? ''
-  const parts = raw.split(',')
+/**
+ * The keys of `keys=`: once the query string is decoded, a comma-separated list of keys each
+ * percent-encoded (`encodeURIComponent`, so a `,` in a key is `%2C`), as OpenAPI's form style
+ * describes a list: on the wire each key is encoded twice, as the SDK sends it.
+ */
+function parseKeys(list: string, shape: ClusterShape): string[] {
+  const parts = list.split(',')
   if (parts.length > MAX_WATCH_KEYS)
     throw new CausewayError(
       'INVALID_REQUEST',
@@ -55,7 +48,7 @@ function parseKeys(url: string, shape: ClusterShape): string[] {
   const keys = parts.map((part) => {
     let key: string
     try {
-      key = decodeURIComponent(part.replaceAll('+', ' '))
+      key = decodeURIComponent(part)
     } catch {
       throw new CausewayError('INVALID_KEY', 'a watched key is not valid percent-encoded UTF-8')
     }
@@ -113,7 +106,6 @@ export interface ParsedWatch {
 
 /** Parses a watch request (the query as the route schema validated it). */
 export function parseWatch(
-  url: string,
   query: WatchQuery,
   headers: IncomingHttpHeaders,
   shape: ClusterShape,
@@ -133,7 +125,7 @@ export function parseWatch(
     filter = { prefix: query.prefix }
     partitions = Array.from({ length: shape.partitions }, (_, p) => p)
   } else {
-    const keys = parseKeys(url, shape)
+    const keys = parseKeys(query.keys!, shape)
     filter = { keys }
     partitions = [...new Set(keys.map((k) => partitionOf(k, shape.partitions)))].sort(
       (a, b) => a - b,

@@ -419,9 +419,12 @@ export function offlineSuite(name: string, deploy: () => Promise<Deployment>): v
           [
             `keys=${Array.from({ length: 101 }, (_, i) => `k${i}`).join(',')}`,
             {},
-            'INVALID_REQUEST',
+            'INVALID_OPTION',
           ],
-          ['keys=%E0%A4%A', {}, 'INVALID_KEY'],
+          // A key that is not one percent-encoded key breaks the option's grammar.
+          ['keys=%E0%A4%A', {}, 'INVALID_OPTION'],
+          // One that is, but is not UTF-8, is a bad key.
+          ['keys=%25E0%25A4', {}, 'INVALID_KEY'],
         ]
         for (const [query, headers, code] of cases) {
           const r = await watch(1, query, headers)

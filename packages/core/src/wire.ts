@@ -387,6 +387,7 @@ export const WatchQuerySchema = Type.Object(
     keys: Type.Optional(
       Type.String({
         description: 'or: up to 100 keys, comma-separated, each percent-encoded',
+        pattern: '^([^,%]|%[0-9A-Fa-f]{2})+(,([^,%]|%[0-9A-Fa-f]{2})+){0,99}$',
         // No example: a watch takes prefix or keys, and the prefix has the example.
       }),
     ),
@@ -394,6 +395,7 @@ export const WatchQuerySchema = Type.Object(
       Type.String({
         description:
           'resume after this cursor (an event `id`); absent: from now. `Last-Event-ID` does the same',
+        pattern: '^[A-Za-z0-9_-]+$',
       }),
     ),
     level: Type.Optional(Type.Enum([...READ_LEVELS])),

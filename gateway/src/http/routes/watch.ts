@@ -42,6 +42,14 @@ export interface WatchOptions {
    * @default 5
    */
   retryAfterS?: number
+  /**
+   * Longest a feed streams, in ms; then the gateway ends it and the client resumes from its last
+   * event id (the SDK and `EventSource` do by themselves). Long-lived connections otherwise pin
+   * watchers to the gateways that were up when they connected: a bound spreads them again after
+   * a scale-out or a restart, and lets a proxy's idle and lifetime limits be planned for.
+   * @default 30 minutes
+   */
+  maxStreamMs?: number
 }
 
 /** Options of the watch route plugin. */
@@ -62,6 +70,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
   const maxWatchers = options.maxWatchers ?? 1000
   const heartbeatMs = options.heartbeatMs ?? 15_000
   const retryAfterS = options.retryAfterS ?? 5
+  const maxStreamMs = options.maxStreamMs ?? 30 * 60_000
   const shape = service.shape()
   const HeadersSchema = Type.Object({
     [HEADER_AFTER]: Type.Optional(watchAfterHeader(shape.regionNames.length, shape.partitions)),
@@ -97,13 +106,29 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
         querystring: WatchQuerySchema,
         headers: HeadersSchema,
         response: {
-          200: Type.String({ description: 'text/event-stream' }),
+          // Server-sent events: `change`, `heartbeat` and `error` events, each with its cursor as `id`.
+          200: {
+            description: 'a stream of server-sent events (change, heartbeat, error)',
+            content: {
+              'text/event-stream': {
+                schema: Type.Object({
+                  event: Type.Union([
+                    Type.Literal('change'),
+                    Type.Literal('heartbeat'),
+                    Type.Literal('error'),
+                  ]),
+                  id: Type.Optional(Type.String({ description: 'the cursor after this event' })),
+                  data: Type.String({ description: 'the event as JSON' }),
+                }),
+              },
+            },
+          },
           ...errors,
         },
       },
     },
     async (request, reply) => {
-      const watch = parseWatch(request.url, request.query, request.headers, shape, {
+      const watch = parseWatch(request.query, request.headers, shape, {
         heartbeatMs,
       })
       for (const key of watch.scope) checkDataScope(request, key, 'read')
@@ -142,6 +167,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
           resolve()
         }),
       )
+      const expiry = setTimeout(() => feed.close(), maxStreamMs)
       try {
         for await (const event of feed.events()) {
           if (!sse.isConnected) break
@@ -165,6 +191,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
         if (sse.isConnected)
           await sse.send({ event: 'error', data: JSON.stringify(known.toBody()) }).catch(() => {})
       } finally {
+        clearTimeout(expiry)
         feed.close()
         active.delete(watcher)
         sse.close()
