@@ -7,6 +7,7 @@ const src = (p: string) => fileURLToPath(new URL(p, import.meta.url))
 export default defineConfig({
   resolve: {
     alias: {
+      '@causeway/core/schemas': src('./packages/core/src/schemas.ts'),
       '@causeway/core': src('./packages/core/src/index.ts'),
       '@causeway/client/node': src('./packages/client/src/node.ts'),
       '@causeway/client': src('./packages/client/src/index.ts'),

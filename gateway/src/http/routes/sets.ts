@@ -8,10 +8,16 @@
 import { Readable } from 'node:stream'
 import {
   CausewayError,
-  ErrorReplySchema,
   HEADER_AFTER,
   HEADER_DT,
   HLC_ZERO,
+  type SetHasReply,
+  type SetScanReply,
+  type SetSizeReply,
+  type WriteReply,
+} from '@causeway/core'
+import {
+  ErrorReplySchema,
   SetHasQuerySchema,
   SetHasReplySchema,
   SetParamsSchema,
@@ -22,11 +28,7 @@ import {
   SetWriteBodySchema,
   SetWriteQuerySchema,
   WriteReplySchema,
-  type SetHasReply,
-  type SetScanReply,
-  type SetSizeReply,
-  type WriteReply,
-} from '@causeway/core'
+} from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService } from '../../cluster/cluster-service.js'
