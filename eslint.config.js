@@ -2,7 +2,15 @@ import js from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', '**/node_modules/**', '.causeway/**', 'bench/results/**'] },
+  {
+    ignores: [
+      '**/dist/**',
+      'packages/*/cjs/**',
+      '**/node_modules/**',
+      '.causeway/**',
+      'bench/results/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -14,6 +22,11 @@ export default tseslint.config(
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-constant-condition': ['error', { checkLoops: false }],
     },
+  },
+  {
+    // Plain JavaScript that Node runs as it is (the `causeway` bin).
+    files: ['**/*.js'],
+    languageOptions: { globals: { process: 'readonly', URL: 'readonly', console: 'readonly' } },
   },
   {
     // The status page's script runs in browsers (type-checked with the DOM types too).

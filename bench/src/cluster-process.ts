@@ -5,7 +5,6 @@
  * (`--backend redis`: redis-servers and gateway processes).
  */
 import { type ChildProcess, spawn } from 'node:child_process'
-import { existsSync } from 'node:fs'
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -47,13 +46,19 @@ export interface ClusterProcess {
 const repo = (p: string): string => fileURLToPath(new URL(`../../${p}`, import.meta.url))
 
 /**
- * How to run the `causeway` CLI: the built one (`npm run bench` builds first), or, in a checkout
- * that was not built, the TypeScript source through tsx.
+ * Node flags that run a TypeScript source of this repository: tsx, with the `@causeway/*`
+ * packages resolved to their sources too (the `@causeway/source` condition of their exports).
+ */
+export const FROM_SOURCE = ['--conditions=@causeway/source', '--import', 'tsx']
+
+/**
+ * How to run the `causeway` CLI: the built one when this module is built (`npm run bench` builds
+ * first), the TypeScript sources when it runs from its own (the tests), so a test never runs a
+ * build that is missing or older than the sources.
  */
 export function causewayCommand(): string[] {
-  const built = repo('gateway/dist/cli.js')
-  if (existsSync(built)) return [built]
-  return ['--import', 'tsx', repo('gateway/src/cli.ts')]
+  if (import.meta.url.endsWith('.ts')) return [...FROM_SOURCE, repo('gateway/src/cli.ts')]
+  return [repo('gateway/dist/cli.js')]
 }
 
 /** The `causeway dev` arguments for a configuration (`--port 0`: the OS picks free ports). */

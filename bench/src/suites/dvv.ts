@@ -20,7 +20,7 @@ import { fileURLToPath } from 'node:url'
 import { type Causeway, connect, httpTransport } from '@causeway/client/node'
 import { decodeCausalContextBytes } from '@causeway/core'
 import { type ChildServer, startChild } from '../child-server.js'
-import { causewayCommand } from '../cluster-process.js'
+import { FROM_SOURCE, causewayCommand } from '../cluster-process.js'
 import { BaselineRegion, type ClockMode } from '../dvv/baseline-store.js'
 import {
   type InterleavedStore,
@@ -162,7 +162,7 @@ async function startBaseline(mode: ClockMode): Promise<{ server: ChildServer; ur
     new URL(`../dvv/baseline-server.${fromSource ? 'ts' : 'js'}`, import.meta.url),
   )
   const urls: string[] = []
-  const run = fromSource ? ['--import', 'tsx', script] : [script]
+  const run = fromSource ? [...FROM_SOURCE, script] : [script]
   const server = await startChild(
     process.execPath,
     [...run, '--mode', mode, '--regions', String(REGIONS), '--delay-ms', String(WAN_DELAY_MS)],

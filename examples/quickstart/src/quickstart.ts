@@ -1,6 +1,7 @@
 /**
  * The README's example, runnable: `npm start` in the repo root, then
- * `npm start -w @causeway/example-quickstart` (or `CAUSEWAY_URL=... npx tsx src/quickstart.ts`).
+ * `npm start -w @causeway/example-quickstart` (another cluster: `CAUSEWAY_URL=... npm start ...`).
+ * It runs the SDK from its sources (the `@causeway/source` condition), so no build is needed.
  */
 import { connect } from '@causeway/client'
 

@@ -381,14 +381,20 @@ async function readPrevious(
   return { cluster: config.cluster, secret: config.auth.clusterSecret }
 }
 
-// This Node running the `causeway` CLI beside this module (TypeScript sources under tsx, or dist).
+// This Node running the `causeway` CLI beside this module (TypeScript sources under tsx, the
+// workspaces resolved to their sources too, or dist).
 function defaultGatewayCommand(): { command: string; args: string[] } {
   const fromSources = import.meta.url.endsWith('.ts')
   const cli = fileURLToPath(new URL(fromSources ? '../cli.ts' : '../cli.js', import.meta.url))
   const execArgv = process.execArgv.filter((a) => !a.startsWith('--inspect'))
-  const loader = fromSources && !execArgv.some((a) => a.includes('tsx')) ? ['--import', 'tsx'] : []
+  const loader: string[] = []
+  if (fromSources && !execArgv.includes(SOURCE_CONDITION)) loader.push(SOURCE_CONDITION)
+  if (fromSources && !execArgv.some((a) => a.includes('tsx'))) loader.push('--import', 'tsx')
   return { command: process.execPath, args: [...execArgv, ...loader, cli] }
 }
+
+/** Resolves `@causeway/*` packages to their TypeScript sources (the first condition of their exports). */
+const SOURCE_CONDITION = '--conditions=@causeway/source'
 
 // Resolves with the URL a gateway process prints once it listens; rejects if it exits first.
 function readyUrl(child: ChildProcess, name: string, timeoutMs = 60_000): Promise<string> {

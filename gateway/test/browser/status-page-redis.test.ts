@@ -3,6 +3,8 @@
  * redis-servers, a gateway process per region, a WAN delay on shipping). The page on region 0's
  * gateway reads region 1's status across origins (the dev cluster's gateways allow any origin),
  * draws the Redis replicas, and its shipping backlog and lag rise under writes and drain after.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import type { Browser, Page } from 'playwright-core'
 import { afterAll, beforeAll, expect, it } from 'vitest'

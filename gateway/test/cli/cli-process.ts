@@ -1,13 +1,13 @@
 /**
- * Runs the `causeway` CLI as a child process from its TypeScript sources (tsx, with the
- * workspaces mapped to their sources by `./tsconfig.json`), so the tests need no build.
+ * Runs the `causeway` command as a child process, as users run it (`npx causeway`): its bin,
+ * which in a checkout runs the TypeScript sources (tsx, every workspace resolved to its sources),
+ * so the tests need no build.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { fileURLToPath } from 'node:url'
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url))
-const CLI = fileURLToPath(new URL('../../src/cli.ts', import.meta.url))
-const TSCONFIG = fileURLToPath(new URL('./tsconfig.json', import.meta.url))
+const BIN = fileURLToPath(new URL('../../bin/causeway.js', import.meta.url))
 
 /** A running CLI process. */
 export interface CliProcess {
@@ -20,9 +20,9 @@ export interface CliProcess {
 
 /** Starts `causeway <args>`. */
 export function startCli(args: string[]): CliProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', CLI, ...args], {
+  const child = spawn(process.execPath, [BIN, ...args], {
     cwd: ROOT,
-    env: { ...process.env, TSX_TSCONFIG_PATH: TSCONFIG, NO_COLOR: '1' },
+    env: { ...process.env, NO_COLOR: '1' },
   })
   let out = ''
   let err = ''

@@ -109,7 +109,7 @@ describe('causeway gateway: command-line and config errors', () => {
   })
 })
 
-describe('causeway gateway over running Redis servers', () => {
+describe('causeway gateway over running Redis servers', { tags: ['redis'] }, () => {
   it('serves the region named by --region, with the API keys of the config', async () => {
     const leader = await startRedis()
     const follower = await startRedis()
@@ -154,7 +154,7 @@ describe('causeway gateway over running Redis servers', () => {
   })
 })
 
-describe('causeway dev --backend redis', () => {
+describe('causeway dev --backend redis', { tags: ['redis'] }, () => {
   it('starts its own redis-servers, and a restart on the same --data keeps the cluster', async () => {
     const data = join(dir, 'dev-data')
     const args = ['dev', '--backend', 'redis', '--port', '0', '--regions', '1']

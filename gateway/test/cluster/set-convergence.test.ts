@@ -180,7 +180,7 @@ describe('sets across regions', () => {
     expect(entries).toEqual([{ element: 'x', dots: [{ actor: 0, counter: 2 }] }])
   })
 
-  it('converge across Redis leaders linked by the FIFO shippers', async () => {
+  it('converge across Redis leaders linked by the FIFO shippers', { tags: ['redis'] }, async () => {
     const servers = await Promise.all([0, 1].map(() => startRedis({ appendfsync: 'everysec' })))
     const namespace = `conv-${randomUUID()}`
     const leaders = servers.map(

@@ -1,4 +1,8 @@
-/** The shipping lease on a real Redis: one holder at a time, renewal, hand-over, take-over. */
+/**
+ * The shipping lease on a real Redis: one holder at a time, renewal, hand-over, take-over.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
+ */
 import { randomUUID } from 'node:crypto'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { RedisLease } from '../../src/cluster/shipping-lease.js'

@@ -4,6 +4,8 @@
  * emulated WAN delay, and the "without HLC" ablation makes a write wait at its leader until the
  * leader has applied the write's dependency vector, as the embedded cluster's ablation does. Two
  * real redis-servers and two gateways (one per region) shipping to each other over HTTP.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { hlcFrom, hlcMillis } from '@causeway/core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'

@@ -2,6 +2,8 @@
  * A gateway over Redis servers that go away and come back, end to end through HTTP: requests
  * that need a missing server fail fast with 503 BACKEND_UNAVAILABLE, everything else is served,
  * the gateway recovers by itself, and no acknowledged write is lost (AOF with fsync always).
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { parseClusterConfig } from '../../src/cluster/cluster-config.js'

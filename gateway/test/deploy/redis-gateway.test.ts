@@ -4,6 +4,8 @@
  * between regions over the internal endpoint, one shipping lease holder per partition, status,
  * majority durability with WAIT, API keys and the cluster secret, and keys that try to leave their
  * namespace.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { connect } from '@causeway/client'
 import { HLC_ZERO } from '@causeway/core'

@@ -5,6 +5,8 @@
  * partitions (the lease holder) is killed (SIGKILL) in the middle: the other gateway of the region
  * takes the leases over, and still no session sees a violation, the regions converge, and every
  * region's copy of every partition log is the same, gap-free and without duplicates.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { readFile } from 'node:fs/promises'
 import { connect } from '@causeway/client'

@@ -4,6 +4,8 @@
  * bad-input table of `docs/security.md`, stored values that do not decode, what the bug left in a
  * leader's log, and a fuzz of contexts, vectors, HLCs and shipping envelopes (these over the
  * internal shipping endpoint). The same scenarios run on LevelDB in `http/hostile-input.test.ts`.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { HLC_ZERO, hlcFrom, hlcParts, partitionOf } from '@causeway/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'

@@ -3,6 +3,8 @@
  * × two replicas (followers are Redis replicas), one gateway per region shipping to the other over
  * HTTP, with API keys. A restart closes region 0's gateway and starts a new one on the same port:
  * what it remembers is what Redis kept.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'

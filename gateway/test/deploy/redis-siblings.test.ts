@@ -5,6 +5,8 @@
  * or with their last read's context, switching regions, must keep every session guarantee, and
  * the regions must end on exactly the concurrent siblings; every replica of a partition (the
  * followers too) then holds the same set.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { readFile } from 'node:fs/promises'
 import { connect } from '@causeway/client'

@@ -2,7 +2,7 @@
  * The OpenAPI description of the offline-first routes and headers (issue 14), served by a real
  * gateway, and its examples accepted by that gateway.
  */
-import { OpsReplySchema } from '@causeway/core'
+import { OpsReplySchema } from '@causeway/core/schemas'
 import { Value } from 'typebox/value'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { startDevCluster, type DevCluster } from '../../src/dev-server.js'

@@ -3,6 +3,8 @@
  * `retry-after`, processes nothing more, and counts per API key (per client address without
  * one); health checks and the internal shipping routes are never limited; two gateways sharing a
  * real Redis share the counters.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { HLC_ZERO } from '@causeway/core'
 import { Redis } from 'ioredis'

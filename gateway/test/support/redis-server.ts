@@ -1,6 +1,8 @@
 /**
  * Real `redis-server` processes for tests: each on a free loopback port, in its own temp dir, with
- * AOF on. Throws (so a test fails, never skips) when `redis-server` cannot be started.
+ * AOF on. Throws (so a test fails, never skips) when `redis-server` cannot be started. A test file
+ * that uses it carries the `redis` tag (`@module-tag redis`, or `{ tags: ['redis'] }` on its
+ * suites): where no redis-server can be had, vitest.config.ts skips those and says so.
  *
  * Durability of test/dev servers: `appendonly yes` + `appendfsync always` by default, so Redis
  * replies to a write only after its AOF record is fsynced and a write it acknowledged survives
@@ -141,7 +143,9 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       proc.once('error', (error: NodeJS.ErrnoException) =>
         done(
           error.code === 'ENOENT'
-            ? new Error('redis-server is not installed (Debian: apt-get install redis-server)')
+            ? new Error(
+                'redis-server is not on PATH (a test that needs it must carry the redis tag)',
+              )
             : error,
         ),
       )

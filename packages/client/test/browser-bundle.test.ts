@@ -1,13 +1,14 @@
 /**
  * The default entry must run in browsers: bundling it for the browser must not pull in a single
- * Node built-in, from our code or from a dependency.
+ * Node built-in, from our code or from a dependency, nor a schema library; and the README states
+ * its size as measured.
  */
+import { readFile } from 'node:fs/promises'
 import { builtinModules } from 'node:module'
-import { fileURLToPath } from 'node:url'
-import { type Plugin, build } from 'esbuild'
+import type { Plugin } from 'esbuild'
 import { describe, expect, it } from 'vitest'
+import { bundleForBrowser, kB } from '../scripts/browser-bundle.js'
 
-const src = (p: string) => fileURLToPath(new URL(p, import.meta.url))
 const builtins = new Set(builtinModules)
 
 function isBuiltin(path: string): boolean {
@@ -28,43 +29,34 @@ function builtinDetector(found: string[]): Plugin {
   }
 }
 
-async function bundle(entry: string, found: string[]) {
-  return build({
-    entryPoints: [src(entry)],
-    bundle: true,
-    platform: 'browser',
-    format: 'esm',
-    target: 'es2022',
-    write: false,
-    minify: true,
-    metafile: true,
-    logLevel: 'silent',
-    // The sources, as the tests use them (the packages' dist/ may be stale or missing).
-    alias: { '@causeway/core': src('../../core/src/index.ts') },
-    // No plugin marks core side-effect free: esbuild reads `"sideEffects": false` from core's own
-    // package.json, as a user's bundler will, so the test fails if that declaration goes.
-    plugins: [builtinDetector(found)],
-  })
-}
-
 describe('browser bundle', () => {
-  it('src/index.ts bundles for the browser without any Node built-in', async () => {
+  it('src/index.ts bundles for the browser without any Node built-in or npm package', async () => {
     const found: string[] = []
-    const result = await bundle('../src/index.ts', found)
-    expect(result.errors).toEqual([])
+    const bundle = await bundleForBrowser({ plugins: [builtinDetector(found)] })
+    expect(bundle.errors).toEqual([])
     expect(found).toEqual([])
-    const code = result.outputFiles[0]!.text
-    expect(code).toContain('causeway-after')
-    // The bundle is what browsers download: no schema library, a few tens of kB.
-    const output = Object.values(result.metafile.outputs)[0]!
-    const included = Object.entries(output.inputs).filter(([, i]) => i.bytesInOutput > 0)
-    expect(included.map(([path]) => path).filter((p) => p.includes('node_modules'))).toEqual([])
-    expect(code.length).toBeLessThan(40_000)
+    expect(bundle.code).toContain('causeway-after')
+    // What browsers download: no schema library (TypeBox stays in @causeway/core/schemas).
+    expect(bundle.packages).toEqual([])
+    expect(bundle.bytes).toBeLessThan(40_000)
+  })
+
+  it('the README states the size it has, minified and gzipped (npm run size)', async () => {
+    const bundle = await bundleForBrowser()
+    const readme = await readFile(new URL('../README.md', import.meta.url), 'utf8')
+    const stated = /(\d+(?:\.\d)?) kB minified, (\d+(?:\.\d)?) kB gzipped/.exec(readme)
+    expect(stated, 'the README has "<n> kB minified, <n> kB gzipped"').not.toBeNull()
+    // Within 10%: small changes need not touch the README, growth does.
+    expect(Number(stated![1]) * 1000).toBeGreaterThan(bundle.bytes * 0.9)
+    expect(Number(stated![1]) * 1000).toBeLessThan(bundle.bytes * 1.1)
+    expect(Number(stated![2]) * 1000).toBeGreaterThan(bundle.gzipBytes * 0.9)
+    expect(Number(stated![2]) * 1000).toBeLessThan(bundle.gzipBytes * 1.1)
+    expect(kB(bundle.bytes)).toMatch(/ kB$/)
   })
 
   it('the detector works: the Node entry is caught importing built-ins', async () => {
     const found: string[] = []
-    await bundle('../src/node.ts', found)
+    await bundleForBrowser({ entry: 'src/node.ts', plugins: [builtinDetector(found)] })
     expect(found.some((f) => f.startsWith('node:http'))).toBe(true)
   })
 })

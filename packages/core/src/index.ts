@@ -1,6 +1,8 @@
 /**
  * `@causeway/core`: the pure, isomorphic pieces shared by the SDK and the gateway. No I/O and no
- * clock reads of its own: the wall clock is injected.
+ * clock reads of its own: the wall clock is injected. The JSON Schemas of the protocol are in
+ * `@causeway/core/schemas`; this entry has only their types, so the SDK (and a browser bundle or
+ * a CommonJS consumer of it) never loads the schema library.
  * @packageDocumentation
  */
 export * from './consistency.js'
@@ -14,11 +16,40 @@ export * from './partitioner.js'
 export * from './protocol.js'
 export * from './session.js'
 export * from './vector.js'
-export * from './wire.js'
+export type {
+  ChangeEvent,
+  Op,
+  OpError,
+  OpResult,
+  OpsBody,
+  OpsReply,
+  PutBody,
+  QuarantineStatus,
+  ReadQuery,
+  ReadReply,
+  ReplicaStatus,
+  ShipperStatus,
+  SiblingReply,
+  Status,
+  Topology,
+  WatchQuery,
+  WriteQuery,
+  WriteReply,
+} from './wire.js'
 export * from './causal-context.js'
 export * from './dvvset.js'
 export * from './sibling-set-codec.js'
 export * from './bigset/index.js'
 export * from './set-limits.js'
-export * from './set-wire.js'
+export type {
+  SetHasQuery,
+  SetHasReply,
+  SetScanQuery,
+  SetScanReply,
+  SetSizeQuery,
+  SetSizeReply,
+  SetWriteBody,
+  SetWriteElement,
+  SetWriteQuery,
+} from './set-wire.js'
 export * from './op-id.js'

@@ -52,3 +52,8 @@ export function formatOpId(client: string, seq: number): string {
   parseOpId(id)
   return id
 }
+
+/** The kinds of operation a `POST /v1/ops` batch takes (`OpSchema` in the schemas entry). */
+export const OP_KINDS = ['put', 'delete', 'set-add', 'set-remove'] as const
+/** Most operations in one `POST /v1/ops`. */
+export const MAX_BATCH_OPS = 500

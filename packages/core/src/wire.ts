@@ -3,6 +3,7 @@
  * request and reply. The gateway validates and serialises with these schemas and serves them as
  * OpenAPI; the SDK takes its types from them, so the three never disagree.
  */
+import { MAX_BATCH_OPS, OP_KINDS } from './op-id.js'
 import { type Static, Type } from 'typebox'
 import { DURABILITIES, READ_LEVELS, REPLICA_CHOICES, WRITE_LEVELS } from './consistency.js'
 import { ERROR_CODES, type ErrorCode } from './errors.js'
@@ -275,11 +276,6 @@ export const OpSchema = Type.Union([
   ),
 ])
 export type Op = Static<typeof OpSchema>
-
-/** The kinds of {@link OpSchema}. */
-export const OP_KINDS = ['put', 'delete', 'set-add', 'set-remove'] as const
-/** Most operations in one `POST /v1/ops`. */
-export const MAX_BATCH_OPS = 500
 
 /**
  * Body of `POST /v1/ops`. Only the envelope is validated as a whole (1 to {@link MAX_BATCH_OPS}

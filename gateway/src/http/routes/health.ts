@@ -1,5 +1,5 @@
 /** `GET /healthz`: liveness. While the gateway drains for shutdown it answers 503 SHUTTING_DOWN. */
-import { ErrorReplySchema } from '@causeway/core'
+import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 

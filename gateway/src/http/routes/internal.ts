@@ -5,13 +5,8 @@
  * idempotently, and answers the new checkpoint. Only the cluster secret may call them (see
  * `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
  */
-import {
-  CausewayError,
-  ErrorReplySchema,
-  MAX_SAFE_COUNTER,
-  checkKey,
-  type Hlc,
-} from '@causeway/core'
+import { CausewayError, MAX_SAFE_COUNTER, checkKey, type Hlc } from '@causeway/core'
+import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'

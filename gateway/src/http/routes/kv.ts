@@ -4,23 +4,25 @@
  * waiting, the HLC stamping and the replication.
  */
 import {
-  ErrorReplySchema,
   HEADER_AFTER,
   HEADER_CONTEXT,
   HEADER_DT,
   HEADER_OP_ID,
   HEADER_OP_REPLAYED,
   HEADER_WAITED,
+  encodeCausalContext,
+  type ReadReply,
+  type WriteReply,
+} from '@causeway/core'
+import {
+  ErrorReplySchema,
   KeyParamsSchema,
   PutBodySchema,
   ReadQuerySchema,
   ReadReplySchema,
   WriteQuerySchema,
   WriteReplySchema,
-  encodeCausalContext,
-  type ReadReply,
-  type WriteReply,
-} from '@causeway/core'
+} from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'

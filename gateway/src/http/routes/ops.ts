@@ -11,14 +11,10 @@
  */
 import {
   CausewayError,
-  ErrorReplySchema,
   HEADER_CONTEXT,
   HEADER_DT,
   MAX_BATCH_OPS,
   OP_KINDS,
-  OpsBodySchema,
-  OpsQuerySchema,
-  OpsReplySchema,
   encodeCausalContext,
   hlcMax,
   isHlc,
@@ -30,6 +26,12 @@ import {
   type OpsReply,
   type WriteLevel,
 } from '@causeway/core'
+import {
+  ErrorReplySchema,
+  OpsBodySchema,
+  OpsQuerySchema,
+  OpsReplySchema,
+} from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest, FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'

@@ -8,12 +8,18 @@
 import { Readable } from 'node:stream'
 import {
   CausewayError,
-  ErrorReplySchema,
   HEADER_AFTER,
   HEADER_DT,
   HEADER_OP_ID,
   HEADER_OP_REPLAYED,
   HLC_ZERO,
+  type SetHasReply,
+  type SetScanReply,
+  type SetSizeReply,
+  type WriteReply,
+} from '@causeway/core'
+import {
+  ErrorReplySchema,
   SetHasQuerySchema,
   SetHasReplySchema,
   SetParamsSchema,
@@ -24,11 +30,7 @@ import {
   SetWriteBodySchema,
   SetWriteQuerySchema,
   WriteReplySchema,
-  type SetHasReply,
-  type SetScanReply,
-  type SetSizeReply,
-  type WriteReply,
-} from '@causeway/core'
+} from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService } from '../../cluster/cluster-service.js'

@@ -1,5 +1,5 @@
 /** `GET /v1/status`: every replica of this region (role, `sv`, lag) and its shipping links. */
-import { ErrorReplySchema, StatusSchema } from '@causeway/core'
+import { ErrorReplySchema, StatusSchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ClusterService } from '../../cluster/cluster-service.js'
 

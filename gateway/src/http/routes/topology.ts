@@ -1,5 +1,6 @@
 /** `GET /v1/topology`: what an SDK learns on connect (shape, region URLs, limits, epochs). */
-import { ErrorReplySchema, PROTOCOL_VERSION, TopologySchema, type Topology } from '@causeway/core'
+import { PROTOCOL_VERSION, type Topology } from '@causeway/core'
+import { ErrorReplySchema, TopologySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ClusterShape } from '../../cluster/cluster-service.js'
 

@@ -8,13 +8,8 @@
  * `error` event (the error body) and the end of the stream: the client resumes from its last id.
  */
 import sseModule, { type SSEPluginOptions } from '@fastify/sse'
-import {
-  CausewayError,
-  ErrorReplySchema,
-  HEADER_AFTER,
-  HEADER_LAST_EVENT_ID,
-  WatchQuerySchema,
-} from '@causeway/core'
+import { CausewayError, HEADER_AFTER, HEADER_LAST_EVENT_ID } from '@causeway/core'
+import { ErrorReplySchema, WatchQuerySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'

@@ -1,6 +1,8 @@
 /**
  * A redis-server that goes away: calls fail fast with BACKEND_UNAVAILABLE (503), waiting reads
  * end at their deadline, and the replica recovers by itself, with every acknowledged write.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
 import { type CausewayError, HLC_ZERO, type Hlc } from '@causeway/core'

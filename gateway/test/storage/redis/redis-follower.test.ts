@@ -1,6 +1,8 @@
 /**
  * Followers on Redis replicas (REPLICAOF): Redis's own replication carries the leader's script
  * effects, and keyspace notifications on the replica wake the follower's waiters.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
 import { HLC_ZERO, hlcFrom } from '@causeway/core'

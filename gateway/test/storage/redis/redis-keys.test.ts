@@ -1,5 +1,7 @@
 /**
  * Client keys and namespaces cannot leave their prefix, move the hash tag or collide.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { HLC_ZERO } from '@causeway/core'
 import fc from 'fast-check'

@@ -2,6 +2,8 @@
  * Behaviour of a Redis leader replica beyond the shared compliance suite: the HLC rule as the Lua
  * script applies it, push-driven waiting (no polling), durability settings, WAIT, and
  * restarts of the replica object and of the redis-server process (AOF).
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
 import { HLC_MAX_COUNTER, HLC_ZERO, hlcFrom, hlcMillis, hlcParts } from '@causeway/core'

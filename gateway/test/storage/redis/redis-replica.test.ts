@@ -1,3 +1,8 @@
+/**
+ * The replica compliance suite on a Redis replica.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
+ */
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll } from 'vitest'
 import { RedisPartitionReplica, ReplicaKeys } from '../../../src/storage/redis/index.js'

@@ -2,6 +2,8 @@
  * Sets on the Redis replica: the set compliance suite, and what is Redis's own: several gateway
  * processes (replica objects) writing one set at once, each plan compare-and-set on the set's
  * write counter, and followers (REPLICAOF) serving the sets their leader's scripts wrote.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
 import { HLC_ZERO } from '@causeway/core'
