@@ -55,6 +55,9 @@ export function validationError(
         const message = `unknown query option ${JSON.stringify(field)}`
         return new CausewayError('INVALID_OPTION', message, { option: field })
       }
+      // A change feed's cursor that is not even base64url is a bad cursor like any other.
+      if (field === 'since')
+        return new CausewayError('INVALID_CURSOR', 'since must be a cursor: an event id of a feed')
       const code = LEVEL_FIELDS.has(field) ? 'INVALID_LEVEL' : 'INVALID_OPTION'
       return new CausewayError(code, describeBadValue(field, errors, what), {
         option: field,
