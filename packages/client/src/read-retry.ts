@@ -66,8 +66,14 @@ const MIN_RETRY_WAIT_MS = 10
 
 /** Time kept back from the replicas' waits so the last reply can still arrive in time. */
 export function replyReserve(timeoutMs: number): number {
-  return Math.min(200, Math.floor(timeoutMs / 10))
+  return Math.min(200, Math.max(MIN_REPLY_RESERVE_MS, Math.floor(timeoutMs / 10)), timeoutMs)
 }
+
+/**
+ * The least room kept for a reply: a tenth of a short budget (10 ms of 100) is less than one busy
+ * event-loop turn, and the replica's refusal would then arrive after the deadline as a `TIMEOUT`.
+ */
+const MIN_REPLY_RESERVE_MS = 30
 
 /**
  * The attempts of one read, in order, and how long each may wait. Pure: the caller passes the

@@ -154,7 +154,7 @@ describe('SDK against a real cluster', () => {
     const key = fresh('sna')
     await db.put(key, 'v')
     const error = await db
-      .get(key, { region: 1, read: 'read-your-writes', timeoutMs: 100, retry: false })
+      .get(key, { region: 1, read: 'read-your-writes', timeoutMs: 200, retry: false })
       .catch((e) => e)
     expect(error).toBeInstanceOf(SessionNotAvailableError)
     expect(error.code).toBe('SESSION_NOT_AVAILABLE')

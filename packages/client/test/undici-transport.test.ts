@@ -288,8 +288,12 @@ describe('undiciTransport', () => {
         await t.close()
       })()
     `
-    const tsx = fileURLToPath(new URL('../../../node_modules/.bin/tsx', import.meta.url))
-    const child = spawn(tsx, ['--eval', script, base], { stdio: 'inherit' })
+    // From the sources, as a clean clone has them (no dist/ before a build).
+    const child = spawn(
+      process.execPath,
+      ['--conditions=@causeway/source', '--import', 'tsx', '--eval', script, base],
+      { stdio: 'inherit' },
+    )
     const killer = setTimeout(() => child.kill(), 10_000)
     const code = await new Promise((resolve) =>
       child.on('exit', (c, signal) => resolve(c ?? signal)),
