@@ -28,9 +28,11 @@ function cli(args: string[]): CliProcess {
   return process
 }
 
-// Resolves once nothing accepts connections on `port` (bounded: 100 tries, 50 ms apart).
+// Resolves once nothing accepts connections on `port` (bounded: 300 tries, 50 ms apart). A
+// stopping redis-server may wait 1 s for its replicas and a gateway closes its connections first;
+// on a busy 2-core machine that took more than 5 s in CI, so the bound is 15 s.
 async function closed(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < 300; i++) {
     const open = await new Promise<boolean>((resolve) => {
       const socket = createConnection({ host: '127.0.0.1', port })
       socket.once('connect', () => {
