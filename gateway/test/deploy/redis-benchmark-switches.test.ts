@@ -81,9 +81,9 @@ describe('Redis cluster benchmark switches', () => {
 
   it('without HLC, makes a write wait at the leader until its dependencies are applied', async () => {
     const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: true })
-    const first = await g0.cluster.service.write(writeRequest('k'))
+    const first = await g0.service.write(writeRequest('k'))
     const started = performance.now()
-    const second = await g1.cluster.service.write(
+    const second = await g1.service.write(
       writeRequest('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
     )
     const took = performance.now() - started
@@ -96,11 +96,11 @@ describe('Redis cluster benchmark switches', () => {
 
     // Stamped from the leader's clock only: a dt far ahead does not push the stamp.
     const dt = hlcFrom(Date.now() + 10_000, 0)
-    const third = await g0.cluster.service.write(writeRequest('j', { dt }))
+    const third = await g0.service.write(writeRequest('j', { dt }))
     expect(hlcMillis(third.ts)).toBeLessThan(hlcMillis(dt))
     // A write with nothing to wait for reports 0, and an eventual write never waits.
     expect(third.waitedMs).toBe(0)
-    const eventual = await g1.cluster.service.write(
+    const eventual = await g1.service.write(
       writeRequest('e', {
         level: 'eventual',
         need: { epoch: third.epoch, need: [third.idx + 1000, 0] },

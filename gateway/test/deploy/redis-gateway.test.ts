@@ -300,25 +300,44 @@ describe('credentials', () => {
     expect(ok.status).toBe(200)
     expect(typeof ok.body.checkpoint).toBe('number')
     // A client key cannot push entries either, and nothing is applied.
-    const entry = { idx: 1_000_000, key: 'forged', value: '1', ts: HLC_ZERO, at: 0 }
+    const entry = { kind: 'put', idx: 1_000_000, key: 'forged', value: '1', ts: HLC_ZERO, at: 0 }
+    const envelope = (entries: object[], from = 0) => ({
+      v: 1,
+      from,
+      epoch: 1,
+      first: 1_000_000,
+      last: 1_000_000 + entries.length - 1,
+      entries,
+    })
     const forged = await call(url, path, {
       method: 'POST',
       key: API_KEY,
-      body: { entries: [entry] },
+      body: envelope([entry]),
     })
     expect([forged.status, forged.body.code]).toEqual([403, 'FORBIDDEN'])
-    // With the secret, a malformed batch or a region's own entries are refused.
+    // With the secret, a malformed envelope or a region's own entries are refused.
     for (const [p, body] of [
-      [path, { entries: [{ ...entry, extra: 1 }] }],
-      [path, { entries: [] }],
-      ['/v1/internal/ship/0/1', { entries: [entry] }],
-      ['/v1/internal/ship/9/0', { entries: [entry] }],
+      [path, envelope([{ ...entry, extra: 1 }])],
+      [path, envelope([])],
+      [path, envelope([entry], 1)],
+      [path, { ...envelope([entry]), last: 1_000_001 }],
+      ['/v1/internal/ship/0/1', envelope([entry], 1)],
+      ['/v1/internal/ship/9/0', envelope([entry])],
     ] as const) {
       const bad = await call(url, p, { method: 'POST', key: SECRET, body })
       expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_REQUEST'])
     }
+    // One of a version, or with an entry kind, this gateway does not know: told so, not applied.
+    for (const body of [
+      { ...envelope([entry]), v: 2 },
+      { entries: [entry] },
+      envelope([{ ...entry, kind: 'label' }]),
+    ]) {
+      const newer = await call(url, path, { method: 'POST', key: SECRET, body })
+      expect([newer.status, newer.body.code]).toEqual([400, 'UNSUPPORTED_LOG_FORMAT'])
+    }
     // A gap (an idx far past the checkpoint) is not applied: the checkpoint does not move.
-    const gap = await call(url, path, { method: 'POST', key: SECRET, body: { entries: [entry] } })
+    const gap = await call(url, path, { method: 'POST', key: SECRET, body: envelope([entry]) })
     expect(gap.status).toBe(200)
     expect(gap.body.checkpoint).toBe(ok.body.checkpoint)
   })

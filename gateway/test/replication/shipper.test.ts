@@ -4,6 +4,7 @@ import { InProcessLink } from '../../src/replication/in-process-link.js'
 import { Shipper, type ShipperOptions } from '../../src/replication/shipper.js'
 import type { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
 import { FlakyLink, Replicas, reach, sleep, writeMany } from './support.js'
+import { ship as envelope } from '../support/log-entries.js'
 
 describe('Shipper', () => {
   const replicas = new Replicas()
@@ -83,7 +84,7 @@ describe('Shipper', () => {
     const source = await replicas.open(0, 2)
     const destination = await replicas.open(1, 2)
     const log = await writeMany(source, 10)
-    await destination.receive(0, log.slice(0, 6))
+    await destination.receive(envelope(0, log.slice(0, 6)))
     const { link, shipper } = ship(source, destination, 5)
     shipper.start()
     await reach(destination, 0, 10)

@@ -13,6 +13,7 @@ import {
   type RedisPartitionReplicaOptions,
 } from '../../../src/storage/redis/index.js'
 import { type RedisServer, freePort, startRedis, stopAllRedis } from '../../support/redis-server.js'
+import { entry, ship } from '../../support/log-entries.js'
 
 afterAll(stopAllRedis)
 
@@ -76,7 +77,7 @@ describe('redis-server down and up again', () => {
       () => r.write('k', '1', HLC_ZERO),
       () => r.read('k1'),
       () => r.readLog(0, 0, 10),
-      () => r.receive(1, []),
+      () => r.receive(ship(1, [entry(1, 1, 'k', '1', HLC_ZERO)])),
       () => r.waitReplicas(1, 100),
     ]) {
       const { error, ms } = await failure(call)

@@ -13,6 +13,7 @@ import {
   type RedisPartitionReplicaOptions,
 } from '../../../src/storage/redis/index.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
+import { entry, ship } from '../../support/log-entries.js'
 
 let leaderServer: RedisServer
 let followerServers: RedisServer[]
@@ -192,10 +193,12 @@ describe('follower replica', () => {
     const { lead, follow } = await group(leaderServer, followerServers)
     const now = Date.now()
     const waiting = follow[0]!.waitFor([0, 2], now + 5000)
-    await lead.receive(1, [
-      { origin: 1, idx: 1, key: 'x', value: '"x1"', ts: hlcFrom(now, 1), at: now },
-      { origin: 1, idx: 2, key: 'x', value: '"x2"', ts: hlcFrom(now, 2), at: now },
-    ])
+    await lead.receive(
+      ship(1, [
+        entry(1, 1, 'x', '"x1"', hlcFrom(now, 1), now),
+        entry(1, 2, 'x', '"x2"', hlcFrom(now, 2), now),
+      ]),
+    )
     expect(await waiting).toBe(true)
     expect((await follow[0]!.read('x')).version).toEqual({
       value: '"x2"',
@@ -252,8 +255,8 @@ describe('follower replica', () => {
     const f = follow[0]!
     await expect(f.write('k', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
     const now = Date.now()
-    const e = { origin: 1, idx: 1, key: 'k', ts: hlcFrom(now, 0), at: now }
-    await expect(f.receive(1, [e])).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+    const e = entry(1, 1, 'k', undefined, hlcFrom(now, 0), now)
+    await expect(f.receive(ship(1, [e]))).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
     await expect(f.apply([e])).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
     expect(await f.read('k')).toEqual({ version: undefined, sv: [0, 0] })
   })
