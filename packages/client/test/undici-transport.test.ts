@@ -249,7 +249,7 @@ describe('undiciTransport', () => {
     const errors = await Promise.all(
       [transport, viaHttp].map((t) => rejection(t.request({ method: 'GET', url, headers: {} }))),
     )
-    viaHttp.close?.()
+    await viaHttp.close?.()
     for (const error of errors) expect(error).toMatchObject({ code: 'ECONNREFUSED' })
   })
 
