@@ -134,7 +134,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
 export async function runGatewayCommand(args: string[]): Promise<'help' | undefined> {
   const command = parseGateway(args)
   if (command === 'help') return 'help'
-  const { loadClusterConfig, findRegion } = await import('./cluster/cluster-config.js')
+  const { loadClusterConfig, findRegion } = await import('./config/cluster-config.js')
   const config = await loadClusterConfig(command.config)
   if (command.region === undefined && config.regions.length > 1)
     throw new UsageError(

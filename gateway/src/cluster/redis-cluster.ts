@@ -21,7 +21,7 @@ import { CausewayError, type ShipEnvelope } from '@causeway/core'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
-import type { ClusterConfig } from './cluster-config.js'
+import type { ClusterConfig } from '../config/cluster-config.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { RegionService } from './region-service.js'
 

@@ -9,7 +9,7 @@
  */
 import { hlcFrom, hlcMillis } from '@causeway/core'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, startRedis, stopAllRedis, type RedisServer } from '../support/redis-server.js'
 import { writeRequest } from '../support/write-request.js'

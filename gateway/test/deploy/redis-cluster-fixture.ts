@@ -4,7 +4,7 @@
  * region shipping to the other over the internal endpoint, and a `cart` siblings namespace.
  * Fails (never skips) when `redis-server` cannot be started.
  */
-import { parseClusterConfig, type ClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig, type ClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
 import { gridConfig, startRedisGrid, type RedisGrid } from './redis-grid.js'

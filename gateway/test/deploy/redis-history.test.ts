@@ -20,7 +20,7 @@ import {
 } from '@causeway/history'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig, type ClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig, type ClusterConfig } from '../../src/config/cluster-config.js'
 import { ReplicaKeys } from '../../src/storage/redis/index.js'
 import { startCli, stopCli, urlsOf, type CliProcess } from '../cli/cli-process.js'
 
