@@ -46,6 +46,12 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
     },
   },
+  {
+    // Every log line of the gateway goes through pino (gateway/src/log.ts); what a command prints
+    // for its user goes to process.stdout / process.stderr.
+    files: ['gateway/src/**/*.ts'],
+    rules: { 'no-console': 'error' },
+  },
   // The layers (docs/architecture.md): the cluster service knows nothing of HTTP, and above
   // storage/ only the files where a deployment chooses its backend name one.
   {
