@@ -393,8 +393,11 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const { r } = await fresh()
         const started = Date.now()
         const waiting = r.waitFor([0, 2, 0], started + 5000)
-        setTimeout(() => void r.receive(ship(1, [entry(1, 1, 'a', '1', tsIn(0))])), 10)
-        setTimeout(() => void r.receive(ship(1, [entry(1, 2, 'b', '1', tsIn(0))])), 30)
+        const pending = Symbol('pending')
+        await r.receive(ship(1, [entry(1, 1, 'a', '1', tsIn(0))]))
+        // One advance is not enough.
+        expect(await Promise.race([waiting, Promise.resolve(pending)])).toBe(pending)
+        await r.receive(ship(1, [entry(1, 2, 'b', '1', tsIn(0))]))
         expect(await waiting).toBe(true)
         expect(r.sv()[1]).toBe(2)
         expect(Date.now() - started).toBeLessThan(1000)
