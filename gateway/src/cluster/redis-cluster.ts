@@ -51,7 +51,8 @@ export interface RedisClusterOptions {
   fetch?: typeof fetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
-   * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
+   * that opened late, shipping failures (retried), lease changes, a gateway of another region
+   * that fails its health check (or passes it again), a follower that is not a Redis
    * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
    * per key, at most ten a minute).
    * @default logs them as warnings to `log`
@@ -128,6 +129,12 @@ export class RedisCluster implements ShippingReceiver {
               if (event === 'error') this.#onEvent(`shipping partition ${p}: will retry`, error)
               else this.#onEvent(`${event} the shipping lease of partition ${p}`)
             },
+            onGateway: (gateway, d, up) =>
+              this.#onEvent(
+                up
+                  ? `gateway ${gateway} of region ${d} passes its health check again`
+                  : `gateway ${gateway} of region ${d} failed its health check; shipping goes to another gateway of the region`,
+              ),
           })
         : undefined
     const replicas = this.replicas

@@ -169,6 +169,12 @@ export const ClusterConfigFileSchema = Type.Object(
           leaseMs: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
           requestTimeoutMs: Type.Optional(Ms('deadline of one request to another region')),
           retryMaxMs: Type.Optional(Ms('longest pause between shipping retries')),
+          healthIntervalMs: Type.Optional(
+            Ms("pause between two health checks of each of another region's gateways"),
+          ),
+          healthTimeoutMs: Type.Optional(
+            Ms('a health check unanswered this long marks the gateway down'),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -243,10 +249,27 @@ export interface ShippingConfig {
   maxInFlight: number
   /** How long a gateway's lease to ship a partition lasts unless renewed; it renews every third. */
   leaseMs: number
-  /** Deadline of one request to another region. */
+  /**
+   * Deadline of one request to another region, in ms, when its gateway still passes its health
+   * checks (a request to one that fails them is given up on at once).
+   * @default 2000
+   */
   requestTimeoutMs: number
   /** Longest pause between retries after a failure. */
   retryMaxMs: number
+  /**
+   * Pause between two health checks (`GET /healthz`) of each gateway of another region, in ms,
+   * while this process ships to it.
+   * @default 250
+   */
+  healthIntervalMs: number
+  /**
+   * A health check unanswered (with 200) this long marks its gateway down: requests to it are
+   * aborted and shipping goes to another gateway of the region. With `healthIntervalMs`, it bounds
+   * how long a hung gateway stalls shipping.
+   * @default 500
+   */
+  healthTimeoutMs: number
 }
 
 /** Options of the Redis connections. */
@@ -315,8 +338,10 @@ export const DEFAULT_SHIPPING: Readonly<ShippingConfig> = Object.freeze({
   maxBatchBytes: 4 * 1024 * 1024,
   maxInFlight: 8,
   leaseMs: 3000,
-  requestTimeoutMs: 10_000,
+  requestTimeoutMs: 2000,
   retryMaxMs: 5000,
+  healthIntervalMs: 250,
+  healthTimeoutMs: 500,
 })
 
 /** A config that cannot be used; `problems` lists each, with its path in the file. */
