@@ -56,6 +56,13 @@ export interface EmbeddedClusterOptions {
    */
   clockOffsetsMs?: number[]
   /**
+   * How long a write whose dependency time is more than `limits.maxSkewMs` ahead of every region
+   * clock its region knows waits for a later one before `CLOCK_SKEW_EXCEEDED`, in ms
+   * (`ReplicaRouterOptions.skewWaitMs`).
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
    * Most entries per shipped batch.
    * @default 256
    */
@@ -135,6 +142,7 @@ export class EmbeddedCluster {
       regionNames: string[]
       limits: Limits
       clocks: (() => number)[]
+      skewWaitMs: number | undefined
       namespaces: Namespaces
       members: AbstractPartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
@@ -166,6 +174,7 @@ export class EmbeddedCluster {
           shippers: () =>
             Promise.all(this.#shippers.filter((s) => s.from === d).map((s) => s.status())),
           now: options.clocks[d]!,
+          ...(options.skewWaitMs === undefined ? {} : { skewWaitMs: options.skewWaitMs }),
           // Followers here are feeds with injected lag: a majority may wait as long as a call may.
           majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
@@ -277,6 +286,7 @@ export class EmbeddedCluster {
       regionNames,
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
+      skewWaitMs: options.skewWaitMs,
       namespaces,
       members,
       feeds,

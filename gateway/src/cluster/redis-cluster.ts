@@ -91,6 +91,10 @@ export class RedisCluster implements ShippingReceiver {
       options.onEvent ??
       ((message, error) => log.warn(error === undefined ? {} : { err: error }, message))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
+    // Dev and tests only: a region whose wall clock disagrees with the others' (the HLCs then
+    // read this process's clock plus the offset rather than the Redis server's TIME).
+    const offsetMs = config.benchmark.clockOffsetsMs[region] ?? 0
+    const now = offsetMs === 0 ? undefined : () => Date.now() + offsetMs
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(
         (url, i) =>
@@ -105,6 +109,7 @@ export class RedisCluster implements ShippingReceiver {
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
             quarantine,
+            ...(now ? { now } : {}),
             ...(options.opRetentionMs === undefined
               ? {}
               : { opRetentionMs: options.opRetentionMs }),
@@ -151,6 +156,8 @@ export class RedisCluster implements ShippingReceiver {
       },
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
+      ...(now ? { now } : {}),
+      skewWaitMs: config.clock.skewWaitMs,
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

@@ -15,6 +15,7 @@ import {
   checkNamespaces,
 } from '@causeway/core'
 import { type Static, Type } from 'typebox'
+import { DEFAULT_SKEW_WAIT_MS } from '../cluster/replica-router.js'
 import { KEY_ACCESSES, type ApiKeySpec } from '../http/auth.js'
 import type { HttpLimits } from '../http/http-limits.js'
 import { DEFAULT_RATE_LIMIT } from '../http/rate-limit.js'
@@ -24,6 +25,8 @@ import { Value } from 'typebox/value'
 export const CONFIG_FORMAT = 1
 
 const MAX_REGIONS = 255
+/** Most a dev or test clock may be offset from the real one (a day), in ms. */
+const MAX_CLOCK_OFFSET_MS = 86_400_000
 
 const HttpUrl = Type.String({
   pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
@@ -205,6 +208,31 @@ export const ClusterConfigFileSchema = Type.Object(
                 'the NuKV "without HLC" ablation: writes wait for their dependency vector instead of using the HLC',
             }),
           ),
+          clockOffsetsMs: Type.Optional(
+            Type.Array(
+              Type.Integer({
+                minimum: -MAX_CLOCK_OFFSET_MS,
+                maximum: MAX_CLOCK_OFFSET_MS,
+                description: "ms added to a region's wall clock (dev and tests only)",
+              }),
+              { maxItems: MAX_REGIONS },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    clock: Type.Optional(
+      Type.Object(
+        {
+          skewWaitMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 60_000,
+              description:
+                'how long a write whose causeway-dt is more than limits.maxSkewMs ahead of every region clock known waits for a later one, in ms',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -282,8 +310,8 @@ export interface RedisConfig {
 }
 
 /**
- * Switches for benchmarks on one machine (`causeway dev --backend redis --wan-delay MS
- * --without-hlc`); never for a real deployment.
+ * Switches for benchmarks and tests on one machine (`causeway dev --backend redis --wan-delay MS
+ * --without-hlc --clock-offset MS`); never for a real deployment.
  */
 export interface BenchmarkConfig {
   /** Emulated one-way delay of shipping between regions (and of its answers), in ms. */
@@ -293,6 +321,24 @@ export interface BenchmarkConfig {
    * the leader for the dependency vector they carry (see `ablation/without-hlc.ts`).
    */
   withoutHlc: boolean
+  /**
+   * Milliseconds added to each region's wall clock, by region id (missing: 0), so that one
+   * machine can run regions whose clocks disagree. A region with an offset stamps its HLCs from
+   * this process's clock plus the offset instead of the Redis server's `TIME`.
+   * @default []
+   */
+  clockOffsetsMs: number[]
+}
+
+/** How writes are checked against the clocks of the regions. */
+export interface ClockConfig {
+  /**
+   * How long a write whose dependency time (`causeway-dt`) is more than `limits.maxSkewMs` ahead
+   * of every region clock the region knows waits, in ms, for a later one to be known (another
+   * region's shipped entries, or its own clock moving on) before `CLOCK_SKEW_EXCEEDED`.
+   * @default 2000
+   */
+  skewWaitMs: number
 }
 
 /** The rate limit of a region's gateways. */
@@ -330,6 +376,7 @@ export interface ClusterConfig {
   namespaces: Namespaces
   /** Benchmark switches; off (0 ms, with HLC) unless the file has a `benchmark` section. */
   benchmark: BenchmarkConfig
+  clock: ClockConfig
 }
 
 /** Defaults of {@link ShippingConfig}. */
@@ -468,6 +515,12 @@ export function parseClusterConfig(
     })
   })
 
+  const offsets = file.benchmark?.clockOffsetsMs ?? []
+  if (offsets.length > file.regions.length)
+    problems.push(
+      `benchmark.clockOffsetsMs: has ${offsets.length} offsets; the cluster has ${file.regions.length} regions`,
+    )
+
   const apiKeys = (file.auth?.apiKeys ?? [])
     .map((k, i): string | ApiKeySpec | undefined => {
       if (typeof k === 'string' || !('key' in k)) return secret(k, `auth.apiKeys[${i}]`)
@@ -522,7 +575,9 @@ export function parseClusterConfig(
     benchmark: {
       wanDelayMs: file.benchmark?.wanDelayMs ?? 0,
       withoutHlc: file.benchmark?.withoutHlc ?? false,
+      clockOffsetsMs: [...(file.benchmark?.clockOffsetsMs ?? [])],
     },
+    clock: { skewWaitMs: file.clock?.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS },
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,
       commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,
