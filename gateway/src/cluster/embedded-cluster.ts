@@ -63,6 +63,13 @@ export interface EmbeddedClusterOptions {
    */
   skewWaitMs?: number
   /**
+   * How far another region's wall clock may run ahead, in ms: a dependency more than
+   * `limits.maxSkewMs` past the region's clock plus this is refused without waiting
+   * (`ReplicaRouterOptions.maxClockOffsetMs`).
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
+  /**
    * Most entries per shipped batch.
    * @default 256
    */
@@ -143,6 +150,7 @@ export class EmbeddedCluster {
       limits: Limits
       clocks: (() => number)[]
       skewWaitMs: number | undefined
+      maxClockOffsetMs: number | undefined
       namespaces: Namespaces
       members: AbstractPartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
@@ -175,6 +183,9 @@ export class EmbeddedCluster {
             Promise.all(this.#shippers.filter((s) => s.from === d).map((s) => s.status())),
           now: options.clocks[d]!,
           ...(options.skewWaitMs === undefined ? {} : { skewWaitMs: options.skewWaitMs }),
+          ...(options.maxClockOffsetMs === undefined
+            ? {}
+            : { maxClockOffsetMs: options.maxClockOffsetMs }),
           // Followers here are feeds with injected lag: a majority may wait as long as a call may.
           majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
@@ -287,6 +298,7 @@ export class EmbeddedCluster {
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
       skewWaitMs: options.skewWaitMs,
+      maxClockOffsetMs: options.maxClockOffsetMs,
       namespaces,
       members,
       feeds,

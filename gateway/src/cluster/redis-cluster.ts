@@ -158,6 +158,7 @@ export class RedisCluster implements ShippingReceiver {
       quarantine,
       ...(now ? { now } : {}),
       skewWaitMs: config.clock.skewWaitMs,
+      maxClockOffsetMs: config.clock.maxOffsetMs,
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

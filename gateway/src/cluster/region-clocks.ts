@@ -11,7 +11,9 @@
  * it, which no client can move, unlike `ts`; so two regions cannot ratchet each other's clocks
  * forward through their clients). A dependency more than `maxSkewMs` ahead of that reference waits
  * up to `waitMs` (for shipping to bring a later entry, or for the wall clock to catch up) and is
- * refused only then.
+ * refused only then; one that no region's clock could reach, as it is more than `maxSkewMs` past
+ * this region's clock plus `maxOffsetMs` (how far ahead another region's clock may run) and past
+ * every clock known, is refused at once.
  *
  * The other regions' clocks are read from the newest entry of each origin at this region's
  * partition leaders: on the slow path only (a dependency ahead of what is known), then on each
@@ -70,9 +72,16 @@ export class RegionClocks {
 
   /**
    * Whether `dt` is at most `allowanceMs` ahead of the latest clock known, waiting up to `waitMs`
-   * for that to become true (other regions' newer entries arriving, or the wall clock moving).
+   * for that to become true (other regions' newer entries arriving, or the wall clock moving);
+   * without waiting when `dt` is more than `allowanceMs` past this region's clock plus
+   * `maxOffsetMs` too.
    */
-  async admit(dt: Hlc, allowanceMs: number, waitMs: number): Promise<ClockCheck> {
+  async admit(
+    dt: Hlc,
+    allowanceMs: number,
+    waitMs: number,
+    maxOffsetMs: number,
+  ): Promise<ClockCheck> {
     const dtMs = hlcMillis(dt)
     const started = performance.now()
     const check = (): ClockCheck => {
@@ -87,7 +96,10 @@ export class RegionClocks {
     }
     if (check().ok) return check()
     await this.#learnAll()
-    if (check().ok || waitMs <= 0) return check()
+    const after = check()
+    if (after.ok || waitMs <= 0) return after
+    const reachable = Math.max(after.referenceMs, this.#options.now() + maxOffsetMs)
+    if (dtMs - reachable > allowanceMs) return after
     await this.#wait({ dtMs, allowanceMs, resolve: () => {} }, waitMs)
     return check()
   }

@@ -95,6 +95,13 @@ export interface RegionServiceOptions {
    */
   skewWaitMs?: number
   /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a write dependency
+   * more than `limits.maxSkewMs` past this region's clock plus this (and past every clock the
+   * region knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
+  /**
    * Chooses among equally good replicas.
    * @default Math.random
    */

@@ -25,6 +25,9 @@ import { RegionClocks } from './region-clocks.js'
 /** The default {@link ReplicaRouterOptions.skewWaitMs}. */
 export const DEFAULT_SKEW_WAIT_MS = 2000
 
+/** The default {@link ReplicaRouterOptions.maxClockOffsetMs}: an hour. */
+export const DEFAULT_MAX_CLOCK_OFFSET_MS = 3_600_000
+
 /** What a {@link ReplicaRouter} routes over (a subset of `RegionServiceOptions`). */
 export interface ReplicaRouterOptions {
   region: number
@@ -48,6 +51,13 @@ export interface ReplicaRouterOptions {
    * @default 2000
    */
   skewWaitMs?: number
+  /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a write dependency
+   * more than `limits.maxSkewMs` past this region's clock plus this (and past every clock the
+   * region knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
   /** Chooses among equally good replicas. @default Math.random */
   random?: () => number
 }
@@ -204,13 +214,15 @@ export class ReplicaRouter {
    * (`CLOCK_SKEW_EXCEEDED`), after waiting up to `skewWaitMs` for a later one: this region's wall
    * clock, or another region's as its shipped entries report it (`region-clocks.ts`). A session
    * that comes from a region whose clock runs ahead is served; a client that makes up a time
-   * further ahead than every region's clock is not.
+   * further ahead than every region's clock is not (at once, when no region's clock could be that
+   * far ahead: `maxClockOffsetMs`).
    */
   async checkDependency(dt: Hlc): Promise<void> {
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
     const { maxSkewMs } = this.#options.limits
     const waitMs = this.#options.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS
-    const check = await this.#clocks.admit(dt, maxSkewMs, waitMs)
+    const maxOffsetMs = this.#options.maxClockOffsetMs ?? DEFAULT_MAX_CLOCK_OFFSET_MS
+    const check = await this.#clocks.admit(dt, maxSkewMs, waitMs, maxOffsetMs)
     if (check.ok) return
     const aheadMs = Math.round(check.aheadMs)
     throw new CausewayError(

@@ -15,7 +15,7 @@ import {
   checkNamespaces,
 } from '@causeway/core'
 import { type Static, Type } from 'typebox'
-import { DEFAULT_SKEW_WAIT_MS } from '../cluster/replica-router.js'
+import { DEFAULT_MAX_CLOCK_OFFSET_MS, DEFAULT_SKEW_WAIT_MS } from '../cluster/replica-router.js'
 import { KEY_ACCESSES, type ApiKeySpec } from '../http/auth.js'
 import type { HttpLimits } from '../http/http-limits.js'
 import { DEFAULT_RATE_LIMIT } from '../http/rate-limit.js'
@@ -233,6 +233,14 @@ export const ClusterConfigFileSchema = Type.Object(
                 'how long a write whose causeway-dt is more than limits.maxSkewMs ahead of every region clock known waits for a later one, in ms',
             }),
           ),
+          maxOffsetMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: MAX_CLOCK_OFFSET_MS,
+              description:
+                "how far another region's wall clock may run ahead of a region's, in ms; a causeway-dt further ahead than this plus limits.maxSkewMs is refused without waiting",
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -339,6 +347,13 @@ export interface ClockConfig {
    * @default 2000
    */
   skewWaitMs: number
+  /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a dependency more
+   * than `limits.maxSkewMs` past this region's clock plus this (and past every region clock it
+   * knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxOffsetMs: number
 }
 
 /** The rate limit of a region's gateways. */
@@ -577,7 +592,10 @@ export function parseClusterConfig(
       withoutHlc: file.benchmark?.withoutHlc ?? false,
       clockOffsetsMs: [...(file.benchmark?.clockOffsetsMs ?? [])],
     },
-    clock: { skewWaitMs: file.clock?.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS },
+    clock: {
+      skewWaitMs: file.clock?.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS,
+      maxOffsetMs: file.clock?.maxOffsetMs ?? DEFAULT_MAX_CLOCK_OFFSET_MS,
+    },
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,
       commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,

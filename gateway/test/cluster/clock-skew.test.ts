@@ -98,13 +98,25 @@ describe('clock skew between regions', () => {
     expect(ok.idx).toBe(1)
   })
 
-  it('refuses at once a time far in the future when no other clock is near it', async () => {
-    const cluster = await start({ clockOffsetsMs: [0, 0], skewWaitMs: 200 })
+  it('refuses at once a time further ahead than any region clock may run (maxClockOffsetMs)', async () => {
+    const cluster = await start({ clockOffsetsMs: [0, 0], skewWaitMs: 30_000 })
+    const started = performance.now()
     const error = await rejection(
       cluster.service(0).write(write('k', { dt: hlcFrom(Date.now() + 24 * 60 * MINUTE, 0) })),
     )
     expect(error.code).toBe('CLOCK_SKEW_EXCEEDED')
+    // An hour past the clock by default: no wait for a later clock to be known.
+    expect(performance.now() - started).toBeLessThan(10_000)
+    expect(error.details?.waitedMs).toBeLessThan(1000)
     expect(cluster.replica(0, 0, 0).sv()).toEqual([0, 0])
+  })
+
+  it('admits sessions from a region known to run further ahead than maxClockOffsetMs', async () => {
+    const cluster = await start({ maxClockOffsetMs: 1000 })
+    const first = await cluster.service(1).write(write('k'))
+    await cluster.replica(0, 0, 0).waitFor([0, first.idx], Date.now() + 5000)
+    const second = await cluster.service(0).write(write('k', { dt: first.ts }))
+    expect(second.ts > first.ts).toBe(true)
   })
 
   it('measures other regions by their wall clocks, so clients cannot ratchet the clocks forward', async () => {

@@ -170,7 +170,7 @@ describe('cluster config', () => {
 
   it('reads the clock settings: the skew wait, and per-region offsets for dev and tests', () => {
     const defaults = parseClusterConfig(valid())
-    expect(defaults.clock).toEqual({ skewWaitMs: 2000 })
+    expect(defaults.clock).toEqual({ skewWaitMs: 2000, maxOffsetMs: 3_600_000 })
     expect(defaults.benchmark.clockOffsetsMs).toEqual([])
     const config = parseClusterConfig({
       ...valid(),

@@ -69,7 +69,9 @@ describe('GatewayHealth', () => {
       state[A] = 'hang'
       state[B] = 'draining'
       state[C] = 'refuse'
-      await vi.waitFor(() => expect([A, B, C].map((g) => health.isUp(g))).toEqual([false, false, false]))
+      await vi.waitFor(() =>
+        expect([A, B, C].map((g) => health.isUp(g))).toEqual([false, false, false]),
+      )
       expect(downs).toEqual([A])
       // None is up: requests still go somewhere (the checks may be what fails), in turn.
       expect(health.pick()).toBe(A)
