@@ -48,15 +48,19 @@ function gateway(d: number, index: number) {
 }
 
 /**
- * Writes one key of every partition in region 0 and, for each, how long after its
- * acknowledgement region 1 (through `reader`) served it, in ms.
+ * Writes one key of every partition through `writer` (region 0's URL unless given) and, for each,
+ * how long after its acknowledgement `reader` (of the other region) served it, in ms.
  */
-async function shippingDelays(reader: string, tag: string): Promise<number[]> {
+async function shippingDelays(
+  reader: string,
+  tag: string,
+  writer = dev.urls[0]!,
+): Promise<number[]> {
   return Promise.all(
     Array.from({ length: PARTITIONS }, async (_, p) => {
       const [key] = keysOf(p, PARTITIONS, 1, `${tag}:`)
       expect(partitionOf(key!, PARTITIONS)).toBe(p)
-      const put = await putKey(dev.urls[0]!, key!, tag)
+      const put = await putKey(writer, key!, tag)
       expect(put.status).toBe(200)
       const acked = performance.now()
       const read = await getKey(reader, key!, '?timeoutMs=30000', {
@@ -83,11 +87,15 @@ it('a frozen gateway of the destination region stalls shipping into it for about
       const first = await shippingDelays(reader, `frozen-${index}`)
       // And it keeps working while the gateway stays frozen.
       const later = await shippingDelays(reader, `still-frozen-${index}`)
+      // Shipping out of region 1: the partitions whose lease the frozen gateway holds wait for
+      // another gateway of the region to take the lease over (leaseMs, not the health checks).
+      const out = await shippingDelays(gateway(0, 0).url, `out-${index}`, reader)
       console.log(
         `shipping into region 1 with gateway 1.${index} frozen: ${first.map(Math.round).join(', ')} ms ` +
           `(per partition, first write after SIGSTOP); then ${later.map(Math.round).join(', ')} ms ` +
-          `(before: ${warm.map(Math.round).join(', ')} ms)`,
+          `(before: ${warm.map(Math.round).join(', ')} ms); out of region 1: ${out.map(Math.round).join(', ')} ms`,
       )
+      expect(Math.max(...out)).toBeLessThan(15_000)
       stalls.push(...first)
       expect(Math.max(...later)).toBeLessThan(1000)
     } finally {
