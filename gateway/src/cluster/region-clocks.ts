@@ -17,8 +17,8 @@
  *
  * The other regions' clocks are read from the newest entry of each origin at this region's
  * partition leaders: on the slow path only (a dependency ahead of what is known), then on each
- * `sv` advance of a leader while writes wait. One read of all leaders at a time is shared by
- * every write that needs it.
+ * `sv` advance of a leader while writes wait; only entries not read before. One read of all
+ * leaders at a time is shared by every write that needs it.
  */
 import { hlcMillis, type Hlc } from '@causeway/core'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -54,6 +54,8 @@ export class RegionClocks {
   readonly #options: RegionClocksOptions
   /** The latest `at` of another region's entry seen at this region's leaders. */
   #othersMs = 0
+  /** `#seen[p][d]`: the idx of region `d`'s newest entry read at partition `p`'s leader. */
+  readonly #seen: number[][] = []
   #learning: Promise<void> | undefined
   readonly #waiters = new Set<Waiter>()
   #unsubscribe: (() => void)[] = []
@@ -101,6 +103,8 @@ export class RegionClocks {
     const reachable = Math.max(after.referenceMs, this.#options.now() + maxOffsetMs)
     if (dtMs - reachable > allowanceMs) return after
     await this.#wait({ dtMs, allowanceMs, resolve: () => {} }, waitMs)
+    // A last look, in case an advance came without its event (entries already read are skipped).
+    if (!check().ok) await this.#learnAll()
     return check()
   }
 
@@ -157,7 +161,7 @@ export class RegionClocks {
           const partitions = [...this.#advanced]
           this.#advanced.clear()
           const leaders = this.#options.leaders()
-          await Promise.all(partitions.map((q) => this.#learn(leaders[q])))
+          await Promise.all(partitions.map((q) => this.#learn(q, leaders[q])))
           for (const waiter of [...this.#waiters]) if (this.#admits(waiter)) waiter.resolve()
         }
       } finally {
@@ -168,7 +172,7 @@ export class RegionClocks {
 
   // One read of every leader at a time, shared by the writes that need it.
   #learnAll(): Promise<void> {
-    this.#learning ??= Promise.all(this.#options.leaders().map((l) => this.#learn(l)))
+    this.#learning ??= Promise.all(this.#options.leaders().map((l, p) => this.#learn(p, l)))
       .then(() => undefined)
       .finally(() => {
         this.#learning = undefined
@@ -176,16 +180,21 @@ export class RegionClocks {
     return this.#learning
   }
 
-  // The `at` of the newest entry of each other region at `leader`. A leader that cannot be read
-  // now tells nothing (the write then waits, or is refused, as if it had no such entry).
-  async #learn(leader: AbstractPartitionReplica | undefined): Promise<void> {
+  // The `at` of the newest entry of each other region at `leader` of partition `p`, read only
+  // when that region's `sv` there moved since the last read (a flood of forged times costs no
+  // reads). A leader that cannot be read now tells nothing (the write then waits, or is refused,
+  // as if it had no such entry).
+  async #learn(p: number, leader: AbstractPartitionReplica | undefined): Promise<void> {
     if (!leader?.available) return
     const sv = leader.sv()
+    const seen = (this.#seen[p] ??= [])
     await Promise.all(
       sv.map(async (idx, d) => {
-        if (d === this.#options.region || idx === 0) return
+        if (d === this.#options.region || idx <= (seen[d] ?? 0)) return
         const [newest] = await leader.readLog(d, idx - 1, 1).catch(() => [])
-        if (newest && newest.at > this.#othersMs) this.#othersMs = newest.at
+        if (!newest) return
+        seen[d] = Math.max(seen[d] ?? 0, idx)
+        if (newest.at > this.#othersMs) this.#othersMs = newest.at
       }),
     )
   }
