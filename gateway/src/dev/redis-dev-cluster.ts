@@ -90,6 +90,19 @@ export interface RedisDevClusterOptions {
    */
   withoutHlc?: boolean
   /**
+   * Milliseconds added to each region's wall clock, by region id (the config's
+   * `benchmark.clockOffsetsMs`), to run regions whose clocks disagree on one machine. Dev and
+   * tests only.
+   * @default none (every region reads the real clock)
+   */
+  clockOffsetsMs?: number[]
+  /**
+   * How long a write whose `causeway-dt` is more than `limits.maxSkewMs` ahead of every region
+   * clock known waits for a later one, in ms (the config's `clock.skewWaitMs`).
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
    * Time limits and the connection cap of the gateways, written to the config's `http`.
    * @default the gateway's defaults
    */
@@ -268,14 +281,16 @@ export async function startRedisDevCluster(
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
       rateLimit: options.rateLimit ?? { max: 0 },
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
-      ...(options.wanDelayMs || options.withoutHlc
+      ...(options.wanDelayMs || options.withoutHlc || options.clockOffsetsMs?.some((o) => o !== 0)
         ? {
             benchmark: {
               wanDelayMs: options.wanDelayMs ?? 0,
               withoutHlc: options.withoutHlc ?? false,
+              ...(options.clockOffsetsMs ? { clockOffsetsMs: [...options.clockOffsetsMs] } : {}),
             },
           }
         : {}),
+      ...(options.skewWaitMs === undefined ? {} : { clock: { skewWaitMs: options.skewWaitMs } }),
     }
     const config = parseClusterConfig(file, 'the dev cluster config')
     await writeFile(`${configPath}.tmp`, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })

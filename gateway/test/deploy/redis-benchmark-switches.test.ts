@@ -132,7 +132,11 @@ describe('Redis cluster benchmark switches', () => {
       partitions: 1,
       regions: [{ name: 'a', url: 'http://127.0.0.1:1', replicas: [['redis://127.0.0.1:2']] }],
     }
-    expect(parseClusterConfig(base).benchmark).toEqual({ wanDelayMs: 0, withoutHlc: false })
+    expect(parseClusterConfig(base).benchmark).toEqual({
+      wanDelayMs: 0,
+      withoutHlc: false,
+      clockOffsetsMs: [],
+    })
     expect(() => parseClusterConfig({ ...base, benchmark: { wanDelayMs: -1 } })).toThrow(
       /benchmark\.wanDelayMs/,
     )
