@@ -151,11 +151,13 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
       `${name}: WARNING: the config names no API keys, so anyone who reaches ${command.host}:${command.port} can read and write\n`,
     )
   const { wanDelayMs, withoutHlc } = config.benchmark
-  if (wanDelayMs > 0 || withoutHlc)
+  const clockOffsetMs = config.benchmark.clockOffsetMs[region.id] ?? 0
+  if (wanDelayMs > 0 || withoutHlc || clockOffsetMs !== 0)
     process.stderr.write(
       `${name}: benchmark switches on (${[
         wanDelayMs > 0 ? `shipping delayed ${wanDelayMs} ms one way` : '',
         withoutHlc ? 'WITHOUT HLC: writes wait for their dependencies' : '',
+        clockOffsetMs !== 0 ? `clock offset ${clockOffsetMs} ms` : '',
       ]
         .filter(Boolean)
         .join(', ')}); never run a real cluster like this\n`,

@@ -199,6 +199,13 @@ export const ClusterConfigFileSchema = Type.Object(
                 'the NuKV "without HLC" ablation: writes wait for their dependency vector instead of using the HLC',
             }),
           ),
+          clockOffsetMs: Type.Optional(
+            Type.Array(Type.Integer({ minimum: -86_400_000, maximum: 86_400_000 }), {
+              maxItems: 64,
+              description:
+                "by region id: ms added to that region's wall clock (its HLC and its skew check), to emulate regions whose clocks disagree (the chaos suite)",
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -270,6 +277,13 @@ export interface BenchmarkConfig {
    * the leader for the dependency vector they carry (see `RegionServiceOptions.withoutHlc`).
    */
   withoutHlc: boolean
+  /**
+   * By region id: ms added to that region's wall clock, to emulate clocks that disagree (the
+   * chaos suite, `gateway/test/chaos/`). A region with a non-zero offset stamps its HLC from its
+   * gateways' clock plus the offset instead of the Redis server's `TIME`, and checks write
+   * dependencies (`maxSkewMs`) against the same clock. Missing or 0: the real clock.
+   */
+  clockOffsetMs: readonly number[]
 }
 
 /** The rate limit of a region's gateways. */
@@ -497,6 +511,7 @@ export function parseClusterConfig(
     benchmark: {
       wanDelayMs: file.benchmark?.wanDelayMs ?? 0,
       withoutHlc: file.benchmark?.withoutHlc ?? false,
+      clockOffsetMs: [...(file.benchmark?.clockOffsetMs ?? [])],
     },
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,

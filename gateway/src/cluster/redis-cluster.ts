@@ -82,6 +82,10 @@ export class RedisCluster implements ShippingReceiver {
           error instanceof Error ? error.message : (error ?? ''),
         ))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
+    // The chaos suite's skewed clocks (config `benchmark.clockOffsetMs`): the region's HLC then
+    // runs on this process's clock plus the offset instead of the Redis server's TIME.
+    const offsetMs = config.benchmark.clockOffsetMs[region] ?? 0
+    const now = offsetMs === 0 ? undefined : () => Date.now() + offsetMs
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(
         (url, i) =>
@@ -96,6 +100,7 @@ export class RedisCluster implements ShippingReceiver {
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
             quarantine,
+            now,
             ...(options.opRetentionMs === undefined
               ? {}
               : { opRetentionMs: options.opRetentionMs }),
@@ -131,6 +136,7 @@ export class RedisCluster implements ShippingReceiver {
       replicas: this.replicas,
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
+      ...(now === undefined ? {} : { now }),
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

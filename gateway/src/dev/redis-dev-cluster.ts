@@ -90,6 +90,19 @@ export interface RedisDevClusterOptions {
    */
   withoutHlc?: boolean
   /**
+   * By region id: ms added to that region's wall clock (the config's `benchmark.clockOffsetMs`),
+   * to emulate regions whose clocks disagree; the chaos suite's clock-skew scenarios use it.
+   * @default every region on the real clock
+   */
+  clockOffsetMs?: readonly number[]
+  /**
+   * The URL the other regions ship to for each gateway (the config's `regions[].gateways`), given
+   * the gateway's own URL: the chaos suite puts a TCP proxy there that it can cut. Clients still
+   * reach the gateways directly.
+   * @default the gateway's own URL
+   */
+  shippingVia?: (gateway: { region: number; index: number; url: string }) => Promise<string>
+  /**
    * Time limits and the connection cap of the gateways, written to the config's `http`.
    * @default the gateway's defaults
    */
@@ -252,6 +265,17 @@ export async function startRedisDevCluster(
         `publicUrls has ${options.publicUrls.length} URLs; the cluster has ${regions} regions`,
       )
 
+    const shippingUrls = await Promise.all(
+      gatewayPorts.map((ports, d) =>
+        Promise.all(
+          ports.map((port, index) => {
+            const url = urlOf(port)
+            return options.shippingVia ? options.shippingVia({ region: d, index, url }) : url
+          }),
+        ),
+      ),
+    )
+    const offsets = options.clockOffsetMs ?? []
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
       cluster: previous?.cluster ?? randomUUID(),
@@ -259,7 +283,7 @@ export async function startRedisDevCluster(
       regions: names.map((name, d) => ({
         name,
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
-        gateways: gatewayPorts[d]!.map(urlOf),
+        gateways: shippingUrls[d]!,
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
       })),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
@@ -268,11 +292,12 @@ export async function startRedisDevCluster(
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
       rateLimit: options.rateLimit ?? { max: 0 },
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
-      ...(options.wanDelayMs || options.withoutHlc
+      ...(options.wanDelayMs || options.withoutHlc || offsets.some((ms) => ms !== 0)
         ? {
             benchmark: {
               wanDelayMs: options.wanDelayMs ?? 0,
               withoutHlc: options.withoutHlc ?? false,
+              ...(offsets.some((ms) => ms !== 0) ? { clockOffsetMs: [...offsets] } : {}),
             },
           }
         : {}),

@@ -3,7 +3,7 @@
  * reading, writing and deleting a few shared keys in regions picked at random, every call
  * recorded; then the converged state of every key in every region.
  */
-import type { ReadLevel, WriteLevel } from '@causeway/core'
+import type { Durability, ReadLevel, WriteLevel } from '@causeway/core'
 import { readFinalState, type ReadFinalStateOptions } from './final-state.js'
 import { isWrite, newestAcknowledged, versionOf, type History, type Operation } from './history.js'
 import { SiblingOrder } from './sibling-order.js'
@@ -65,6 +65,11 @@ export interface WorkloadOptions {
     write?: WriteLevel | readonly WriteLevel[]
   }
   /**
+   * Durability of the writes; a list means one picked at random per write.
+   * @default the client's (not sent)
+   */
+  durability?: Durability | readonly Durability[]
+  /**
    * Chance, before each call, that the client moves to another region picked at random.
    * @default 0.3
    */
@@ -121,6 +126,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const regions = options.regions
   const readLevels = asList(options.level?.read ?? 'session')
   const writeLevels = asList(options.level?.write ?? 'session')
+  const durabilities = options.durability === undefined ? [] : asList(options.durability)
   const mix = { ...DEFAULT_MIX, ...options.mix }
   const keys = Array.isArray(options.keys)
     ? [...(options.keys as readonly string[])]
@@ -162,7 +168,9 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
               .catch(() => undefined)
             if (read?.context !== undefined) contexts.set(key, read.context)
           } else {
-            const write = { write: pick(writeLevels), region, ...timeout, ...context }
+            const durability =
+              durabilities.length === 0 ? {} : { durability: pick(durabilities) }
+            const write = { write: pick(writeLevels), region, ...timeout, ...durability, ...context }
             await (
               r < mix.get + mix.put
                 ? session.put(key, `c${i}#${n}`, write)
