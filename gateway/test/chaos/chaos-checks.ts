@@ -126,11 +126,11 @@ export function checkRun(run: RunRecord): Findings {
   const report = checkHistory(history)
   const violationsByCheck: Partial<Record<CheckName, number>> = {}
   for (const [name, result] of Object.entries(report.results))
-    if (result.violations.length > 0) violationsByCheck[name as CheckName] = result.violations.length
+    if (result.violations.length > 0)
+      violationsByCheck[name as CheckName] = result.violations.length
   for (const v of report.violations) example('violation', `[${v.check}/${v.kind}] ${v.message}`)
   const stale = new Set<number>()
-  for (const v of report.violations)
-    if (isStaleRead(v, history)) stale.add(v.later!.index)
+  for (const v of report.violations) if (isStaleRead(v, history)) stale.add(v.later!.index)
 
   const writes = history.operations.filter(
     (op): op is WriteOperation & { reply: NonNullable<WriteOperation['reply']> } =>
@@ -180,7 +180,10 @@ export function checkRun(run: RunRecord): Findings {
   for (const [position, writesThere] of named) {
     if (writesThere.size < 2) continue
     reusedIndices++
-    example('reused', `position ${position} (partition/origin/idx) named ${[...writesThere].join(' and ')}`)
+    example(
+      'reused',
+      `position ${position} (partition/origin/idx) named ${[...writesThere].join(' and ')}`,
+    )
   }
 
   let divergedLogs = 0
@@ -253,7 +256,9 @@ export function failureReasons(f: Findings): string[] {
   if (f.recoverMs === null) reasons.push('no write was acknowledged where the fault hit after it')
   const unexpected = Object.entries(f.unexpectedErrors)
   if (unexpected.length > 0)
-    reasons.push(`errors outside the allowed ones: ${unexpected.map(([c, n]) => `${c} ×${n}`).join(', ')}`)
+    reasons.push(
+      `errors outside the allowed ones: ${unexpected.map(([c, n]) => `${c} ×${n}`).join(', ')}`,
+    )
   if (f.acknowledgedWrites === 0) reasons.push('no write was acknowledged at all')
   return reasons
 }

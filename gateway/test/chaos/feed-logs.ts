@@ -17,7 +17,8 @@ const HEARTBEAT_MS = 1000
  */
 export async function readFeedLogs(urls: readonly string[], prefix: string): Promise<LogCopy[]> {
   const copies: LogCopy[] = []
-  for (const [region, url] of urls.entries()) copies.push(...(await readRegion(region, url, prefix)))
+  for (const [region, url] of urls.entries())
+    copies.push(...(await readRegion(region, url, prefix)))
   return copies
 }
 
@@ -47,8 +48,16 @@ async function readRegion(region: number, url: string, prefix: string): Promise<
     while (Date.now() < deadline) {
       const event = await stream.next(HEARTBEAT_MS * 5)
       if (event.event === 'change') {
-        const change = JSON.parse(event.data) as { key: string; p: number; dc: number; idx: number; ts: string }
-        logs.get(`${change.p}/${change.dc}`)!.push({ idx: change.idx, ts: change.ts, key: change.key })
+        const change = JSON.parse(event.data) as {
+          key: string
+          p: number
+          dc: number
+          idx: number
+          ts: string
+        }
+        logs
+          .get(`${change.p}/${change.dc}`)!
+          .push({ idx: change.idx, ts: change.ts, key: change.key })
         changes++
       } else if (event.event === 'heartbeat') {
         if (heartbeats++ > 0 && changes === 0) break

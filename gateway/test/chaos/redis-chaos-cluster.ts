@@ -79,6 +79,8 @@ export class RedisChaosCluster {
         replicas: options.replicas,
         gateways: options.gateways,
         port: 0,
+        // Refusals the scenarios cause on purpose are the history's business, not the log's.
+        logLevel: 'error',
         // A short lease, so a killed lease holder's partitions are shipped again soon.
         shipping: { leaseMs: 1500 },
         ...(options.clockOffsetMs ? { clockOffsetMs: options.clockOffsetMs } : {}),
@@ -209,7 +211,7 @@ export class RedisChaosCluster {
         '--host',
         '127.0.0.1',
         '--log-level',
-        'warn',
+        'error',
         '--cors-origin',
         '*',
       ],
@@ -217,7 +219,10 @@ export class RedisChaosCluster {
     )
     await new Promise<void>((resolve, reject) => {
       let out = ''
-      const timer = setTimeout(() => reject(new Error('the restarted gateway did not start')), 60_000)
+      const timer = setTimeout(
+        () => reject(new Error('the restarted gateway did not start')),
+        60_000,
+      )
       child.stdout!.on('data', (chunk: Buffer) => {
         out += chunk.toString()
         if (/^region \d+ /m.test(out)) {
@@ -254,7 +259,10 @@ export class RedisChaosCluster {
    * (`XRANGE` of the log stream): what the checks compare.
    */
   async readLogs(): Promise<LogCopy[]> {
-    const { regions, partitions } = { regions: this.config.regions.length, partitions: this.config.partitions }
+    const { regions, partitions } = {
+      regions: this.config.regions.length,
+      partitions: this.config.partitions,
+    }
     const copies: LogCopy[] = []
     for (const server of this.dev.redis) {
       const redis = new Redis(server.url, { lazyConnect: true, maxRetriesPerRequest: 1 })
@@ -342,7 +350,7 @@ function field(fields: string[], name: string): string {
   return at === -1 ? '' : fields[at + 1]!
 }
 
-function tryKill(pid: number, signal: NodeJS.Signals): boolean {
+function tryKill(pid: number, signal: NodeJS.Signals | 0): boolean {
   try {
     process.kill(pid, signal)
     return true
@@ -355,7 +363,7 @@ function tryKill(pid: number, signal: NodeJS.Signals): boolean {
 async function killAndWait(pid: number, signal: NodeJS.Signals): Promise<void> {
   tryKill(pid, signal)
   const deadline = Date.now() + 10_000
-  while (tryKill(pid, 0 as unknown as NodeJS.Signals)) {
+  while (tryKill(pid, 0)) {
     if (Date.now() > deadline) throw new Error(`process ${pid} is still there after ${signal}`)
     await new Promise((resolve) => setTimeout(resolve, 20))
   }

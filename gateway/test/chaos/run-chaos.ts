@@ -14,7 +14,13 @@
 import { writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
-import { machine, markdownDetails, markdownTable, reliabilityPage, type ChaosReport } from './chaos-report.js'
+import {
+  machine,
+  markdownDetails,
+  markdownTable,
+  reliabilityPage,
+  type ChaosReport,
+} from './chaos-report.js'
 import { runScenario, SHAPE, TIMINGS, type ScenarioResult } from './run-scenario.js'
 import { SCENARIOS } from './scenarios.js'
 
@@ -47,8 +53,11 @@ async function main(): Promise<number> {
     )
     return 2
   }
-  const chosen = SCENARIOS.filter((s) => (only ? only.includes(s.name) : mode === 'full' || s.short))
-  const baseSeed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
+  const chosen = SCENARIOS.filter((s) =>
+    only ? only.includes(s.name) : mode === 'full' || s.short,
+  )
+  const baseSeed =
+    values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : Number(values.seed)
   const command = `npm run chaos${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`
   const log = (line: string) => process.stderr.write(`chaos: ${line}\n`)
   log(`${chosen.length} scenario(s), ${mode} mode, seed ${baseSeed}`)
@@ -86,7 +95,9 @@ async function main(): Promise<number> {
 main().then(
   (code) => process.exit(code),
   (error: unknown) => {
-    process.stderr.write(`chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`)
+    process.stderr.write(
+      `chaos: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    )
     process.exit(3)
   },
 )

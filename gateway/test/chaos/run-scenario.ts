@@ -18,20 +18,26 @@ import type { Injected, Scenario } from './scenarios.js'
 export interface Timing {
   /** Concurrent sessions. */
   clients: number
-  /** How long the sessions make calls, in ms. */
-  durationMs: number
-  /** When the fault is injected, from the start of the calls. */
+  /** When the fault is injected, from the start of the calls, in ms. */
   faultAtMs: number
   /** How long the fault lasts before it is healed. */
   outageMs: number
+  /** How long the sessions go on once the fault is healed (the restart done). */
+  afterHealMs: number
   /** Calls per session, at most (the duration bounds them first). */
   opsPerClient: number
 }
 
 /** The short mode (CI, every change) and the full run. */
 export const TIMINGS: Record<'short' | 'full', Timing> = {
-  short: { clients: 6, durationMs: 8_000, faultAtMs: 2_000, outageMs: 2_000, opsPerClient: 1_000 },
-  full: { clients: 8, durationMs: 24_000, faultAtMs: 6_000, outageMs: 5_000, opsPerClient: 5_000 },
+  short: { clients: 6, faultAtMs: 2_000, outageMs: 2_000, afterHealMs: 4_000, opsPerClient: 2_000 },
+  full: {
+    clients: 8,
+    faultAtMs: 6_000,
+    outageMs: 5_000,
+    afterHealMs: 12_000,
+    opsPerClient: 10_000,
+  },
 }
 
 /** The shape of every scenario's cluster. */
@@ -85,8 +91,9 @@ export async function runScenario(
           log: (line) => log(`${scenario.name}: ${line}`),
         })
   try {
-    log(`${scenario.name}: running ${timing.clients} sessions for ${timing.durationMs} ms`)
+    log(`${scenario.name}: running ${timing.clients} sessions`)
     const callsStart = performance.now()
+    const end = new AbortController()
     const workload = runWorkload({
       connect: ({ url }) => connect({ url }),
       url: cluster.urls,
@@ -94,13 +101,15 @@ export async function runScenario(
       clients: timing.clients,
       keys,
       opsPerClient: timing.opsPerClient,
-      durationMs: timing.durationMs,
+      // The end comes `afterHealMs` after the healing; this only bounds a heal that never ends.
+      durationMs: timing.faultAtMs + timing.outageMs + timing.afterHealMs + 120_000,
+      signal: end.signal,
       switchRegionProbability: 0.3,
       level: { read: 'session', write: 'session' },
       durability: ['majority', 'leader'],
       seed,
       timeoutMs: 4_000,
-      convergence: { timeoutMs: 30_000 },
+      convergence: { timeoutMs: 20_000 },
     })
     // A failed workload must not leave the fault timeline waiting on it.
     workload.catch(() => undefined)
@@ -113,6 +122,8 @@ export async function runScenario(
     await injected.heal()
     const healedAt = performance.now()
     log(`${scenario.name}: healed after ${Math.round(healedAt - injected.at)} ms`)
+    await sleep(timing.afterHealMs)
+    end.abort()
     const result = await workload
     log(
       `${scenario.name}: ${result.history.operations.length} calls; converged ${result.converged} in ${Math.round(result.elapsedMs.convergence)} ms`,

@@ -74,8 +74,13 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'no-fault',
     backend: 'redis',
     fault: 'none: the control run (the checks on a healthy cluster)',
-    short: true,
-    inject: async () => ({ at: performance.now(), region: 0, target: 'nothing', heal: async () => {} }),
+    short: false,
+    inject: async () => ({
+      at: performance.now(),
+      region: 0,
+      target: 'nothing',
+      heal: async () => {},
+    }),
   },
   {
     name: 'leader-kill',
@@ -145,7 +150,7 @@ export const SCENARIOS: readonly Scenario[] = [
   {
     name: 'gateway-sigstop',
     backend: 'redis',
-    fault: "SIGSTOP of the gateway other regions ship to, SIGCONT after the outage",
+    fault: 'SIGSTOP of the gateway other regions ship to, SIGCONT after the outage',
     short: true,
     inject: async (cluster) => {
       // Region 1's first gateway: region 0's shippers send to it (and clients reach it too).

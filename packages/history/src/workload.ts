@@ -57,6 +57,11 @@ export interface WorkloadOptions {
    */
   durationMs?: number
   /**
+   * Clients stop starting calls once this aborts (and after `durationMs` in any case): a fault
+   * injector ends the calls a while after it healed what it broke.
+   */
+  signal?: AbortSignal
+  /**
    * Levels of the calls; a list means one picked at random per call.
    * @default { read: 'session', write: 'session' }
    */
@@ -152,7 +157,11 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
         let region = i % regions
         // The context of this client's last read of each key (siblings namespaces).
         const contexts = new Map<string, string>()
-        for (let n = 0; n < opsPerClient && now() - start < durationMs; n++) {
+        for (
+          let n = 0;
+          n < opsPerClient && now() - start < durationMs && !options.signal?.aborted;
+          n++
+        ) {
           if (regions > 1 && random() < switchProbability)
             region = (region + 1 + Math.floor(random() * (regions - 1))) % regions
           const key = pick(keys)
@@ -168,9 +177,14 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
               .catch(() => undefined)
             if (read?.context !== undefined) contexts.set(key, read.context)
           } else {
-            const durability =
-              durabilities.length === 0 ? {} : { durability: pick(durabilities) }
-            const write = { write: pick(writeLevels), region, ...timeout, ...durability, ...context }
+            const durability = durabilities.length === 0 ? {} : { durability: pick(durabilities) }
+            const write = {
+              write: pick(writeLevels),
+              region,
+              ...timeout,
+              ...durability,
+              ...context,
+            }
             await (
               r < mix.get + mix.put
                 ? session.put(key, `c${i}#${n}`, write)
