@@ -82,7 +82,13 @@ export function reliabilityPage(report: ChaosReport): string {
     '',
     markdownTable(report.scenarios),
     '',
-    `${report.scenarios.length - failing.length} of ${report.scenarios.length} scenarios pass.`,
+    `${report.scenarios.length - failing.length} of ${report.scenarios.length} scenarios pass.` +
+      (failing.length === 0
+        ? ''
+        : ` Failing: ${failing.map((r) => `\`${r.name}\`${r.knownFailure ? ` (${r.knownFailure})` : ''}`).join('; ')}.`),
+    '',
+    'The same results, with every count, error code and example, are in `docs/reliability.json`. Run',
+    'one scenario with `npm run chaos -- --only NAME` (`--list` names them; `--short` runs shorter).',
     '',
     '## What the columns mean',
     '',

@@ -109,6 +109,7 @@ export async function runScenario(
       durability: ['majority', 'leader'],
       seed,
       timeoutMs: 4_000,
+      pauseAfterFailureMs: 100,
       convergence: { timeoutMs: 20_000 },
     })
     // A failed workload must not leave the fault timeline waiting on it.

@@ -57,6 +57,12 @@ export interface WorkloadOptions {
    */
   durationMs?: number
   /**
+   * How long a client waits after a failed call before its next one, in ms, as an application
+   * backs off: a region that is down for seconds then costs a few calls, not thousands.
+   * @default 0
+   */
+  pauseAfterFailureMs?: number
+  /**
    * Clients stop starting calls once this aborts (and after `durationMs` in any case): a fault
    * injector ends the calls a while after it healed what it broke.
    */
@@ -141,6 +147,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
         options.namespace ?? 'history',
       )
   const contextProbability = options.contextProbability ?? 0.5
+  const pauseAfterFailureMs = options.pauseAfterFailureMs ?? 0
   if (urls.length === 0 || regions < 1 || keys.length === 0 || clients < 1)
     throw new RangeError('runWorkload needs a url, a region, a key and a client')
 
@@ -170,11 +177,16 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
           const known = contexts.get(key)
           const context =
             known !== undefined && random() < contextProbability ? { context: known } : {}
-          // Failures are in the history; the workload goes on.
+          // Failures are in the history; the workload goes on, after a pause if asked.
+          let failures = 0
+          const failed = () => {
+            failures++
+            return undefined
+          }
           if (r < mix.get) {
             const read = await session
               .get(key, { read: pick(readLevels), region, ...timeout })
-              .catch(() => undefined)
+              .catch(failed)
             if (read?.context !== undefined) contexts.set(key, read.context)
           } else {
             const durability = durabilities.length === 0 ? {} : { durability: pick(durabilities) }
@@ -189,8 +201,10 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
               r < mix.get + mix.put
                 ? session.put(key, `c${i}#${n}`, write)
                 : session.delete(key, write)
-            ).catch(() => undefined)
+            ).catch(failed)
           }
+          if (failures > 0 && pauseAfterFailureMs > 0)
+            await new Promise((resolve) => setTimeout(resolve, pauseAfterFailureMs))
         }
       } finally {
         await db.close?.()

@@ -107,6 +107,71 @@ describe('runWorkload', () => {
     expect(result.history.operations.length).toBeLessThan(40)
   })
 
+  it('asks each write for a durability from the list and records it', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
+    const c = cluster
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 2,
+      opsPerClient: 40,
+      mix: { get: 0, put: 1, delete: 1 },
+      durability: ['majority', 'leader'],
+      seed: 5,
+    })
+    const asked = result.history.operations.map((o) => (o.op === 'get' ? 'get' : o.durability))
+    expect(new Set(asked)).toEqual(new Set(['majority', 'leader']))
+    const none = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 1,
+      opsPerClient: 5,
+      mix: { get: 0, put: 1, delete: 0 },
+    })
+    expect(none.history.operations.every((o) => !('durability' in o))).toBe(true)
+  })
+
+  it('stops starting calls once its signal aborts', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync', callMs: 20 })
+    const c = cluster
+    const end = new AbortController()
+    setTimeout(() => end.abort(), 150)
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 2,
+      opsPerClient: 1000,
+      durationMs: 60_000,
+      signal: end.signal,
+    })
+    expect(result.elapsedMs.calls).toBeLessThan(400)
+    expect(result.history.operations.length).toBeGreaterThan(4)
+    expect(result.history.operations.length).toBeLessThan(40)
+  })
+
+  it('pauses a client after a failed call when asked', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
+    const c = cluster
+    c.failReads = 'NETWORK_ERROR'
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 1,
+      opsPerClient: 1000,
+      durationMs: 300,
+      mix: { get: 1, put: 0, delete: 0 },
+      pauseAfterFailureMs: 50,
+      convergence: { timeoutMs: 50 },
+    })
+    // 300 ms of calls that fail at once, 50 ms apart: about 6, never hundreds.
+    expect(result.failures.NETWORK_ERROR).toBeGreaterThan(1)
+    expect(result.failures.NETWORK_ERROR).toBeLessThan(12)
+  })
+
   it('records failed calls and goes on, but throws a failed connect', async () => {
     cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
     const c = cluster
