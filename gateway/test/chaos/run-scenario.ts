@@ -151,8 +151,8 @@ export async function runScenario(
 }
 
 /**
- * Reads every log and checks the run; while logs are lost or diverged, reads them again (a
- * follower that is still catching up is not a loss), for at most 20 s.
+ * Reads every log and checks the run; while logs are lost or diverged (or cannot be read), reads
+ * them again (a follower still catching up is not a loss), for at most 20 s.
  */
 async function judge(
   cluster: RedisChaosCluster | EmbeddedChaosCluster,
@@ -162,10 +162,18 @@ async function judge(
 ): Promise<Findings> {
   const deadline = performance.now() + 20_000
   for (;;) {
-    const logs: LogCopy[] =
-      cluster instanceof RedisChaosCluster
-        ? await cluster.readLogs()
-        : await readFeedLogs(cluster.urls, prefix)
+    let logs: LogCopy[]
+    try {
+      logs =
+        cluster instanceof RedisChaosCluster
+          ? await cluster.readLogs()
+          : await readFeedLogs(cluster.urls, prefix)
+    } catch (error) {
+      // A server still loading its data after a restart answers -LOADING: read again.
+      if (performance.now() > deadline) throw error
+      await sleep(1_000)
+      continue
+    }
     const findings = checkRun({
       history: result.history,
       converged: result.converged,

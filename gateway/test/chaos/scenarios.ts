@@ -120,7 +120,7 @@ export const SCENARIOS: readonly Scenario[] = [
     short: true,
     inject: async (cluster) => {
       const holder = await cluster.leaseHolder(0)
-      // The gateway that ships least (both may hold leases: then gateway 1).
+      // Another gateway than the one shipping most (with two partitions it may ship one).
       const g = cluster.gateways.find((x) => x.region === 0 && x !== holder) ?? holder
       await cluster.signalGateway(g, 'SIGKILL')
       return {
