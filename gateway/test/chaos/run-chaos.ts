@@ -14,6 +14,7 @@
 import { writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
+import { format, resolveConfig } from 'prettier'
 import {
   machine,
   markdownDetails,
@@ -86,7 +87,15 @@ async function main(): Promise<number> {
   const full = mode === 'full' && only === undefined
   const json = values.json ?? (full ? `${DOCS}reliability.json` : undefined)
   const markdown = values.markdown ?? (full ? `${DOCS}reliability.md` : undefined)
-  if (json) await writeFile(json, JSON.stringify(report, null, 2) + '\n')
+  // Formatted as the repository's prettier would (lint checks the JSON of docs/).
+  if (json)
+    await writeFile(
+      json,
+      await format(JSON.stringify(report), {
+        ...(await resolveConfig(json)),
+        parser: 'json',
+      }),
+    )
   if (markdown) await writeFile(markdown, reliabilityPage(report) + '\n')
   log(`${results.length - failed.length} of ${results.length} passed`)
   return failed.length > 0 ? 1 : 0
