@@ -48,9 +48,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The CLI from its TypeScript sources (as the tests run it), so no build is needed.
+# The CLI through its bin, as `npx causeway` runs it (and the tests): in a checkout it runs the
+# TypeScript sources, so no build is needed.
 echo "== starting causeway dev"
-TSX_TSCONFIG_PATH="$ROOT/gateway/test/cli/tsconfig.json" node --import tsx "$ROOT/gateway/src/cli.ts" \
+node "$ROOT/gateway/bin/causeway.js" \
   dev --memory --port 0 --regions 2 --partitions 4 --replicas 3 --siblings cart --siblings profile \
   --max-watch-ms 300 \
   >"$work/dev.out" 2>"$work/dev.err" &

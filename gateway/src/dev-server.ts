@@ -3,6 +3,7 @@
  * (`causeway dev`, `npm start`, integration tests).
  */
 import type { FastifyServerOptions } from 'fastify'
+import { withoutHlc } from './ablation/without-hlc.js'
 import type { ClusterService } from './cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from './cluster/embedded-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
@@ -67,6 +68,11 @@ export interface ServeOptions {
    * @default none: a dev cluster never refuses tests or benchmarks for their rate
    */
   rateLimit?: RateLimitOptions
+  /**
+   * The service each region's gateway serves, made from the cluster's.
+   * @default the cluster's own (`cluster.service(region)`)
+   */
+  serviceOf?: (region: number) => ClusterService
 }
 
 /** A cluster with a listening gateway per region. */
@@ -125,7 +131,7 @@ export async function serveCluster<C extends ServableCluster>(
   try {
     for (let region = 0; region < options.regions; region++) {
       const gateway = buildGateway({
-        service: cluster.service(region),
+        service: options.serviceOf?.(region) ?? cluster.service(region),
         regionUrls: publicUrls === undefined ? () => urls : publicUrls,
         corsOrigins: options.corsOrigins ?? ['*'],
         logger: options.logger ?? false,
@@ -150,7 +156,15 @@ export async function serveCluster<C extends ServableCluster>(
 }
 
 /** Options of {@link startDevCluster}: the embedded cluster's and the listeners'. */
-export interface DevClusterOptions extends EmbeddedClusterOptions, Omit<ServeOptions, 'regions'> {}
+export interface DevClusterOptions
+  extends EmbeddedClusterOptions, Omit<ServeOptions, 'regions' | 'serviceOf'> {
+  /**
+   * Benchmark ablation (NuKV section 6, "without HLC"): writes ignore their HLC dependency and
+   * wait at the leader for their dependency vector instead (`ablation/without-hlc.ts`).
+   * @default false
+   */
+  withoutHlc?: boolean
+}
 
 /** An embedded cluster with a listening gateway per region. */
 export type DevCluster = ServedCluster<EmbeddedCluster>
@@ -170,6 +184,7 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     watch,
     http,
     rateLimit,
+    withoutHlc: ablation,
     ...clusterOptions
   } = options
   const cluster = await EmbeddedCluster.start(clusterOptions)
@@ -184,5 +199,6 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     ...(watch === undefined ? {} : { watch }),
     ...(http ? { http } : {}),
     ...(rateLimit ? { rateLimit } : {}),
+    ...(ablation === true ? { serviceOf: (d: number) => withoutHlc(cluster.service(d)) } : {}),
   })
 }

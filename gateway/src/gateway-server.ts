@@ -5,7 +5,9 @@
  */
 import type { FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
-import type { ClusterConfig } from './cluster/cluster-config.js'
+import { withoutHlc } from './ablation/without-hlc.js'
+import type { ClusterConfig } from './config/cluster-config.js'
+import type { ClusterService } from './cluster/cluster-service.js'
 import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'
 import type { WatchOptions } from './http/routes/watch.js'
@@ -55,6 +57,8 @@ export interface GatewayServerOptions {
 /** A listening gateway process of one region. */
 export interface GatewayServer {
   cluster: RedisCluster
+  /** What the gateway serves: the cluster's service, or the benchmark ablation around it. */
+  service: ClusterService
   gateway: Gateway
   /** The URL it listens on. */
   url: string
@@ -82,8 +86,10 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
       : undefined
   // A Redis that is down lets requests through (see http/rate-limit.ts); its errors are not news.
   limiter?.on('error', () => undefined)
+  // The benchmark ablation "without HLC", when the config asks for it (never in production).
+  const service = config.benchmark.withoutHlc ? withoutHlc(cluster.service) : cluster.service
   const gateway = buildGateway({
-    service: cluster.service,
+    service,
     regionUrls: config.regions.map((r) => r.url),
     logger: options.logger ?? false,
     corsOrigins: options.corsOrigins ?? [],
@@ -135,5 +141,5 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
   const address = gateway.server.address()
   const port = typeof address === 'object' && address !== null ? address.port : 0
   const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`
-  return { cluster, gateway, url, close }
+  return { cluster, service, gateway, url, close }
 }

@@ -26,7 +26,8 @@ import {
   deltaFromJSON,
   encodeCausalContext,
 } from '@causeway/core'
-import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import type { LogEntry } from '../storage/partition-replica.js'
 import { contextOf, listSiblings } from '../storage/sibling-set.js'
 import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
 import {
@@ -149,7 +150,7 @@ export class RegionChanges implements ChangeFeedService {
 
 interface Tail {
   p: number
-  replica: PartitionReplica
+  replica: AbstractPartitionReplica
   epoch: number
   /** Per origin, the idx read (and handed on, when it matched) through. */
   idx: number[]
@@ -283,7 +284,7 @@ class Feed implements ChangeFeed {
     const head =
       `{"key":${JSON.stringify(entry.key)},"p":${tail.p},"dc":${entry.origin},` +
       `"idx":${entry.idx},"ts":"${entry.ts}"`
-    if (entry.setDelta !== undefined) {
+    if (entry.kind === 'set-op') {
       const delta = deltaFromJSON(JSON.parse(entry.setDelta))
       const set = {
         added: [...new Set(delta.adds.map((a) => a.element))],
@@ -303,7 +304,7 @@ class Feed implements ChangeFeed {
       const context = JSON.stringify(encodeCausalContext(contextOf(siblings)))
       return `${head},"deleted":${live.length === 0}${value},"siblings":[${items.join(',')}],"context":${context}}`
     }
-    if (entry.value === undefined) return `${head},"deleted":true}`
+    if (entry.kind !== 'put') return `${head},"deleted":true}`
     return `${head},"deleted":false,"value":${entry.value}}`
   }
 }

@@ -82,7 +82,7 @@ export interface WriteRequest {
   context?: CausalContext
   /**
    * The write's dependency vector (`causeway-after` on a write); only the "without HLC"
-   * ablation reads it (see `RegionServiceOptions.withoutHlc`).
+   * ablation reads it (see `ablation/without-hlc.ts`).
    */
   need?: ReadNeed
   /**

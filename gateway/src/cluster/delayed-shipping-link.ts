@@ -5,7 +5,7 @@
  * embedded cluster's in-process link does. Calls travel one FIFO line each way, so pipelined
  * batches still arrive in order (the inner link keeps its own order for what it is handed).
  */
-import type { LogEntry } from '../storage/partition-replica.js'
+import type { ShipEnvelope } from '@causeway/core'
 import { DelayedRoundTrip } from '../replication/delayed-round-trip.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 
@@ -24,8 +24,8 @@ export class DelayedShippingLink implements ShippingLink {
     return this.#wan.call(() => this.#inner.checkpoint())
   }
 
-  send(entries: readonly LogEntry[]): Promise<number> {
-    return this.#wan.call(() => this.#inner.send(entries))
+  send(envelope: ShipEnvelope): Promise<number> {
+    return this.#wan.call(() => this.#inner.send(envelope))
   }
 
   async close(): Promise<void> {

@@ -6,11 +6,12 @@
  */
 import { join } from 'node:path'
 import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@causeway/core'
+import { type Logger, processLogger } from '../log.js'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
 import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-replica.js'
-import type { PartitionReplica } from '../storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
@@ -65,12 +66,6 @@ export interface EmbeddedClusterOptions {
    */
   sync?: boolean
   /**
-   * Ablation for benchmarks: writes ignore the HLC dependency and wait for their dependency
-   * vector instead (see `RegionServiceOptions.withoutHlc`).
-   * @default false
-   */
-  withoutHlc?: boolean
-  /**
    * Namespaces and their conflict mode, e.g. `{ cart: { conflicts: 'siblings' } }`: keys of a
    * `siblings` namespace (`cart:42`) keep concurrent writes as siblings with a causal context;
    * every other key is last-writer-wins. Published in the topology.
@@ -83,15 +78,21 @@ export interface EmbeddedClusterOptions {
    */
   opRetentionMs?: number
   /**
+   * Where background events are logged (pino, `log.ts`): what `onError` and `onQuarantine` report
+   * when not given.
+   * @default the process's logger (pino at `warn` on stderr)
+   */
+  log?: Logger
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
-   * @default logs them with `console.error`
+   * @default logs them as errors to `log`
    */
   onError?: (error: unknown, source: string) => void
   /**
    * Told, once per key and at most ten times a minute, about keys quarantined because their
    * stored value does not decode, and entries whose sibling set does not (`quarantine.ts`).
-   * @default logs them with `console.warn`
+   * @default logs them as warnings to `log`
    */
   onQuarantine?: (line: string) => void
   /**
@@ -120,7 +121,7 @@ export class EmbeddedCluster {
   readonly namespaces: Namespaces
 
   /** `#members[d][p][i]`. */
-  readonly #members: PartitionReplica[][][]
+  readonly #members: AbstractPartitionReplica[][][]
   /** `#feeds[d][p][i]`: the feed of each follower (none for the leader, i = 0). */
   readonly #feeds: (FollowerFeed | undefined)[][][]
   readonly #shippers: Shipper[]
@@ -134,9 +135,8 @@ export class EmbeddedCluster {
       regionNames: string[]
       limits: Limits
       clocks: (() => number)[]
-      withoutHlc: boolean
       namespaces: Namespaces
-      members: PartitionReplica[][][]
+      members: AbstractPartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
       quarantines: QuarantineRegistry[]
@@ -166,7 +166,8 @@ export class EmbeddedCluster {
           shippers: () =>
             Promise.all(this.#shippers.filter((s) => s.from === d).map((s) => s.status())),
           now: options.clocks[d]!,
-          withoutHlc: options.withoutHlc,
+          // Followers here are feeds with injected lag: a majority may wait as long as a call may.
+          majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
           quarantine: options.quarantines[d]!,
         }),
@@ -188,12 +189,12 @@ export class EmbeddedCluster {
       const offset = offsets[d] ?? 0
       return offset === 0 ? Date.now : () => Date.now() + offset
     })
+    const log = options.log ?? processLogger()
     const onError =
-      options.onError ?? ((error, source) => console.error(`causeway: ${source}:`, error))
+      options.onError ?? ((error, source) => log.error({ err: error, source }, `${source} failed`))
+    const onQuarantine = options.onQuarantine ?? ((line: string) => log.warn(line))
     const dataDir = options.dataDir
-    const quarantines = regionNames.map(
-      () => new QuarantineRegistry(options.onQuarantine ? { log: options.onQuarantine } : {}),
-    )
+    const quarantines = regionNames.map(() => new QuarantineRegistry({ log: onQuarantine }))
     const manifest =
       dataDir === undefined ? newManifest(layout) : await openManifest(dataDir, layout)
 
@@ -276,7 +277,6 @@ export class EmbeddedCluster {
       regionNames,
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
-      withoutHlc: options.withoutHlc ?? false,
       namespaces,
       members,
       feeds,
@@ -294,7 +294,7 @@ export class EmbeddedCluster {
   }
 
   /** Replica `index` of `partition` in `region` (0 is the leader); for tests and tools. */
-  replica(region: number, partition: number, index: number): PartitionReplica {
+  replica(region: number, partition: number, index: number): AbstractPartitionReplica {
     const replica = this.#members[region]?.[partition]?.[index]
     if (!replica)
       throw new RangeError(`no replica ${index} of partition ${partition} in region ${region}`)
@@ -319,7 +319,7 @@ export class EmbeddedCluster {
     return this.#closing
   }
 
-  #leader(region: number, partition: number): PartitionReplica {
+  #leader(region: number, partition: number): AbstractPartitionReplica {
     return this.#members[region]![partition]![0]!
   }
 }

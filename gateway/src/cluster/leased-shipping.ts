@@ -10,8 +10,8 @@ import type { ShipperStatus } from '@causeway/core'
 import { HttpShippingLink } from '../replication/http-shipping-link.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
-import type { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
-import type { RegionConfig, ShippingConfig } from './cluster-config.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import type { RegionConfig, ShippingConfig } from '../config/cluster-config.js'
 import { DelayedShippingLink } from './delayed-shipping-link.js'
 import { RedisLease } from './shipping-lease.js'
 
@@ -22,9 +22,11 @@ export interface LeasedShippingOptions {
   /** Every region of the cluster (their gateways are the destinations). */
   regions: readonly RegionConfig[]
   /** The local leader of each partition. */
-  leaders: readonly RedisPartitionReplica[]
+  leaders: readonly AbstractPartitionReplica[]
   /** The Redis URL of each local leader (where its lease lives). */
   leaderUrls: readonly string[]
+  /** The key of each partition's lease in its leader's Redis. */
+  leaseKeys: readonly string[]
   secret: string
   shipping: ShippingConfig
   /**
@@ -56,10 +58,10 @@ export class LeasedShipping {
   constructor(options: LeasedShippingOptions) {
     this.#options = options
     this.#leases = options.leaders.map(
-      (leader, p) =>
+      (_, p) =>
         new RedisLease({
           url: options.leaderUrls[p]!,
-          key: `${leader.keys.prefix}lease:ship`,
+          key: options.leaseKeys[p]!,
           ttlMs: options.shipping.leaseMs,
           ...(options.token === undefined ? {} : { token: options.token }),
           onAcquired: () => this.#startShipping(p),

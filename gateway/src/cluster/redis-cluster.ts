@@ -2,23 +2,29 @@
  * One region of a Redis-backed cluster, as one gateway process serves it: a
  * {@link RedisPartitionReplica} per replica named in the config (index 0 of each partition
  * leads; followers are Redis replicas of their leader, set up by the operator or by
- * `causeway dev --backend redis`), the {@link RedisRegionService} over them, the receiving side of
+ * `causeway dev --backend redis`), the {@link RegionService} over them, the receiving side of
  * shipping, and, with more than one region, {@link LeasedShipping}. The process keeps no state of
- * its own: any number of them may serve a region.
+ * its own: any number of them may serve a region. This is where the Redis backend is chosen;
+ * everything above the replicas uses only the storage contract.
+ *
+ * Other processes write the same leaders, so this process knows how far its own region's leader
+ * has written (`written`, for `VECTOR_UNREACHABLE`) only from its view of that leader's `sv`,
+ * which the region service re-reads before refusing (the replicas declare `supports.refresh`).
+ * Other regions' leaders are not known here: reads needing more of them wait out their deadline.
  *
  * A replica whose server is down at start (or whose first connection fails) is opened again in
  * the background with backoff until it succeeds; meanwhile requests that need it fail fast with
  * `BACKEND_UNAVAILABLE` and everything else is served. Once open, a replica reconnects by itself.
  */
 import { createHmac } from 'node:crypto'
-import { CausewayError } from '@causeway/core'
-import type { ShippingReceiver } from '../http/routes/internal.js'
-import type { LogEntry } from '../storage/partition-replica.js'
+import { CausewayError, type ShipEnvelope } from '@causeway/core'
+import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
-import type { ClusterConfig } from './cluster-config.js'
+import type { ClusterConfig } from '../config/cluster-config.js'
 import { LeasedShipping } from './leased-shipping.js'
-import { RedisRegionService } from './redis-region-service.js'
+import { RegionService } from './region-service.js'
 
 /** Options of {@link RedisCluster.start}. */
 export interface RedisClusterOptions {
@@ -48,16 +54,21 @@ export interface RedisClusterOptions {
    * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
    * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
    * per key, at most ten a minute).
-   * @default logs them with `console.error`
+   * @default logs them as warnings to `log`
    */
   onEvent?: (message: string, error?: unknown) => void
+  /**
+   * Where background events are logged (pino, `log.ts`) when `onEvent` is not given.
+   * @default the process's logger (pino at `warn` on stderr)
+   */
+  log?: Logger
 }
 
 /** One region of a Redis-backed cluster, served by this process. */
 export class RedisCluster implements ShippingReceiver {
   readonly config: ClusterConfig
   readonly region: number
-  readonly service: RedisRegionService
+  readonly service: RegionService
   /** `replicas[p][i]`. */
   readonly replicas: readonly (readonly RedisPartitionReplica[])[]
   readonly #shipping: LeasedShipping | undefined
@@ -74,13 +85,10 @@ export class RedisCluster implements ShippingReceiver {
     this.config = config
     this.region = region
     this.#reopenMaxMs = options.reopenMaxMs ?? 2000
+    const log = options.log ?? processLogger()
     this.#onEvent =
       options.onEvent ??
-      ((message, error) =>
-        console.error(
-          `causeway: ${message}`,
-          error instanceof Error ? error.message : (error ?? ''),
-        ))
+      ((message, error) => log.warn(error === undefined ? {} : { err: error }, message))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
     // The chaos suite's skewed clocks (config `benchmark.clockOffsetMs`): the region's HLC then
     // runs on this process's clock plus the offset instead of the Redis server's TIME.
@@ -115,6 +123,7 @@ export class RedisCluster implements ShippingReceiver {
             regions: config.regions,
             leaders: this.replicas.map((r) => r[0]!),
             leaderUrls: here.replicas.map((urls) => urls[0]!),
+            leaseKeys: this.replicas.map((r) => `${r[0]!.keys.prefix}lease:ship`),
             secret,
             shipping: config.shipping,
             wanDelayMs: config.benchmark.wanDelayMs,
@@ -126,14 +135,18 @@ export class RedisCluster implements ShippingReceiver {
             },
           })
         : undefined
-    this.service = new RedisRegionService({
+    const replicas = this.replicas
+    this.service = new RegionService({
       cluster: config.cluster,
       region,
       regionNames: config.regions.map((r) => r.name),
       limits: config.limits,
       namespaces: config.namespaces,
-      withoutHlc: config.benchmark.withoutHlc,
-      replicas: this.replicas,
+      replicas,
+      written: (d, p) => {
+        const leader = replicas[p]?.[0]
+        return d === region && leader?.available ? leader.sv()[d] : undefined
+      },
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
       ...(now === undefined ? {} : { now }),
@@ -165,8 +178,8 @@ export class RedisCluster implements ShippingReceiver {
     return sv[origin] ?? 0
   }
 
-  receive(partition: number, origin: number, entries: readonly LogEntry[]): Promise<number> {
-    return this.#leader(partition).receive(origin, entries)
+  receive(partition: number, envelope: ShipEnvelope): Promise<number> {
+    return this.#leader(partition).receive(envelope)
   }
 
   /** Stops shipping (handing the leases back), then closes every replica. */

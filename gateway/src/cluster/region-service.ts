@@ -2,13 +2,19 @@
  * The {@link ClusterService} of one region: NuKV Algorithm 2 on top of partition replicas.
  * Reads pick a replica and wait (without polling) until its `sv` covers what the session needs;
  * writes go to the partition leader, stamped with an HLC past the session's dependency time.
+ *
+ * It knows the replicas only through the storage contract (`AbstractPartitionReplica`): what a
+ * backend can do is in its `supports` manifest, so one service serves every backend, in one
+ * process (the embedded cluster) or as one of several stateless gateways over shared stores
+ * (Redis), where `status` re-reads each replica's `sv` (`supports.refresh`) and measures lag from
+ * the leader's log.
  */
 import {
   type CausalContext,
   CausewayError,
-  HLC_ZERO,
   type Namespaces,
   type Limits,
+  type ReadNeed,
   type ReplicaStatus,
   type ShipperStatus,
   type Status,
@@ -18,7 +24,8 @@ import {
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { OpRecord } from '../storage/op-records.js'
-import type { LogEntry, PartitionReplica, SiblingRead } from '../storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import type { SiblingRead, SiblingsEntry } from '../storage/partition-replica.js'
 import type { QuarantineRegistry } from '../storage/quarantine.js'
 import {
   MAX_SIBLINGS,
@@ -50,7 +57,7 @@ export interface RegionServiceOptions {
   regionNames: readonly string[]
   limits: Limits
   /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
-  replicas: readonly (readonly PartitionReplica[])[]
+  replicas: readonly (readonly AbstractPartitionReplica[])[]
   /**
    * The highest idx region `d`'s leader of partition `p` has written, when this region can know
    * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
@@ -58,16 +65,17 @@ export interface RegionServiceOptions {
    */
   written?: (d: number, p: number) => number | undefined
   /**
-   * How far follower `i` of partition `p` is behind its leader.
-   * @default the gap between their `sv`s, with an unknown (0) age
+   * How far follower `i` of partition `p` is behind its leader (when its replication knows, as the
+   * embedded cluster's follower feeds do).
+   * @default measured by `status`: the gap between their `sv`s, and the age of the oldest entry
+   * of it in the leader's log
    */
   lag?: (p: number, i: number) => FollowerLag
   /**
-   * Whether replica `i` of partition `p` can serve now (its backend is reachable). Reads go to
-   * available replicas only, and fail at once with `BACKEND_UNAVAILABLE` when none is.
-   * @default always
+   * How long a `majority` write waits for the followers' confirmation, in ms.
+   * @default limits.defaultTimeoutMs
    */
-  available?: (p: number, i: number) => boolean
+  majorityTimeoutMs?: number
   /**
    * The status of this region's shippers.
    * @default none
@@ -84,13 +92,6 @@ export interface RegionServiceOptions {
    * @default Math.random
    */
   random?: () => number
-  /**
-   * Ablation for benchmarks (NuKV section 6, cases "without HLC"): ignore a write's `dt` when
-   * stamping it (the leader's own clock only) and instead make the write wait, like a read,
-   * until the leader has applied the dependency vector the request carries (`need`).
-   * @default false
-   */
-  withoutHlc?: boolean
   /**
    * Namespaces and their conflict mode (a key's namespace is the text before its first `:`).
    * Keys of a `siblings` namespace keep concurrent writes as siblings; every other key is
@@ -115,21 +116,25 @@ export interface RegionServiceOptions {
 /** One region of a cluster, served from its partition replicas. */
 export class RegionService implements ClusterService {
   readonly region: number
-  /** The sets of this region (`/v1/sets`). */
-  readonly sets: SetService
+  /** The sets of this region (`/v1/sets`), when its backend has them (`supports.sets`). */
+  readonly sets: SetService | undefined
   /** The change feeds of this region (`/v1/watch`). */
   readonly changes: ChangeFeedService
   readonly #options: RegionServiceOptions
   /** Replica choice, waiting, skew and majority: shared with the set service. */
   readonly #router: ReplicaRouter
   readonly #namespaces: Namespaces
+  /** Lag of each follower (`p:i`) as the last {@link status} measured it (without `lag`). */
+  readonly #lags = new Map<string, FollowerLag>()
 
   constructor(options: RegionServiceOptions) {
     if (options.replicas.length === 0 || options.replicas.some((r) => r.length === 0)) {
       throw new RangeError('every partition needs at least one replica')
     }
     this.region = options.region
-    this.sets = new RegionSets(options)
+    this.sets = options.replicas.every((partition) => partition.every((r) => r.supports.sets))
+      ? new RegionSets(options)
+      : undefined
     this.changes = new RegionChanges(options)
     this.#options = options
     this.#router = new ReplicaRouter(options)
@@ -202,39 +207,45 @@ export class RegionService implements ClusterService {
     if (request.context !== undefined) this.#checkContextReach(request)
     const leader = this.#router.leader(partition)
     if (request.op !== undefined) return this.#writeOnce(leader, request, siblings)
-    const waitedMs = this.#options.withoutHlc ? await this.#awaitDependencies(request) : undefined
-    const writeDt = this.#options.withoutHlc ? HLC_ZERO : dt
-    if (siblings) await this.#checkSiblingRoom(leader, request)
-    const entry = siblings
-      ? await leader.writeSibling(request.key, request.value, writeDt, request.context ?? [])
-      : await leader.write(request.key, request.value, writeDt)
-    if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
-    const result: WriteResult = {
-      ts: entry.ts,
-      dc: this.region,
-      idx: entry.idx,
-      epoch: leader.epoch(),
-    }
-    if (waitedMs !== undefined) result.waitedMs = waitedMs
     if (siblings) {
+      await this.#checkSiblingRoom(leader, request)
+      const entry = await leader.writeSibling(request.key, request.value, dt, request.context ?? [])
+      if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+      const result: WriteResult = {
+        ts: entry.ts,
+        dc: this.region,
+        idx: entry.idx,
+        epoch: leader.epoch(),
+      }
       const context = this.#contextAfter(entry, request.context ?? [])
       if (context) result.context = context
+      return result
     }
-    return result
+    const entry = await leader.write(request.key, request.value, dt)
+    if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
   }
 
   /**
-   * A write with an operation id: applied at most once (`PartitionReplica.writeOnce`); the checks
+   * Resolves once the leader of `partition` has applied `need` (checked like a read's vector:
+   * `EPOCH_MISMATCH`, `VECTOR_UNREACHABLE`, `SESSION_NOT_AVAILABLE` at the deadline), to the ms
+   * it waited; at once without a vector.
+   */
+  awaitLeader(partition: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
+    return this.#router.awaitLeader(partition, need, timeoutMs)
+  }
+
+  /**
+   * A write with an operation id: applied at most once (`AbstractPartitionReplica.writeOnce`); the checks
    * that depend on the moment (the dependency wait, the room for siblings) run only for a new one,
    * so a replay answers the first result whatever happened since.
    */
   async #writeOnce(
-    leader: PartitionReplica,
+    leader: AbstractPartitionReplica,
     request: WriteRequest,
     siblings: boolean,
   ): Promise<WriteResult> {
     const op = request.op!
-    let waitedMs: number | undefined
     const outcome = await leader.writeOnce(
       { namespace: namespaceOf(request.key) ?? '', id: op.id, fingerprint: op.fingerprint },
       siblings
@@ -245,9 +256,8 @@ export class RegionService implements ClusterService {
             context: request.context ?? [],
           }
         : { kind: 'kv', key: request.key, value: request.value },
-      this.#options.withoutHlc ? HLC_ZERO : request.dt,
+      request.dt,
       async () => {
-        if (this.#options.withoutHlc) waitedMs = await this.#awaitDependencies(request)
         if (siblings) await this.#checkSiblingRoom(leader, request)
       },
     )
@@ -260,7 +270,6 @@ export class RegionService implements ClusterService {
       idx: record.idx,
       epoch: record.epoch,
     }
-    if (waitedMs !== undefined) result.waitedMs = waitedMs
     if ('replayed' in outcome) result.replayed = true
     if (siblings && record.dot !== undefined) {
       const context = this.#contextAt(record.dot, request.context ?? [])
@@ -275,7 +284,7 @@ export class RegionService implements ClusterService {
    * check reads the leader's set just before the write, so concurrent writes can each pass it and
    * overshoot by a few values; shipping leaves room for that.
    */
-  async #checkSiblingRoom(leader: PartitionReplica, request: WriteRequest): Promise<void> {
+  async #checkSiblingRoom(leader: AbstractPartitionReplica, request: WriteRequest): Promise<void> {
     const { siblings } = await this.#readForWrite(leader, request.key)
     const after = siblingsAfter(siblings, request.context ?? [], request.value, this.region)
     const { maxValueBytes } = this.#options.limits
@@ -296,8 +305,8 @@ export class RegionService implements ClusterService {
    * region is the dot's minus one; otherwise the leader held versions the writer never saw, and
    * no context is given rather than one that would supersede them.
    */
-  #contextAfter(entry: LogEntry, context: CausalContext): CausalContext | undefined {
-    const set = decodeSiblingSet(entry.siblings!, this.#options.regionNames.length)
+  #contextAfter(entry: SiblingsEntry, context: CausalContext): CausalContext | undefined {
+    const set = decodeSiblingSet(entry.siblings, this.#options.regionNames.length)
     return this.#contextAt(set.entries.find(([actor]) => actor === this.region)![1], context)
   }
 
@@ -312,6 +321,13 @@ export class RegionService implements ClusterService {
   }
 
   async status(): Promise<Status> {
+    // Stores other processes write: this process's view of each `sv` may be behind.
+    const shared = this.#options.replicas.flat().filter((r) => r.supports.refresh && r.available)
+    await Promise.allSettled(shared.map((r) => r.refresh()))
+    if (!this.#options.lag)
+      await Promise.all(
+        this.#options.replicas.map((partition, p) => this.#measureLag(p, partition)),
+      )
     const replicas: ReplicaStatus[] = []
     this.#options.replicas.forEach((partition, p) => {
       const leader = this.#router.leader(p)
@@ -367,10 +383,10 @@ export class RegionService implements ClusterService {
    * need. If the leader cannot serve it either, the follower's error stands.
    */
   async #quarantineAware<T>(
-    replica: PartitionReplica,
+    replica: AbstractPartitionReplica,
     request: ReadRequest,
-    read: (replica: PartitionReplica) => Promise<T>,
-  ): Promise<[PartitionReplica, T]> {
+    read: (replica: AbstractPartitionReplica) => Promise<T>,
+  ): Promise<[AbstractPartitionReplica, T]> {
     try {
       return [replica, await read(replica)]
     } catch (error) {
@@ -389,7 +405,7 @@ export class RegionService implements ClusterService {
 
   // The leader's set before a sibling write; a quarantined one is repaired first (it would be
   // at the write anyway), so the write is checked against what it will be applied to.
-  async #readForWrite(leader: PartitionReplica, key: string): Promise<SiblingRead> {
+  async #readForWrite(leader: AbstractPartitionReplica, key: string): Promise<SiblingRead> {
     try {
       return await leader.readSiblings(key)
     } catch (error) {
@@ -399,21 +415,46 @@ export class RegionService implements ClusterService {
     }
   }
 
-  // The "without HLC" ablation: a write waits until its leader has applied what it depends on;
-  // resolves to the ms it waited.
-  async #awaitDependencies(request: WriteRequest): Promise<number> {
-    if (request.level === 'eventual') return 0
-    const timeoutMs = this.#options.limits.defaultTimeoutMs
-    return this.#router.awaitAtLeader(request.partition, request.need, timeoutMs)
-  }
-
-  #lag(p: number, i: number, leader: PartitionReplica, replica: PartitionReplica): FollowerLag {
+  #lag(
+    p: number,
+    i: number,
+    leader: AbstractPartitionReplica,
+    replica: AbstractPartitionReplica,
+  ): FollowerLag {
     if (this.#options.lag) return this.#options.lag(p, i)
+    const measured = this.#lags.get(`${p}:${i}`)
+    if (measured) return measured
     const ahead = leader.sv()
     const sv = replica.sv()
     return {
       entries: ahead.reduce((sum, idx, d) => sum + Math.max(0, idx - (sv[d] ?? 0)), 0),
       ms: 0,
     }
+  }
+
+  // Entries each follower of partition `p` lacks, and the age of the oldest of them (read from
+  // the leader's log).
+  async #measureLag(p: number, replicas: readonly AbstractPartitionReplica[]): Promise<void> {
+    const [leader, ...followers] = replicas
+    if (!leader) return
+    const ahead = leader.sv()
+    const now = Date.now()
+    await Promise.all(
+      followers.map(async (follower, f) => {
+        const sv = follower.sv()
+        let entries = 0
+        let oldest = Infinity
+        for (let d = 0; d < ahead.length; d++) {
+          const gap = (ahead[d] ?? 0) - (sv[d] ?? 0)
+          if (gap <= 0) continue
+          entries += gap
+          if (!leader.available) continue
+          const [first] = await leader.readLog(d, sv[d] ?? 0, 1).catch(() => [])
+          if (first) oldest = Math.min(oldest, first.at)
+        }
+        const ms = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0
+        this.#lags.set(`${p}:${f + 1}`, { entries, ms })
+      }),
+    )
   }
 }

@@ -1,6 +1,6 @@
 /**
  * The sets of one region (`db.set(name)` over HTTP): routing, session vectors and contexts on
- * top of the replicas' {@link ReplicaSets}. A set lives in the partition of its name, so its
+ * top of the replicas' sets (`AbstractSetReplica`). A set lives in the partition of its name, so its
  * reads wait for the session's vector of that partition and its writes are stamped and logged by
  * that partition's leader, exactly as a key's.
  *
@@ -26,8 +26,7 @@ import {
   type WriteLevel,
   namespaceOf,
 } from '@causeway/core'
-import type { PartitionReplica } from '../storage/partition-replica.js'
-import type { ReplicaSets, SetElementOp, SetStamp } from '../storage/set-replica.js'
+import type { SetElementOp, SetStamp } from '../storage/set-replica.js'
 import type { WriteOp, WriteResult } from './cluster-service.js'
 import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
 import { ContextTokens } from './set-contexts.js'
@@ -131,14 +130,6 @@ export interface SetService {
   scan(request: SetScanRequest): Promise<SetScanResult>
 }
 
-/** The sets of a replica; every backend provides them. */
-export function setsOf(replica: PartitionReplica): ReplicaSets {
-  const sets = (replica as { sets?: ReplicaSets }).sets
-  if (sets === undefined)
-    throw new CausewayError('INTERNAL', `the ${replica.backend} backend has no sets`)
-  return sets
-}
-
 /** The {@link SetService} of one region. */
 export class RegionSets implements SetService {
   readonly region: number
@@ -186,14 +177,14 @@ export class RegionSets implements SetService {
       return result
     }
     await observe()
-    const entry = await setsOf(leader).write(name, { op: request.op, elements }, request.dt)
+    const entry = await leader.sets.write(name, { op: request.op, elements }, request.dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
     return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
   }
 
   async has(request: SetReadRequest & { element: string }): Promise<SetHasResult> {
     const { replica, waitedMs } = await this.#serve(request)
-    const { dots, stamp } = await setsOf(replica).has(request.name, request.element)
+    const { dots, stamp } = await replica.sets.has(request.name, request.element)
     const result: SetHasResult = {
       found: dots.length > 0,
       stamp,
@@ -207,7 +198,7 @@ export class RegionSets implements SetService {
 
   async size(request: SetReadRequest): Promise<SetSizeResult> {
     const { replica, waitedMs } = await this.#serve(request)
-    const { size, stamp } = await setsOf(replica).size(request.name)
+    const { size, stamp } = await replica.sets.size(request.name)
     return { size, stamp, epoch: replica.epoch(), replica: replica.replica, waitedMs }
   }
 
@@ -228,7 +219,7 @@ export class RegionSets implements SetService {
       meta = merged.meta
     } else {
       const { replica, waitedMs } = await this.#serve(request)
-      const scan = setsOf(replica).scan(name, { ...range, limit: limit + 1 })
+      const scan = replica.sets.scan(name, { ...range, limit: limit + 1 })
       source = scan
       meta = async () => ({
         stamp: await scan.stamp(),
@@ -277,7 +268,7 @@ export class RegionSets implements SetService {
     const waited = await Promise.all(
       replicas.map((r) => this.#router.wait(p, r, request.need, request.timeoutMs)),
     )
-    const streams = await Promise.all(replicas.map((r) => setsOf(r).stream(request.name, range)))
+    const streams = await Promise.all(replicas.map((r) => r.sets.stream(request.name, range)))
     const leader = this.#router.leader(p)
     return {
       entries: mergeReplicaStreams(streams, { limit }),

@@ -1,9 +1,11 @@
 /**
  * Where a request of one region goes among the replicas of a partition, and what it waits for:
- * NuKV Algorithm 2's routing, shared by `RegionService` (keys) and `RegionSets` (sets): a read
- * picks an available replica, preferring one whose `sv` already covers the session's vector, and
- * waits (on `sv` events, with a deadline) until it does; a write goes to the leader, with a
- * dependency time no further ahead than `maxSkewMs`.
+ * NuKV Algorithm 2's routing, shared by `RegionService` (keys), `RegionSets` (sets) and
+ * `RegionChanges` (change feeds): a read picks an available replica, preferring one whose `sv`
+ * already covers the session's vector, and waits (on `sv` events, with a deadline) until it does;
+ * a write goes to the leader, with a dependency time no further ahead than `maxSkewMs`, and a
+ * `majority` write waits for its leader's followers. It uses only the storage contract
+ * (`AbstractPartitionReplica`), whatever the backend.
  */
 import {
   CausewayError,
@@ -17,7 +19,7 @@ import {
   type ReadNeed,
   type ReplicaChoice,
 } from '@causeway/core'
-import type { PartitionReplica } from '../storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 
 /** What a {@link ReplicaRouter} routes over (a subset of `RegionServiceOptions`). */
 export interface ReplicaRouterOptions {
@@ -25,11 +27,14 @@ export interface ReplicaRouterOptions {
   regionNames: readonly string[]
   limits: Limits
   /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
-  replicas: readonly (readonly PartitionReplica[])[]
+  replicas: readonly (readonly AbstractPartitionReplica[])[]
   /** The highest idx region `d`'s leader of partition `p` has written, when known. */
   written?: (d: number, p: number) => number | undefined
-  /** Whether replica `i` of partition `p` can serve now. @default always */
-  available?: (p: number, i: number) => boolean
+  /**
+   * How long a `majority` write waits for the followers' confirmation, in ms.
+   * @default limits.defaultTimeoutMs
+   */
+  majorityTimeoutMs?: number
   /** The region's wall clock in ms. @default Date.now */
   now?: () => number
   /** Chooses among equally good replicas. @default Math.random */
@@ -38,7 +43,7 @@ export interface ReplicaRouterOptions {
 
 /** A replica chosen for a read, once it covers the read's vector. */
 export interface ServingReplica {
-  replica: PartitionReplica
+  replica: AbstractPartitionReplica
   waitedMs: number
 }
 
@@ -62,25 +67,25 @@ export class ReplicaRouter {
   }
 
   /** The leader of partition `p`. */
-  leader(p: number): PartitionReplica {
+  leader(p: number): AbstractPartitionReplica {
     return this.#partition(p)[0]!
   }
 
   /** Every replica of partition `p` that may serve a read now (throws when none may). */
-  serving(p: number): readonly PartitionReplica[] {
+  serving(p: number): readonly AbstractPartitionReplica[] {
     const replicas = this.#partition(p)
-    const available = this.#options.available
-    if (!available) return replicas
-    const serving = replicas.filter((_, i) => available(p, i))
+    if (replicas.every((r) => r.available)) return replicas
+    const serving = replicas.filter((r) => r.available)
     if (serving.length === 0) throw this.#unavailable(p, replicas)
     return serving
   }
 
   /**
    * Checks a read vector against the partition's epoch and what its origins have written:
-   * `EPOCH_MISMATCH`, `INVALID_VECTOR`, `VECTOR_UNREACHABLE`. A leader that can re-read its `sv`
-   * (Redis, written to by several gateway processes) does so before a need of this region is
-   * called unreachable, as `RedisRegionService` does for key reads.
+   * `EPOCH_MISMATCH`, `INVALID_VECTOR`, `VECTOR_UNREACHABLE`. Where other processes write the
+   * leader's store (`supports.refresh`), this process's view may be a push behind: the leader's
+   * `sv` is re-read before a need of this region is called unreachable, and a need is never
+   * called unreachable when it cannot be re-read.
    */
   async checkNeed(p: number, need: ReadNeed | undefined): Promise<void> {
     if (need === undefined) return
@@ -102,10 +107,14 @@ export class ReplicaRouter {
     for (const [d, idx] of need.need.entries()) {
       let written = this.#options.written?.(d, p)
       if (written === undefined || idx <= written) continue
-      const leader = this.leader(p) as PartitionReplica & { refresh?: () => Promise<void> }
-      if (d === this.region && typeof leader.refresh === 'function') {
+      const leader = this.leader(p)
+      if (d === this.region && leader.supports.refresh) {
         // A view a push behind is no reason to refuse: look again once.
-        await leader.refresh().catch(() => {})
+        const looked = await leader.refresh().then(
+          () => true,
+          () => false,
+        )
+        if (!looked) continue // unknown: the read waits instead
         written = this.#options.written?.(d, p)
         if (written === undefined || idx <= written) continue
       }
@@ -132,7 +141,7 @@ export class ReplicaRouter {
   /** Waits until `replica` covers `need`; resolves to the ms waited. */
   async wait(
     p: number,
-    replica: PartitionReplica,
+    replica: AbstractPartitionReplica,
     need: ReadNeed | undefined,
     timeoutMs: number,
   ): Promise<number> {
@@ -164,11 +173,10 @@ export class ReplicaRouter {
   }
 
   /**
-   * The "without HLC" ablation's write path (NuKV section 6): waits until the leader of `p` has
-   * applied `need`, the dependency vector a write carries, checked like a read's; resolves to the
-   * ms waited (0 without a vector). Shared by every backend's region service.
+   * Waits until the leader of `p` has applied `need`, checked like a read's vector; resolves to
+   * the ms waited (0 without a vector).
    */
-  async awaitAtLeader(p: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
+  async awaitLeader(p: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
     if (need === undefined) return 0
     await this.checkNeed(p, need)
     return this.wait(p, this.leader(p), need, timeoutMs)
@@ -188,42 +196,36 @@ export class ReplicaRouter {
     }
   }
 
-  /** Resolves once a majority of the partition's replicas (the leader among them) applied `idx`. */
+  /**
+   * Resolves once a majority of the partition's replicas (the leader among them) applied the
+   * leader's local write `idx` (`durability: 'majority'`): the one path for every backend, which
+   * confirms it its own way (`AbstractPartitionReplica.awaitReplicated`).
+   */
   async majority(p: number, idx: number): Promise<void> {
-    const replicas = this.#partition(p)
-    const needed = Math.floor(replicas.length / 2)
+    const [leader, ...followers] = this.#partition(p)
+    const replicas = followers.length + 1
+    const needed = Math.floor(replicas / 2)
     if (needed === 0) return
-    const need = new Array<number>(this.regions).fill(0)
-    need[this.region] = idx
-    const deadline = Date.now() + this.#options.limits.maxTimeoutMs
-    const followers = replicas.slice(1)
-    const confirmed = await new Promise<number>((resolve) => {
-      let yes = 0
-      let answered = 0
-      for (const follower of followers) {
-        void follower.waitFor(need, deadline).then((applied) => {
-          answered++
-          if (applied) yes++
-          if (yes >= needed || answered === followers.length) resolve(yes)
-        })
-      }
-    })
+    const timeoutMs = this.#options.majorityTimeoutMs ?? this.#options.limits.defaultTimeoutMs
+    const confirmed = await leader!
+      .awaitReplicated(idx, followers, needed, timeoutMs)
+      .catch(() => 0) // a backend that cannot tell confirms none
     if (confirmed < needed) {
       throw new CausewayError(
         'BACKEND_UNAVAILABLE',
-        `write ${this.region}:${idx} is durable at the leader but only ${confirmed + 1} of ${replicas.length} replicas confirmed it`,
-        { region: this.region, idx, confirmed: confirmed + 1, replicas: replicas.length },
+        `write ${this.region}:${idx} is durable at the leader but only ${confirmed + 1} of ${replicas} replicas confirmed it within ${timeoutMs} ms`,
+        { region: this.region, idx, confirmed: confirmed + 1, replicas },
       )
     }
   }
 
-  #partition(p: number): readonly PartitionReplica[] {
+  #partition(p: number): readonly AbstractPartitionReplica[] {
     const replicas = this.#options.replicas[p]
     if (!replicas) throw new CausewayError('INVALID_REQUEST', `partition ${p} does not exist`)
     return replicas
   }
 
-  #unavailable(p: number, replicas: readonly PartitionReplica[]): CausewayError {
+  #unavailable(p: number, replicas: readonly AbstractPartitionReplica[]): CausewayError {
     return new CausewayError(
       'BACKEND_UNAVAILABLE',
       `no replica of partition ${p} in region ${this.region} that the request may use is reachable`,
@@ -233,10 +235,10 @@ export class ReplicaRouter {
 
   #choose(
     p: number,
-    serving: readonly PartitionReplica[],
+    serving: readonly AbstractPartitionReplica[],
     choice: ReplicaChoice,
     need: readonly number[] | undefined,
-  ): PartitionReplica {
+  ): AbstractPartitionReplica {
     const leader = this.leader(p)
     const leaderServes = serving.includes(leader)
     if (choice === 'leader') {
@@ -249,7 +251,7 @@ export class ReplicaRouter {
     return this.#pick(ready) ?? fallback
   }
 
-  #pick(replicas: readonly PartitionReplica[]): PartitionReplica | undefined {
+  #pick(replicas: readonly AbstractPartitionReplica[]): AbstractPartitionReplica | undefined {
     return replicas[Math.floor(this.#random() * replicas.length)]
   }
 }

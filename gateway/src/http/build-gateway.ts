@@ -32,7 +32,8 @@ import {
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.js'
 import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
-import { internalRoutes, type ShippingReceiver } from './routes/internal.js'
+import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import { internalRoutes } from './routes/internal.js'
 import { kvRoutes } from './routes/kv.js'
 import { opsRoute } from './routes/ops.js'
 import { type WatchOptions, watchRoute } from './routes/watch.js'
@@ -235,6 +236,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
       maxKeyBytes: shape.limits.maxKeyBytes,
       maxValueBytes: shape.limits.maxValueBytes,
       maxBatchBytes: options.shipping.maxBatchBytes,
+      metrics,
     })
   }
   return app

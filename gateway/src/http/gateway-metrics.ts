@@ -36,6 +36,7 @@ export class GatewayMetrics {
   readonly #shipperLagSeconds: Gauge<'partition' | 'to'>
   readonly #quarantinedKeys: Gauge
   readonly #quarantineEvents: Counter<'event'>
+  readonly #shipmentsRefused: Counter<'reason'>
   /** The quarantine counts of the last status, so the counter grows by what happened since. */
   #quarantineSeen = { quarantined: 0, repaired: 0, skipped_entry: 0 }
 
@@ -102,6 +103,18 @@ export class GatewayMetrics {
     })
     for (const event of ['quarantined', 'repaired', 'skipped_entry'])
       this.#quarantineEvents.inc({ event }, 0)
+    this.#shipmentsRefused = new Counter({
+      name: 'causeway_shipments_refused_total',
+      help: 'Shipping envelopes from another region refused as of a format this gateway does not know (UNSUPPORTED_LOG_FORMAT): an envelope version, or a log entry kind',
+      labelNames: ['reason'],
+      registers,
+    })
+    for (const reason of ['version', 'kind']) this.#shipmentsRefused.inc({ reason }, 0)
+  }
+
+  /** Counts a shipping envelope refused as of an unknown version or entry kind. */
+  observeShipmentRefused(reason: 'version' | 'kind'): void {
+    this.#shipmentsRefused.inc({ reason })
   }
 
   /** Records one finished request. */

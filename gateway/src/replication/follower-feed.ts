@@ -6,13 +6,14 @@
  * only `lagMs` after the mark, i.e. no sooner than `lagMs` after it could first see the entries.
  */
 import { covers, maxInto } from '@causeway/core'
-import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import type { LogEntry } from '../storage/partition-replica.js'
 
 /** Options of a {@link FollowerFeed}. */
 export interface FollowerFeedOptions {
   /** The leader of the partition in the follower's region. */
-  leader: PartitionReplica
-  follower: PartitionReplica
+  leader: AbstractPartitionReplica
+  follower: AbstractPartitionReplica
   /**
    * How long after the leader applied an entry the follower may apply it, in ms.
    * @default 0
@@ -50,8 +51,8 @@ interface Mark {
 
 /** Keeps one follower applying its leader's log. */
 export class FollowerFeed {
-  readonly #leader: PartitionReplica
-  readonly #follower: PartitionReplica
+  readonly #leader: AbstractPartitionReplica
+  readonly #follower: AbstractPartitionReplica
   readonly #lagMs: number
   readonly #batchSize: number
   readonly #retryMs: number

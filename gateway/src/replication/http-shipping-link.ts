@@ -1,15 +1,21 @@
 /**
  * A {@link ShippingLink} over HTTP to the gateways of another region: the checkpoint is
- * `GET /v1/internal/ship/:partition/:origin` (the destination leader's `sv[origin]`), a batch is
- * `POST` to the same path (`receive()` at the destination leader), both with the cluster secret
- * as bearer token.
+ * `GET /v1/internal/ship/:partition/:origin` (the destination leader's `sv[origin]`), an envelope
+ * is `POST` to the same path in its JSON form (`envelopeToWire`; `receive()` at the destination
+ * leader), both with the cluster secret as bearer token.
  *
  * FIFO: requests go one at a time, in the order they were made, so a batch never overtakes the
  * one before it (HTTP on several connections would reorder them, and the receiver would see gaps).
- * A batch larger than `maxBatchBytes` goes as several requests, in order. When a gateway of the
- * destination fails, the next request goes to the next one.
+ * An envelope larger than `maxBatchBytes` goes as several envelopes, in order. When a gateway of
+ * the destination fails, the next request goes to the next one.
  */
-import type { LogEntry } from '../storage/partition-replica.js'
+import {
+  type LogEntry,
+  type ShipEnvelope,
+  type ShipEnvelopeWire,
+  envelopeToWire,
+  shipEnvelope,
+} from '@causeway/core'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
@@ -37,9 +43,6 @@ export interface HttpShippingLinkOptions {
    */
   fetch?: typeof fetch
 }
-
-/** The JSON of one shipped entry: a log entry without its origin (which is in the path). */
-export type ShippedEntry = Omit<LogEntry, 'origin'>
 
 /** The path of the internal shipping endpoint of `partition`, for entries of `origin`. */
 export function shippingPath(partition: number, origin: number): string {
@@ -87,13 +90,13 @@ export class HttpShippingLink implements ShippingLink {
     return this.#queue(() => this.#request('GET'))
   }
 
-  send(entries: readonly LogEntry[]): Promise<number> {
+  send(envelope: ShipEnvelope): Promise<number> {
     return this.#queue(async () => {
       let checkpoint = 0
-      for (const chunk of this.#chunks(entries)) {
-        checkpoint = await this.#request('POST', chunk)
+      for (const chunk of this.#chunks(envelope)) {
+        checkpoint = await this.#request('POST', envelopeToWire(chunk))
         // A gap at the destination: later chunks would be refused as well.
-        if (checkpoint < chunk.at(-1)!.idx) break
+        if (checkpoint < chunk.last) break
       }
       return checkpoint
     })
@@ -126,28 +129,29 @@ export class HttpShippingLink implements ShippingLink {
     return run
   }
 
-  // Splits a batch by size, keeping order; every chunk has at least one entry.
-  #chunks(entries: readonly LogEntry[]): ShippedEntry[][] {
-    const chunks: ShippedEntry[][] = []
-    let chunk: ShippedEntry[] = []
+  // Splits an envelope by the size of its entries' JSON into envelopes of consecutive entries,
+  // keeping order; every chunk has at least one entry.
+  #chunks(envelope: ShipEnvelope): ShipEnvelope[] {
+    const chunks: ShipEnvelope[] = []
+    let chunk: LogEntry[] = []
     let bytes = 0
-    for (const entry of entries) {
-      // Every field but the origin, so fields a backend adds to entries travel too.
-      const { origin: _origin, ...shipped } = entry
-      const size = JSON.stringify(shipped).length
+    const close = () => chunks.push(shipEnvelope(envelope.from, envelope.epoch, chunk))
+    for (const entry of envelope.entries) {
+      const size = JSON.stringify(entry).length
       if (chunk.length > 0 && bytes + size > this.#maxBatchBytes) {
-        chunks.push(chunk)
+        close()
         chunk = []
         bytes = 0
       }
-      chunk.push(shipped)
+      chunk.push(entry)
       bytes += size
     }
-    if (chunk.length > 0) chunks.push(chunk)
+    if (chunk.length === envelope.entries.length) return [envelope]
+    if (chunk.length > 0) close()
     return chunks
   }
 
-  async #request(method: 'GET' | 'POST', entries?: ShippedEntry[]): Promise<number> {
+  async #request(method: 'GET' | 'POST', envelope?: ShipEnvelopeWire): Promise<number> {
     const base = this.#gateways[this.#next % this.#gateways.length]!
     const abort = new AbortController()
     this.#aborts.add(abort)
@@ -157,11 +161,11 @@ export class HttpShippingLink implements ShippingLink {
     )
     try {
       const headers: Record<string, string> = { authorization: `Bearer ${this.#secret}` }
-      if (entries) headers['content-type'] = 'application/json'
+      if (envelope) headers['content-type'] = 'application/json'
       const res = await this.#fetch(base + this.#path, {
         method,
         headers,
-        body: entries ? JSON.stringify({ entries }) : null,
+        body: envelope ? JSON.stringify(envelope) : null,
         signal: abort.signal,
       })
       const body = (await res.json().catch(() => undefined)) as

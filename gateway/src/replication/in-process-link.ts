@@ -3,8 +3,8 @@
  * reaches the destination `delayMs` after it was sent and its acknowledgement comes back
  * `delayMs` later. Batches travel one FIFO line, so pipelined sends arrive in order.
  */
-import type { PartitionReplica } from '../storage/partition-replica.js'
-import type { LogEntry } from '../storage/partition-replica.js'
+import type { ShipEnvelope } from '@causeway/core'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import { DelayedRoundTrip } from './delayed-round-trip.js'
 import type { ShippingLink } from './shipping-link.js'
 
@@ -13,7 +13,7 @@ export interface InProcessLinkOptions {
   /** The region whose entries travel on this link. */
   origin: number
   /** The leader of the same partition in the destination region. */
-  destination: PartitionReplica
+  destination: AbstractPartitionReplica
   /**
    * One-way delay, in ms.
    * @default 0
@@ -24,7 +24,7 @@ export interface InProcessLinkOptions {
 /** A shipping link to a replica in the same process. */
 export class InProcessLink implements ShippingLink {
   readonly #origin: number
-  readonly #destination: PartitionReplica
+  readonly #destination: AbstractPartitionReplica
   readonly #wan: DelayedRoundTrip
 
   constructor(options: InProcessLinkOptions) {
@@ -37,8 +37,8 @@ export class InProcessLink implements ShippingLink {
     return this.#wan.call(async () => this.#destination.sv()[this.#origin] ?? 0)
   }
 
-  send(entries: readonly LogEntry[]): Promise<number> {
-    return this.#wan.call(() => this.#destination.receive(this.#origin, entries))
+  send(envelope: ShipEnvelope): Promise<number> {
+    return this.#wan.call(() => this.#destination.receive(envelope))
   }
 
   async close(): Promise<void> {

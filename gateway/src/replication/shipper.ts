@@ -7,14 +7,15 @@
  * failure it waits (exponential backoff), asks for it again and resends from there. The receiver
  * skips what it already has, so resending is harmless and shipping is resumable across restarts.
  */
-import type { ShipperStatus } from '@causeway/core'
-import type { LogEntry, PartitionReplica } from '../storage/partition-replica.js'
+import { type ShipperStatus, shipEnvelope } from '@causeway/core'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import type { LogEntry } from '../storage/partition-replica.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of a {@link Shipper}. */
 export interface ShipperOptions {
   /** The local leader of the partition, whose own-region entries are shipped. */
-  source: PartitionReplica
+  source: AbstractPartitionReplica
   /** The destination region. */
   to: number
   /** The channel to the destination's leader of the same partition. The shipper closes it on stop. */
@@ -56,7 +57,7 @@ export class Shipper {
   readonly partition: number
   readonly from: number
   readonly to: number
-  readonly #source: PartitionReplica
+  readonly #source: AbstractPartitionReplica
   readonly #link: ShippingLink
   readonly #batchSize: number
   readonly #maxInFlight: number
@@ -191,8 +192,9 @@ export class Shipper {
   }
 
   #send(entries: readonly LogEntry[], attempt: number): void {
-    const last = entries.at(-1)!.idx
-    this.#link.send(entries).then(
+    const envelope = shipEnvelope(this.from, this.#source.epoch(), entries)
+    const last = envelope.last
+    this.#link.send(envelope).then(
       (checkpoint) => {
         // The destination's sv only grows, so even a late answer is a valid checkpoint.
         this.#acked = Math.max(this.#acked, checkpoint)

@@ -135,7 +135,7 @@ export function recordOf(
   region: number,
 ): OpRecord {
   const record: OpRecord = { fingerprint, idx: entry.idx, ts: entry.ts, epoch, at: entry.at }
-  if (entry.siblings !== undefined) {
+  if (entry.kind === 'siblings') {
     const own = decodeSiblingSet(entry.siblings).entries.find(([actor]) => actor === region)
     if (own !== undefined) record.dot = own[1]
   }

@@ -2,8 +2,10 @@
  * The set side of a partition replica: Bigsets (decomposed delta-CRDT sets, `@causeway/core`'s
  * `bigset/`) stored next to the keys of the partition and replicated through its log.
  *
- * A set write is a log entry of its own kind: `key` is the set name and `setDelta` the delta the
- * leader's planner produced (`deltaToJSON`). It takes an origin idx and advances `sv` like any
+ * The contract is `AbstractSetReplica` (`abstract-set-replica.ts`); this module holds its types.
+ *
+ * A set write is a log entry of its own kind, `set-op`: `key` is the set name and `setDelta` the
+ * delta the leader's planner produced (`deltaToJSON`). It takes an origin idx and advances `sv` like any
  * write, so shipping, follower feeds and session vectors treat it like a key write; applying it
  * elsewhere runs Algorithm 2 (`planApplyDelta`), which is idempotent and commutes with every
  * other delta. Every write of a set runs "read the clocks, plan, write the batch" with no other
@@ -75,37 +77,6 @@ export type SetScanOptions = Pick<ScanOptions, 'from' | 'after' | 'limit'>
 /** One replica's ordered stream of a set for a merge of replicas (`mergeReplicaStreams`). */
 export interface SetReplicaStream extends ReplicaEntries {
   stamp(): Promise<SetStamp>
-}
-
-/** The sets of one partition replica. */
-export interface ReplicaSets {
-  /**
-   * Leader only: plans the write against the set's current clocks (minting dots under the
-   * region's actor), appends it to the log as a set entry with `idx = ++counter` and stores it,
-   * atomically and durably before resolving. Resolves to the log entry (its `setDelta` is what
-   * ships).
-   */
-  write(name: string, write: SetWrite, dt: Hlc): Promise<SetLogEntry>
-  /** The element's live dots and the stamp, read together. */
-  has(name: string, element: string): Promise<SetMembership>
-  /** The elements in order from `from`/`after`, up to `limit`, streamed from the store. */
-  scan(name: string, options?: SetScanOptions): SetScan
-  /** The number of elements (kept exactly with every write) and the stamp. */
-  size(name: string): Promise<SetSize>
-  /** This replica's set-clock and ordered entries, for a merge across replicas. */
-  stream(name: string, options?: Pick<ScanOptions, 'from' | 'after'>): Promise<SetReplicaStream>
-}
-
-/** A log entry of a set write (see the module comment). */
-export interface SetLogEntry {
-  origin: number
-  idx: number
-  /** The set name. */
-  key: string
-  ts: Hlc
-  at: number
-  /** The delta, as `JSON.stringify(deltaToJSON(delta))`. */
-  setDelta: string
 }
 
 /** Most regions a cluster may have; actors of one epoch are `0..MAX_REGIONS - 1` apart. */

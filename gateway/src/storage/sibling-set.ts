@@ -25,7 +25,7 @@ import {
   decodeSiblingSet,
   encodeSiblingSet,
 } from '@causeway/core'
-import type { LogEntry } from './partition-replica.js'
+import type { SiblingsEntry } from './partition-replica.js'
 
 export { NO_SIBLINGS, decodeSiblingSet, encodeSiblingSet, type Sibling, type SiblingSet }
 
@@ -130,8 +130,11 @@ export function checkContext(context: CausalContext, regions: number): void {
  * partition's replication at that entry for good.
  * @throws `CausewayError('INVALID_REQUEST')` otherwise.
  */
-export function decodeLoggedSiblings(entry: LogEntry, regions: number): SiblingSet {
-  const set = decodeSiblingSet(entry.siblings ?? '', regions)
+export function decodeLoggedSiblings(
+  entry: Pick<SiblingsEntry, 'origin' | 'idx' | 'ts' | 'siblings'>,
+  regions: number,
+): SiblingSet {
+  const set = decodeSiblingSet(entry.siblings, regions)
   const own = set.entries.find(([actor]) => actor === entry.origin)
   if (own?.[2][0]?.ts !== entry.ts)
     throw malformed(`entry ${entry.origin}:${entry.idx} carries a set without its own write`)

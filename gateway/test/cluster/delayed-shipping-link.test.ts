@@ -1,15 +1,10 @@
+import type { ShipEnvelope } from '@causeway/core'
 import { describe, expect, it } from 'vitest'
 import { DelayedShippingLink } from '../../src/cluster/delayed-shipping-link.js'
 import type { ShippingLink } from '../../src/replication/shipping-link.js'
-import type { LogEntry } from '../../src/storage/partition-replica.js'
+import { entry as logEntry, ship } from '../support/log-entries.js'
 
-const entry = (idx: number): LogEntry => ({
-  origin: 0,
-  idx,
-  key: 'k',
-  ts: '0000000000000001',
-  at: 0,
-})
+const entry = (idx: number) => logEntry(0, idx, 'k', undefined, '0000000000000001', 0)
 
 /** An inner link that records when each batch reached it and answers with its last idx. */
 function recordingLink(): ShippingLink & {
@@ -20,9 +15,9 @@ function recordingLink(): ShippingLink & {
     arrivals: [] as { idx: number; at: number }[],
     closed: false,
     checkpoint: async () => link.arrivals.at(-1)?.idx ?? 0,
-    send: async (entries: readonly LogEntry[]) => {
-      link.arrivals.push({ idx: entries.at(-1)!.idx, at: performance.now() })
-      return entries.at(-1)!.idx
+    send: async (envelope: ShipEnvelope) => {
+      link.arrivals.push({ idx: envelope.last, at: performance.now() })
+      return envelope.last
     },
     close: async () => {
       link.closed = true
@@ -36,7 +31,7 @@ describe('DelayedShippingLink (the emulated WAN of the Redis backend)', () => {
     const inner = recordingLink()
     const link = new DelayedShippingLink(inner, 60)
     const sent = performance.now()
-    const answers = await Promise.all([1, 2, 3].map((idx) => link.send([entry(idx)])))
+    const answers = await Promise.all([1, 2, 3].map((idx) => link.send(ship(0, [entry(idx)]))))
     const answered = performance.now()
     expect(answers).toEqual([1, 2, 3])
     expect(inner.arrivals.map((a) => a.idx)).toEqual([1, 2, 3])
@@ -54,10 +49,10 @@ describe('DelayedShippingLink (the emulated WAN of the Redis backend)', () => {
   it('on close, rejects what is in flight and closes the inner link', async () => {
     const inner = recordingLink()
     const link = new DelayedShippingLink(inner, 1000)
-    const pending = link.send([entry(1)])
+    const pending = link.send(ship(0, [entry(1)]))
     await link.close()
     await expect(pending).rejects.toThrow('shipping link closed')
-    await expect(link.send([entry(2)])).rejects.toThrow('shipping link closed')
+    await expect(link.send(ship(0, [entry(2)]))).rejects.toThrow('shipping link closed')
     expect(inner.arrivals).toEqual([])
     expect(inner.closed).toBe(true)
   })

@@ -7,11 +7,11 @@ import {
   hlcFrom,
   hlcMillis,
 } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ReadRequest, WriteRequest } from '../../src/cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../../src/cluster/embedded-cluster.js'
 import { RegionService } from '../../src/cluster/region-service.js'
-import type { PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
 
 const HOUR = 3_600_000
 
@@ -285,7 +285,13 @@ describe('RegionService', () => {
 
     it('refuses a vector of an older epoch after a failover', async () => {
       // Failover is a later issue; a partition whose leader is at epoch 3 stands in for it.
-      const leader = { replica: 0, epoch: () => 3 } as unknown as PartitionReplica
+      const supports = { siblings: true, sets: true, multiVersionReads: false, refresh: false }
+      const leader = {
+        replica: 0,
+        epoch: () => 3,
+        available: true,
+        supports: { ...supports, opRecords: true },
+      } as unknown as AbstractPartitionReplica
       const region = new RegionService({
         cluster: 'c',
         region: 0,
@@ -305,7 +311,10 @@ describe('RegionService', () => {
       const region = cluster.service(0)
       await region.write(write('a', '1'))
       await region.write(write('b', '1'))
-      await new Promise((resolve) => setTimeout(resolve, 30))
+      // Until the follower's missing entries are old enough to tell an age from none.
+      await vi.waitFor(async () =>
+        expect((await region.status()).replicas[1]!.lag.ms).toBeGreaterThanOrEqual(25),
+      )
       const status = await region.status()
       expect(status.cluster).toBe(cluster.id)
       expect(status.region).toBe(0)

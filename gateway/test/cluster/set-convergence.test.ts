@@ -11,7 +11,7 @@ import { EmbeddedCluster } from '../../src/cluster/embedded-cluster.js'
 import type { RegionSets } from '../../src/cluster/region-sets.js'
 import { InProcessLink } from '../../src/replication/in-process-link.js'
 import { Shipper } from '../../src/replication/shipper.js'
-import type { PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
 import { RedisPartitionReplica } from '../../src/storage/redis/index.js'
 import { startRedis, stopAllRedis } from '../support/redis-server.js'
 import { entriesOf, setsOf } from '../storage/set-compliance.js'
@@ -33,14 +33,17 @@ function prng(seed: number): () => number {
 }
 
 /** Waits until every replica has applied what every leader wrote (bounded). */
-async function settle(replicas: readonly PartitionReplica[], leaders: readonly PartitionReplica[]) {
+async function settle(
+  replicas: readonly AbstractPartitionReplica[],
+  leaders: readonly AbstractPartitionReplica[],
+) {
   const target = leaders.map((leader) => leader.sv()[leader.region]!)
   const deadline = Date.now() + 10_000
   for (const r of replicas) expect(await r.waitFor(target, deadline)).toBe(true)
 }
 
 /** Every replica holds the same entries and size for `name`; returns them. */
-async function sameEverywhere(replicas: readonly PartitionReplica[], name: string) {
+async function sameEverywhere(replicas: readonly AbstractPartitionReplica[], name: string) {
   const first = await entriesOf(replicas[0]!, name)
   for (const r of replicas) {
     expect(await entriesOf(r, name)).toEqual(first)

@@ -8,8 +8,8 @@
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { hlcFrom, hlcMillis } from '@causeway/core'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, startRedis, stopAllRedis, type RedisServer } from '../support/redis-server.js'
 import { writeRequest } from '../support/write-request.js'
@@ -62,11 +62,14 @@ async function start(benchmark: {
   }
   const [g0, g1] = gateways as [GatewayServer, GatewayServer]
   // Wait for both shipping leases, so shipping starts at once in the measurements below.
-  const deadline = Date.now() + 5000
-  while (g0.cluster.shippingLeases().length + g1.cluster.shippingLeases().length < 2) {
-    if (Date.now() > deadline) throw new Error('the shipping leases were never taken')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await vi.waitFor(
+    () =>
+      expect(
+        g0.cluster.shippingLeases().length + g1.cluster.shippingLeases().length,
+        'shipping leases taken',
+      ).toBe(2),
+    { timeout: 5000, interval: 20 },
+  )
   return { g0, g1 }
 }
 
@@ -85,9 +88,9 @@ describe('Redis cluster benchmark switches', () => {
 
   it('without HLC, makes a write wait at the leader until its dependencies are applied', async () => {
     const { g0, g1 } = await start({ wanDelayMs: WAN_MS, withoutHlc: true })
-    const first = await g0.cluster.service.write(writeRequest('k'))
+    const first = await g0.service.write(writeRequest('k'))
     const started = performance.now()
-    const second = await g1.cluster.service.write(
+    const second = await g1.service.write(
       writeRequest('k', { dt: first.ts, need: { epoch: first.epoch, need: [first.idx, 0] } }),
     )
     const took = performance.now() - started
@@ -100,11 +103,11 @@ describe('Redis cluster benchmark switches', () => {
 
     // Stamped from the leader's clock only: a dt far ahead does not push the stamp.
     const dt = hlcFrom(Date.now() + 10_000, 0)
-    const third = await g0.cluster.service.write(writeRequest('j', { dt }))
+    const third = await g0.service.write(writeRequest('j', { dt }))
     expect(hlcMillis(third.ts)).toBeLessThan(hlcMillis(dt))
     // A write with nothing to wait for reports 0, and an eventual write never waits.
     expect(third.waitedMs).toBe(0)
-    const eventual = await g1.cluster.service.write(
+    const eventual = await g1.service.write(
       writeRequest('e', {
         level: 'eventual',
         need: { epoch: third.epoch, need: [third.idx + 1000, 0] },

@@ -10,8 +10,8 @@
 import { connect } from '@causeway/client'
 import { HLC_ZERO } from '@causeway/core'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { RedisPartitionReplica } from '../../src/storage/redis/index.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
@@ -94,14 +94,13 @@ async function call(
 
 const kv = (key: string) => `/v1/kv/${encodeURIComponent(key)}`
 
+/** Resolves to what `probe` answers once it answers something, within `ms`. */
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 8000) {
-  const deadline = Date.now() + ms
-  for (let i = 0; i < 400 && Date.now() < deadline; i++) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  throw new Error(`${what} did not happen within ${ms} ms`)
+  return vi
+    .waitUntil(probe, { timeout: ms, interval: 20 })
+    .catch((error: unknown) =>
+      Promise.reject(new Error(`${what} did not happen within ${ms} ms`, { cause: error })),
+    ) as Promise<T>
 }
 
 describe('gateways over Redis, two regions', () => {
@@ -210,17 +209,19 @@ describe('gateways over Redis, two regions', () => {
       expect(
         (await call(gateways[0]![0]!.url, kv(key!), { method: 'PUT', body: { value: 1 } })).status,
       ).toBe(200)
-      await new Promise((r) => setTimeout(r, 30))
-      const status = await call(gateways[0]![1]!.url, '/v1/status')
-      const lagging = (
-        status.body.replicas as {
-          partition: number
-          replica: number
-          lag: { entries: number; ms: number }
-        }[]
-      ).find((r) => r.partition === p && r.replica === 1)!
-      expect(lagging.lag.entries).toBeGreaterThanOrEqual(1)
-      expect(lagging.lag.ms).toBeGreaterThanOrEqual(20)
+      // The status shows the follower behind by the write, and for longer and longer.
+      await vi.waitFor(async () => {
+        const status = await call(gateways[0]![1]!.url, '/v1/status')
+        const lagging = (
+          status.body.replicas as {
+            partition: number
+            replica: number
+            lag: { entries: number; ms: number }
+          }[]
+        ).find((r) => r.partition === p && r.replica === 1)!
+        expect(lagging.lag.entries).toBeGreaterThanOrEqual(1)
+        expect(lagging.lag.ms).toBeGreaterThanOrEqual(20)
+      })
       // A majority (leader + 1 of 2) cannot confirm: 503, though the write is at the leader.
       const majority = await call(gateways[0]![0]!.url, kv(key!) + '?durability=majority', {
         method: 'PUT',
@@ -300,25 +301,44 @@ describe('credentials', () => {
     expect(ok.status).toBe(200)
     expect(typeof ok.body.checkpoint).toBe('number')
     // A client key cannot push entries either, and nothing is applied.
-    const entry = { idx: 1_000_000, key: 'forged', value: '1', ts: HLC_ZERO, at: 0 }
+    const entry = { kind: 'put', idx: 1_000_000, key: 'forged', value: '1', ts: HLC_ZERO, at: 0 }
+    const envelope = (entries: object[], from = 0) => ({
+      v: 1,
+      from,
+      epoch: 1,
+      first: 1_000_000,
+      last: 1_000_000 + entries.length - 1,
+      entries,
+    })
     const forged = await call(url, path, {
       method: 'POST',
       key: API_KEY,
-      body: { entries: [entry] },
+      body: envelope([entry]),
     })
     expect([forged.status, forged.body.code]).toEqual([403, 'FORBIDDEN'])
-    // With the secret, a malformed batch or a region's own entries are refused.
+    // With the secret, a malformed envelope or a region's own entries are refused.
     for (const [p, body] of [
-      [path, { entries: [{ ...entry, extra: 1 }] }],
-      [path, { entries: [] }],
-      ['/v1/internal/ship/0/1', { entries: [entry] }],
-      ['/v1/internal/ship/9/0', { entries: [entry] }],
+      [path, envelope([{ ...entry, extra: 1 }])],
+      [path, envelope([])],
+      [path, envelope([entry], 1)],
+      [path, { ...envelope([entry]), last: 1_000_001 }],
+      ['/v1/internal/ship/0/1', envelope([entry], 1)],
+      ['/v1/internal/ship/9/0', envelope([entry])],
     ] as const) {
       const bad = await call(url, p, { method: 'POST', key: SECRET, body })
       expect([bad.status, bad.body.code]).toEqual([400, 'INVALID_REQUEST'])
     }
+    // One of a version, or with an entry kind, this gateway does not know: told so, not applied.
+    for (const body of [
+      { ...envelope([entry]), v: 2 },
+      { entries: [entry] },
+      envelope([{ ...entry, kind: 'label' }]),
+    ]) {
+      const newer = await call(url, path, { method: 'POST', key: SECRET, body })
+      expect([newer.status, newer.body.code]).toEqual([400, 'UNSUPPORTED_LOG_FORMAT'])
+    }
     // A gap (an idx far past the checkpoint) is not applied: the checkpoint does not move.
-    const gap = await call(url, path, { method: 'POST', key: SECRET, body: { entries: [entry] } })
+    const gap = await call(url, path, { method: 'POST', key: SECRET, body: envelope([entry]) })
     expect(gap.status).toBe(200)
     expect(gap.body.checkpoint).toBe(ok.body.checkpoint)
   })

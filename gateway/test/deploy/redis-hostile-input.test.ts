@@ -18,6 +18,7 @@ import {
   expectPoisonedEntryPasses,
   expectQuarantineContained,
   fuzzCluster,
+  shippedBy0,
 } from '../support/hostile-input.js'
 import { failures, startRedisDeployment, type RedisDeployment } from './redis-cluster-fixture.js'
 
@@ -52,7 +53,7 @@ const target: HostileTarget = {
   async ship(p, entries) {
     const reply = await call(`${deployment.urls[1]}/v1/internal/ship/${p}/0`, {
       method: 'POST',
-      json: { entries },
+      json: shippedBy0(entries),
       headers: { authorization: `Bearer ${deployment.config.auth.clusterSecret!}` },
     })
     return { status: reply.status, code: reply.body.code as string }

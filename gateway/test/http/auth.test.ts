@@ -3,11 +3,11 @@
  * when no API key is configured, route kinds decided by the matched route and not the raw URL,
  * the internal endpoint's receiver reached only with the cluster secret.
  */
-import { HLC_ZERO } from '@causeway/core'
+import { HLC_ZERO, type ShipEnvelope } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { accessOf } from '../../src/http/auth.js'
 import { buildGateway, type Gateway } from '../../src/http/build-gateway.js'
-import type { ShippingReceiver } from '../../src/http/routes/internal.js'
+import type { ShippingReceiver } from '../../src/replication/shipping-receiver.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
 import { FakeClusterService } from './fake-cluster-service.js'
 
@@ -26,9 +26,9 @@ class RecordingReceiver implements ShippingReceiver {
   async checkpoint(): Promise<number> {
     return 7
   }
-  async receive(partition: number, origin: number, entries: readonly LogEntry[]): Promise<number> {
-    this.batches.push({ partition, origin, entries })
-    return entries.at(-1)!.idx
+  async receive(partition: number, envelope: ShipEnvelope): Promise<number> {
+    this.batches.push({ partition, origin: envelope.from, entries: envelope.entries })
+    return envelope.last
   }
 }
 
@@ -120,7 +120,14 @@ describe('gateway auth', () => {
   it('hands a batch to the receiver only with the cluster secret', async () => {
     const receiver = new RecordingReceiver()
     const app = gateway({ auth: { apiKeys: [KEY], clusterSecret: SECRET }, shipping: { receiver } })
-    const payload = { entries: [{ idx: 1, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }] }
+    const payload = {
+      v: 1,
+      from: 1,
+      epoch: 1,
+      first: 1,
+      last: 1,
+      entries: [{ kind: 'put', idx: 1, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }],
+    }
     const url = '/v1/internal/ship/0/1'
     for (const [headers, status] of [
       [{}, 401],
@@ -137,7 +144,7 @@ describe('gateway auth', () => {
       {
         partition: 0,
         origin: 1,
-        entries: [{ origin: 1, idx: 1, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }],
+        entries: [{ kind: 'put', origin: 1, idx: 1, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }],
       },
     ])
     const checkpoint = await app.inject({ method: 'GET', url, headers: bearer(SECRET) })

@@ -9,7 +9,7 @@ import type { OutgoingHttpHeaders } from 'node:http'
 import { afterEach, describe, expect, it } from 'vitest'
 import { buildGateway, type Gateway } from '../../src/http/build-gateway.js'
 import { checkCorsOrigin } from '../../src/http/cors.js'
-import type { ShippingReceiver } from '../../src/http/routes/internal.js'
+import type { ShippingReceiver } from '../../src/replication/shipping-receiver.js'
 import { FakeClusterService } from './fake-cluster-service.js'
 
 const PAGE = 'http://localhost:5173'
@@ -25,7 +25,7 @@ afterEach(async () => {
 
 const receiver: ShippingReceiver = {
   checkpoint: async () => 0,
-  receive: async (_p, _o, entries) => entries.at(-1)!.idx,
+  receive: async (_p, envelope) => envelope.last,
 }
 
 function gateway(options: Partial<Parameters<typeof buildGateway>[0]> = {}): Gateway {
@@ -196,7 +196,14 @@ describe('CORS on replies', () => {
       method: 'POST',
       url: '/v1/internal/ship/0/1',
       headers: { origin: PAGE, authorization: `Bearer ${SECRET}` },
-      payload: { entries: [{ idx: 1, key: 'a', value: '1', ts: HLC_ZERO, at: 0 }] },
+      payload: {
+        v: 1,
+        from: 1,
+        epoch: 1,
+        first: 1,
+        last: 1,
+        entries: [{ kind: 'put', idx: 1, key: 'a', value: '1', ts: HLC_ZERO, at: 0 }],
+      },
     })
     expect(res.statusCode).toBe(200)
     expect(corsHeaders(res.headers)).toEqual({})

@@ -12,6 +12,8 @@ import {
   hlcFrom,
   hlcParts,
   partitionOf,
+  type ShipEnvelope,
+  siblingsEntry,
 } from '@causeway/core'
 import { MemoryLevel } from 'memory-level'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -35,6 +37,7 @@ import {
   expectPoisonedEntryPasses,
   expectQuarantineContained,
   fuzzCluster,
+  shippedBy0,
 } from '../support/hostile-input.js'
 
 const PARTITIONS = 2
@@ -78,12 +81,9 @@ const target: HostileTarget = {
     await db.put(kind === 'siblings' ? siblingsKey(key) : dataKey(key), text)
   },
   async ship(p, entries) {
-    const shipped = (Array.isArray(entries) ? entries : [entries]).map((e: object) => ({
-      ...e,
-      origin: 0,
-    })) as LogEntry[]
     try {
-      await served.cluster.replica(1, p, 0).receive(0, shipped)
+      const envelope = shippedBy0(entries, true) as unknown as ShipEnvelope
+      await served.cluster.replica(1, p, 0).receive(envelope)
       return { status: 200 }
     } catch (error) {
       if (!(error instanceof CausewayError)) throw error
@@ -106,7 +106,7 @@ async function poison(key: string): Promise<void> {
   const ts = hlcFrom(l, c + 1)
   const siblings = `0\u001f${2 ** 53}\u001f${ts}=1`
   const idx = meta.sv[0]! + 1
-  const entry: LogEntry = { origin: 0, idx, key, ts, at: Date.now(), siblings }
+  const entry: LogEntry = siblingsEntry({ origin: 0, idx, key, ts, at: Date.now() }, siblings)
   meta.sv[0] = idx
   meta.hlc = ts
   await db.batch([

@@ -10,8 +10,8 @@ import { HLC_ZERO } from '@causeway/core'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, describe, expect, it } from 'vitest'
 import { buildGateway, type Gateway, type GatewayOptions } from '../../src/http/build-gateway.js'
-import type { ShippingReceiver } from '../../src/http/routes/internal.js'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import type { ShippingReceiver } from '../../src/replication/shipping-receiver.js'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway } from '../../src/gateway-server.js'
 import { DEFAULT_RATE_LIMIT } from '../../src/http/rate-limit.js'
 import { startRedis, stopAllRedis } from '../support/redis-server.js'
@@ -98,7 +98,7 @@ describe('rate limits', () => {
   it('never limits the internal shipping routes', async () => {
     const receiver: ShippingReceiver = {
       checkpoint: async () => 0,
-      receive: async (_p, _o, entries) => entries.at(-1)!.idx,
+      receive: async (_partition, envelope) => envelope.last,
     }
     const { app } = gateway({
       rateLimit: { max: 1, windowMs: 60_000 },
@@ -110,7 +110,14 @@ describe('rate limits', () => {
         method: 'POST',
         url: '/v1/internal/ship/0/1',
         headers: bearer(SECRET),
-        payload: { entries: [{ idx, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }] },
+        payload: {
+          v: 1,
+          from: 1,
+          epoch: 1,
+          first: idx,
+          last: idx,
+          entries: [{ kind: 'put', idx, key: 'k', value: '1', ts: HLC_ZERO, at: 5 }],
+        },
       })
       expect(res.statusCode).toBe(200)
     }

@@ -1,7 +1,8 @@
 import { HLC_ZERO, hlcFrom } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FollowerFeed } from '../../src/replication/follower-feed.js'
-import { Replicas, reach, sleep, writeMany } from './support.js'
+import { Replicas, reach, writeMany } from './support.js'
+import { entry, ship } from '../support/log-entries.js'
 
 describe('FollowerFeed', () => {
   const replicas = new Replicas()
@@ -44,18 +45,13 @@ describe('FollowerFeed', () => {
     const { leader, follower, feed } = await pair(5, 3)
     feed.start()
     const t = Date.now()
-    const shipped = Array.from({ length: 10 }, (_, i) => ({
-      origin: 1,
-      idx: i + 1,
-      key: `k${i % 4}`,
-      value: `"r${i}"`,
-      ts: hlcFrom(t + i, 0),
-      at: t,
-    }))
+    const shipped = Array.from({ length: 10 }, (_, i) =>
+      entry(1, i + 1, `k${i % 4}`, `"r${i}"`, hlcFrom(t + i, 0), t),
+    )
     await Promise.all([
       writeMany(leader, 10, 'k'),
-      leader.receive(1, shipped.slice(0, 6)),
-      leader.receive(1, shipped),
+      leader.receive(ship(1, shipped.slice(0, 6))),
+      leader.receive(ship(1, shipped)),
     ])
     expect(leader.sv()).toEqual([10, 10])
     await reach(follower, 0, 10)
@@ -81,10 +77,10 @@ describe('FollowerFeed', () => {
     feed.start()
     expect(feed.lag()).toEqual({ entries: 0, ms: 0 })
     await writeMany(leader, 3)
-    await sleep(30)
+    // Its age grows while the entries are on their way (100 ms).
+    await vi.waitFor(() => expect(feed.lag().ms).toBeGreaterThanOrEqual(25))
     const behind = feed.lag()
     expect(behind.entries).toBe(3)
-    expect(behind.ms).toBeGreaterThanOrEqual(25)
     await reach(follower, 0, 3)
     expect(feed.lag()).toEqual({ entries: 0, ms: 0 })
   })

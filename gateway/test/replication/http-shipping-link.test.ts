@@ -3,20 +3,23 @@
  * batches split by size, the cluster secret on every request, the next gateway after a failure,
  * and queued batches dropped once one failed (so a hanging destination costs one timeout).
  */
-import { HLC_ZERO } from '@causeway/core'
-import { describe, expect, it } from 'vitest'
+import { HLC_ZERO, type ShipEnvelopeWire } from '@causeway/core'
+import { describe, expect, it, vi } from 'vitest'
 import { HttpShippingLink } from '../../src/replication/http-shipping-link.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
+import { entry as logEntry, ship } from '../support/log-entries.js'
 
 interface Seen {
   url: string
   method: string
   auth: string | null
   idxs: number[]
+  /** The envelope's head: version, sender, epoch, first and last idx. */
+  head?: [number, number, number, number, number]
 }
 
 function entry(idx: number, value = 'x'): LogEntry {
-  return { origin: 0, idx, key: `k${idx}`, value: JSON.stringify(value), ts: HLC_ZERO, at: idx }
+  return logEntry(0, idx, `k${idx}`, JSON.stringify(value), HLC_ZERO, idx)
 }
 
 /** A destination that applies entries in order, as a leader's receive does. */
@@ -27,14 +30,16 @@ function destination(
   let sv = 0
   let active = 0
   let maxActive = 0
+  let hanging = 0
   const fetch = (async (url: string, init: RequestInit) => {
     const n = seen.length
-    const body = init.body ? (JSON.parse(String(init.body)) as { entries: LogEntry[] }) : undefined
+    const body = init.body ? (JSON.parse(String(init.body)) as ShipEnvelopeWire) : undefined
     seen.push({
       url,
       method: init.method ?? 'GET',
       auth: new Headers(init.headers).get('authorization'),
       idxs: body?.entries.map((e) => e.idx) ?? [],
+      ...(body ? { head: [body.v, body.from, body.epoch, body.first, body.last] } : {}),
     })
     active++
     maxActive = Math.max(maxActive, active)
@@ -42,10 +47,12 @@ function destination(
       await new Promise((r) => setTimeout(r, 2))
       const failure = options.fail?.(n)
       if (failure === 'refuse') throw new TypeError('fetch failed')
-      if (failure === 'hang')
+      if (failure === 'hang') {
+        hanging++
         await new Promise((_, reject) =>
           init.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
         )
+      }
       if (failure === 'error')
         return Response.json({ code: 'BACKEND_UNAVAILABLE', message: 'down' }, { status: 503 })
       for (const e of body?.entries ?? []) if (e.idx === sv + 1) sv = e.idx
@@ -54,7 +61,7 @@ function destination(
       active--
     }
   }) as unknown as typeof globalThis.fetch
-  return { fetch, seen, maxActive: () => maxActive }
+  return { fetch, seen, maxActive: () => maxActive, hanging: () => hanging }
 }
 
 const GATEWAYS = ['http://a.example', 'http://b.example']
@@ -70,10 +77,17 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     expect(await link.checkpoint()).toBe(0)
-    const sends = [1, 3, 5, 7].map((i) => link.send([entry(i), entry(i + 1)]))
+    const sends = [1, 3, 5, 7].map((i) => link.send(ship(0, [entry(i), entry(i + 1)])))
     expect(await Promise.all(sends)).toEqual([2, 4, 6, 8])
     expect(dest.maxActive()).toBe(1)
     expect(dest.seen.map((s) => s.idxs)).toEqual([[], [1, 2], [3, 4], [5, 6], [7, 8]])
+    // Each a versioned envelope: v 1, from region 0, epoch 1, first and last idx.
+    expect(dest.seen.slice(1).map((s) => s.head)).toEqual([
+      [1, 0, 1, 1, 2],
+      [1, 0, 1, 3, 4],
+      [1, 0, 1, 5, 6],
+      [1, 0, 1, 7, 8],
+    ])
     expect(new Set(dest.seen.map((s) => s.url))).toEqual(
       new Set(['http://a.example/v1/internal/ship/3/0']),
     )
@@ -91,11 +105,19 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     const big = 'y'.repeat(400)
-    expect(await link.send([entry(1), entry(2), entry(3, big), entry(4), entry(5)])).toBe(5)
+    expect(await link.send(ship(0, [entry(1), entry(2), entry(3, big), entry(4), entry(5)]))).toBe(
+      5,
+    )
     expect(dest.seen.map((s) => s.idxs)).toEqual([[1, 2], [3], [4, 5]])
+    // Each chunk its own envelope of consecutive entries.
+    expect(dest.seen.map((s) => s.head?.slice(3))).toEqual([
+      [1, 2],
+      [3, 3],
+      [4, 5],
+    ])
     // A batch that starts past the destination's checkpoint: one request, then it stops.
     const before = dest.seen.length
-    expect(await link.send([entry(9), entry(10, big), entry(11)])).toBe(5)
+    expect(await link.send(ship(0, [entry(9), entry(10, big), entry(11)]))).toBe(5)
     expect(dest.seen.length - before).toBe(1)
   })
 
@@ -109,9 +131,9 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     const results = await Promise.allSettled([
-      link.send([entry(1)]),
-      link.send([entry(2)]),
-      link.send([entry(3)]),
+      link.send(ship(0, [entry(1)])),
+      link.send(ship(0, [entry(2)])),
+      link.send(ship(0, [entry(3)])),
     ])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected'])
     expect(String((results[1] as PromiseRejectedResult).reason)).toContain(
@@ -135,7 +157,9 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     const started = performance.now()
-    const results = await Promise.allSettled([1, 2, 3, 4].map((i) => link.send([entry(i)])))
+    const results = await Promise.allSettled(
+      [1, 2, 3, 4].map((i) => link.send(ship(0, [entry(i)]))),
+    )
     expect(results.every((r) => r.status === 'rejected')).toBe(true)
     expect(performance.now() - started).toBeLessThan(1000)
     expect(dest.seen).toHaveLength(1)
@@ -150,8 +174,8 @@ describe('HttpShippingLink', () => {
       secret: 's',
       fetch: dest.fetch,
     })
-    const pending = link.send([entry(1)])
-    await new Promise((r) => setTimeout(r, 10))
+    const pending = link.send(ship(0, [entry(1)]))
+    await vi.waitFor(() => expect(dest.hanging()).toBe(1))
     await link.close()
     await expect(pending).rejects.toThrow()
     await expect(link.checkpoint()).rejects.toThrow('closed')

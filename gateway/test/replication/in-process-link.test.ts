@@ -2,6 +2,7 @@ import { HLC_ZERO } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import { DelayLine } from '../../src/replication/delay-line.js'
 import { InProcessLink } from '../../src/replication/in-process-link.js'
+import { entry, ship } from '../support/log-entries.js'
 import { Replicas, writeMany } from './support.js'
 
 describe('DelayLine', () => {
@@ -60,9 +61,9 @@ describe('InProcessLink', () => {
     const link = new InProcessLink({ origin: 0, destination, delayMs: 25 })
     const started = Date.now()
     const answers = await Promise.all([
-      link.send(log.slice(0, 3)),
-      link.send(log.slice(3, 6)),
-      link.send(log.slice(6)),
+      link.send(ship(0, log.slice(0, 3))),
+      link.send(ship(0, log.slice(3, 6))),
+      link.send(ship(0, log.slice(6))),
     ])
     // Each answer is the checkpoint after its batch, or later (batches may commit together).
     answers.forEach((checkpoint, i) => expect(checkpoint).toBeGreaterThanOrEqual(3 * (i + 1)))
@@ -77,7 +78,7 @@ describe('InProcessLink', () => {
   it('rejects calls in flight and later calls once closed', async () => {
     const destination = await replicas.open(1, 2)
     const link = new InProcessLink({ origin: 0, destination, delayMs: 20 })
-    const pending = link.send([{ origin: 0, idx: 1, key: 'k', ts: HLC_ZERO, at: 0 }])
+    const pending = link.send(ship(0, [entry(0, 1, 'k', undefined, HLC_ZERO, 0)]))
     await link.close()
     await expect(pending).rejects.toThrow(/closed/)
     await expect(link.checkpoint()).rejects.toThrow(/closed/)

@@ -1,5 +1,5 @@
 /** Replicas and links for the replication tests: in memory, closed after each test. */
-import { HLC_ZERO } from '@causeway/core'
+import { HLC_ZERO, type ShipEnvelope } from '@causeway/core'
 import type { InProcessLink } from '../../src/replication/in-process-link.js'
 import type { ShippingLink } from '../../src/replication/shipping-link.js'
 import { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
@@ -65,13 +65,13 @@ export class FlakyLink implements ShippingLink {
     return this.inner.checkpoint()
   }
 
-  send(entries: readonly LogEntry[]): Promise<number> {
+  send(envelope: ShipEnvelope): Promise<number> {
     if (this.failWhen(++this.#sends)) {
       this.failures++
       return Promise.reject(new Error(`send ${this.#sends} lost`))
     }
-    this.sent.push(entries.map((e) => e.idx))
-    return this.inner.send(entries)
+    this.sent.push(envelope.entries.map((e) => e.idx))
+    return this.inner.send(envelope)
   }
 
   close(): Promise<void> {
@@ -79,7 +79,7 @@ export class FlakyLink implements ShippingLink {
   }
 }
 
-/** Waits `ms`. */
+/** Waits `ms`: to spread writes over time, never to wait for state (wait for that instead). */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }

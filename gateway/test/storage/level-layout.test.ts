@@ -1,4 +1,12 @@
-import { HLC_ZERO, hlcFrom } from '@causeway/core'
+import {
+  HLC_ZERO,
+  compareVersions,
+  deleteEntry,
+  hlcFrom,
+  putEntry,
+  setOpEntry,
+  siblingsEntry,
+} from '@causeway/core'
 import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import {
@@ -11,7 +19,6 @@ import {
   versionOrderKey,
 } from '../../src/storage/level/level-layout.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
-import { compareVersions } from '../../src/storage/version-order.js'
 
 describe('encodeMeta', () => {
   it('writes the text JSON.stringify writes, so every reader of the meta parses it alike', () => {
@@ -70,14 +77,16 @@ describe('version order keys', () => {
 })
 
 describe('encodeEntry', () => {
-  it('encodes a frozen entry once and a mutable one every time', () => {
-    const entry: LogEntry = { origin: 0, idx: 1, key: 'k', value: '"a"', ts: HLC_ZERO, at: 1 }
-    const first = encodeEntry(entry)
-    entry.value = '"b"'
-    expect(decodeEntry(0, 1, encodeEntry(entry)).value).toBe('"b"')
-    expect(first).not.toBe(encodeEntry(entry))
-    const frozen = Object.freeze({ ...entry })
-    expect(decodeEntry(0, 1, encodeEntry(frozen))).toEqual(frozen)
-    expect(encodeEntry(frozen)).toBe(encodeEntry(frozen))
+  it('encodes an entry (frozen, as every entry is) once, and decodes it to an equal one', () => {
+    const entry: LogEntry = putEntry({ origin: 0, idx: 1, key: 'k', ts: HLC_ZERO, at: 1 }, '"a"')
+    expect(Object.isFrozen(entry)).toBe(true)
+    expect(decodeEntry(0, 1, encodeEntry(entry))).toEqual(entry)
+    expect(encodeEntry(entry)).toBe(encodeEntry(entry))
+    for (const other of [
+      deleteEntry(entry),
+      siblingsEntry(entry, '0\u001f1'),
+      setOpEntry(entry, '{"v":1,"adds":[],"removes":[]}'),
+    ])
+      expect(decodeEntry(0, 1, encodeEntry(other))).toEqual(other)
   })
 })

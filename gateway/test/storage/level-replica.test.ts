@@ -8,6 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { dataKey, siblingsKey } from '../../src/storage/level/level-layout.js'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
 import { replicaCompliance } from './replica-compliance.js'
+import { entry, ship } from '../support/log-entries.js'
 
 // Damages a stored value in an open store, as a bad disk or an older version would.
 function corrupter(db: StringLevel) {
@@ -120,10 +121,15 @@ describe('LevelPartitionReplica', () => {
     await r.open()
     await expect(r.write('k', '1', 'not-an-hlc')).rejects.toMatchObject({ code: 'INVALID_HLC' })
     await expect(r.write('', '1', HLC_ZERO)).rejects.toMatchObject({ code: 'INVALID_KEY' })
-    await expect(r.receive(0, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
-    await expect(r.receive(5, [])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
-    const bad = { origin: 1, idx: 0, key: 'k', ts: HLC_ZERO, at: 0 }
-    await expect(r.receive(1, [bad])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+    const good = entry(1, 1, 'k', '1', HLC_ZERO)
+    await expect(r.receive(ship(0, [{ ...good, origin: 0 }]))).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    })
+    await expect(r.receive(ship(5, [{ ...good, origin: 5 }]))).rejects.toMatchObject({
+      code: 'INVALID_REQUEST',
+    })
+    const bad = { ...good, idx: 0 }
+    await expect(r.receive(ship(1, [bad]))).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
     await expect(r.apply([{ ...bad, idx: 1, ts: 'x' }])).rejects.toMatchObject({
       code: 'INVALID_REQUEST',
     })

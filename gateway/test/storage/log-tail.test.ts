@@ -4,11 +4,13 @@ import { afterEach, describe, expect, it } from 'vitest'
 import { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
 import { LogTail } from '../../src/storage/level/log-tail.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
+import { putEntry } from '@causeway/core'
+import { ship } from '../support/log-entries.js'
 
 const ts = '00018f2a3b4c0001'
 
 function entry(idx: number, value = 'v'): LogEntry {
-  return { origin: 1, idx, key: `k${idx}`, value, ts, at: 0 }
+  return putEntry({ origin: 1, idx, key: `k${idx}`, ts, at: 0 }, value)
 }
 
 describe('LogTail', () => {
@@ -84,17 +86,12 @@ describe('LevelPartitionReplica readLog from the tail', () => {
     await r.write('a', '"1"', HLC_ZERO)
     await r.write('a', undefined, HLC_ZERO)
     await r.writeSibling('cart:1', '"x"', HLC_ZERO, [])
-    await r.sets!.write('s', { op: 'add', elements: [{ element: 'e' }] }, HLC_ZERO)
+    await r.sets.write('s', { op: 'add', elements: [{ element: 'e' }] }, HLC_ZERO)
     await Promise.all(Array.from({ length: 20 }, (_, i) => r.write(`k${i}`, `${i}`, HLC_ZERO)))
-    const remote: LogEntry[] = [1, 2, 3].map((idx) => ({
-      origin: 1,
-      idx,
-      key: `r${idx}`,
-      value: `"${idx}"`,
-      ts: `00018f2a3b4c000${idx}`,
-      at: 5,
-    }))
-    expect(await r.receive(1, remote)).toBe(3)
+    const remote: LogEntry[] = [1, 2, 3].map((idx) =>
+      putEntry({ origin: 1, idx, key: `r${idx}`, ts: `00018f2a3b4c000${idx}`, at: 5 }, `"${idx}"`),
+    )
+    expect(await r.receive(ship(1, remote))).toBe(3)
 
     const fromTail = [await r.readLog(0, 0, 100), await r.readLog(1, 0, 100)]
     const paged = [await r.readLog(0, 2, 3), await r.readLog(1, 1, 1)]

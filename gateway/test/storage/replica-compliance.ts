@@ -1,5 +1,5 @@
 /**
- * The compliance suite of {@link PartitionReplica}, written once and run by every storage backend
+ * The compliance suite of {@link AbstractPartitionReplica}, written once and run by every storage backend
  * (in the spirit of abstract-level's suite): `replicaCompliance('level: memory', factory)`.
  *
  * Every test runs twice: on a fresh replica, and on a reopened one, where the replica is closed
@@ -9,6 +9,7 @@
 import {
   type CausalContext,
   HLC_ZERO,
+  LOG_ENTRY_KINDS,
   type Hlc,
   MAX_SAFE_COUNTER,
   hlcFrom,
@@ -16,7 +17,8 @@ import {
 } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { OpRef, ReplicaWrite } from '../../src/storage/op-records.js'
-import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
+import type { LogEntry, ShipEnvelope, SiblingsEntry } from '../../src/storage/partition-replica.js'
 import type {
   QuarantineEvent,
   QuarantinePlace,
@@ -33,6 +35,7 @@ import {
   mergeSiblings,
   writeSibling,
 } from '../../src/storage/sibling-set.js'
+import { entry, ship, siblingEntry } from '../support/log-entries.js'
 
 /** Which replica a store holds. */
 export interface ReplicaShape {
@@ -49,7 +52,7 @@ export interface ReplicaStore {
     now?: () => number
     quarantine?: QuarantineSink
     opRetentionMs?: number
-  }): PartitionReplica
+  }): AbstractPartitionReplica
   /**
    * Overwrites the stored value of `key` behind the replica's back, as a damaged store or an
    * older, buggy version would leave it: its sibling set's text, or its version (on Redis, the
@@ -66,19 +69,6 @@ export type ReplicaStoreFactory = (shape: ReplicaShape) => Promise<ReplicaStore>
 const REGIONS = 3
 const HOUR = 3_600_000
 
-/** A shipped or replicated log entry, for tests. */
-function entry(
-  origin: number,
-  idx: number,
-  key: string,
-  value: string | undefined,
-  ts: Hlc,
-): LogEntry {
-  const e: LogEntry = { origin, idx, key, ts, at: Date.now() }
-  if (value !== undefined) e.value = value
-  return e
-}
-
 /** An HLC `ms` milliseconds from now (negative: in the past). */
 function tsIn(ms: number, c = 0): Hlc {
   return hlcFrom(Date.now() + ms, c)
@@ -87,7 +77,7 @@ function tsIn(ms: number, c = 0): Hlc {
 export function replicaCompliance(name: string, factory: ReplicaStoreFactory): void {
   describe.each(['fresh', 'reopened'] as const)(`${name} (%s replica)`, (mode) => {
     const stores: ReplicaStore[] = []
-    const opened: PartitionReplica[] = []
+    const opened: AbstractPartitionReplica[] = []
     // What the replicas of the running test reported (quarantine.ts).
     const reported = {
       quarantined: [] as QuarantineEvent[],
@@ -106,13 +96,13 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       for (const list of Object.values(reported)) list.length = 0
     })
 
-    const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
+    const storeOf = new WeakMap<AbstractPartitionReplica, ReplicaStore>()
 
     async function openOn(
       store: ReplicaStore,
       now?: () => number,
       opRetentionMs?: number,
-    ): Promise<PartitionReplica> {
+    ): Promise<AbstractPartitionReplica> {
       const r = store.replica({
         quarantine,
         ...(now ? { now } : {}),
@@ -125,7 +115,9 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     }
 
     /** A replica of region `region` on an empty store (reopened once in `reopened` mode). */
-    async function fresh(region = 0): Promise<{ r: PartitionReplica; store: ReplicaStore }> {
+    async function fresh(
+      region = 0,
+    ): Promise<{ r: AbstractPartitionReplica; store: ReplicaStore }> {
       const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
       stores.push(store)
       let r = await openOn(store)
@@ -134,13 +126,13 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     }
 
     /** Closes `r` and opens a new replica object over its store. */
-    async function reopen(r: PartitionReplica, now?: () => number) {
+    async function reopen(r: AbstractPartitionReplica, now?: () => number) {
       await r.close()
       return openOn(storeOf.get(r)!, now)
     }
 
     /** In `reopened` mode, closes and reopens the replica, so checks run on what was persisted. */
-    async function restart(r: PartitionReplica): Promise<PartitionReplica> {
+    async function restart(r: AbstractPartitionReplica): Promise<AbstractPartitionReplica> {
       return mode === 'reopened' ? reopen(r) : r
     }
 
@@ -196,7 +188,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       let { r } = await fresh()
       await r.write('k', '1', HLC_ZERO)
       const del = await r.write('k', undefined, HLC_ZERO)
-      expect(del.value).toBeUndefined()
+      expect(del.kind).toBe('delete')
       expect('value' in del).toBe(false)
       r = await restart(r)
       const { version } = await r.read('k')
@@ -211,19 +203,19 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       const local = await r.write('k', '"local"', HLC_ZERO)
       const t = hlcMillis(local.ts)
       // Older than the local version: stored in the log, loses.
-      expect(await r.receive(1, [entry(1, 1, 'k', '"old"', hlcFrom(t - 1000, 0))])).toBe(1)
+      expect(await r.receive(ship(1, [entry(1, 1, 'k', '"old"', hlcFrom(t - 1000, 0))]))).toBe(1)
       expect((await r.read('k')).version).toEqual({ value: '"local"', ts: local.ts, dc: 0 })
       // Same ts, higher dc: wins the tie.
-      expect(await r.receive(2, [entry(2, 1, 'k', '"tie"', local.ts)])).toBe(1)
+      expect(await r.receive(ship(2, [entry(2, 1, 'k', '"tie"', local.ts)]))).toBe(1)
       expect((await r.read('k')).version).toEqual({ value: '"tie"', ts: local.ts, dc: 2 })
       // Same ts, lower dc than the winner: loses the tie.
-      await r.receive(1, [entry(1, 2, 'k', '"tie-low"', local.ts)])
+      await r.receive(ship(1, [entry(1, 2, 'k', '"tie-low"', local.ts)]))
       r = await restart(r)
       expect((await r.read('k')).version?.value).toBe('"tie"')
       expect(r.sv()).toEqual([1, 2, 1])
       // Newer: wins, also as a tombstone.
       const newer = hlcFrom(t + 1000, 0)
-      await r.receive(1, [entry(1, 3, 'k', undefined, newer)])
+      await r.receive(ship(1, [entry(1, 3, 'k', undefined, newer)]))
       expect((await r.read('k')).version).toEqual({ ts: newer, dc: 1 })
     })
 
@@ -256,7 +248,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       const written: LogEntry[] = []
       // More than 10 so a lexicographic (not numeric) log order would show.
       for (let i = 1; i <= 12; i++) written.push(await r.write(`k${i % 3}`, String(i), HLC_ZERO))
-      await r.receive(1, [entry(1, 1, 'x', '"x"', tsIn(0))])
+      await r.receive(ship(1, [entry(1, 1, 'x', '"x"', tsIn(0))]))
       r = await restart(r)
       expect(await r.readLog(0, 0, 100)).toEqual(written)
       expect((await r.readLog(0, 8, 100)).map((e) => e.idx)).toEqual([9, 10, 11, 12])
@@ -272,27 +264,33 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     it('receives shipped entries idempotently', async () => {
       let { r } = await fresh()
       const shipped = [1, 2, 3].map((i) => entry(1, i, `k${i}`, String(i), tsIn(-100, i)))
-      expect(await r.receive(1, shipped.slice(0, 2))).toBe(2)
+      expect(await r.receive(ship(1, shipped.slice(0, 2)))).toBe(2)
       // A resend that overlaps what was applied: only the new entry counts.
-      expect(await r.receive(1, shipped)).toBe(3)
-      expect(await r.receive(1, shipped)).toBe(3)
-      expect(await r.receive(1, [])).toBe(3)
+      expect(await r.receive(ship(1, shipped))).toBe(3)
+      expect(await r.receive(ship(1, shipped))).toBe(3)
+      // An envelope carries at least one entry.
+      await expect(r.receive(ship(1, []))).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
       r = await restart(r)
       expect(r.sv()).toEqual([0, 3, 0])
       expect(await r.readLog(1, 0, 100)).toEqual(shipped)
       expect((await r.read('k2')).version).toEqual({ value: '2', ts: shipped[1]!.ts, dc: 1 })
     })
 
-    it('stops a received batch at a gap', async () => {
+    it('stops a received batch at a gap, and refuses an envelope with a hole whole', async () => {
       let { r } = await fresh()
       const shipped = [1, 2, 3, 4].map((i) => entry(2, i, `k${i}`, String(i), tsIn(-100, i)))
-      expect(await r.receive(2, [shipped[2]!, shipped[3]!])).toBe(0)
+      expect(await r.receive(ship(2, [shipped[2]!, shipped[3]!]))).toBe(0)
       expect((await r.read('k3')).version).toBeUndefined()
-      expect(await r.receive(2, [shipped[0]!, shipped[1]!, shipped[3]!])).toBe(2)
+      // Entries of an envelope run from `first` to `last`: a hole is a broken sender.
+      await expect(
+        r.receive(ship(2, [shipped[0]!, shipped[1]!, shipped[3]!])),
+      ).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+      expect(r.sv()).toEqual([0, 0, 0])
+      expect(await r.receive(ship(2, [shipped[0]!, shipped[1]!]))).toBe(2)
       r = await restart(r)
       expect((await r.read('k4')).version).toBeUndefined()
       expect((await r.readLog(2, 0, 10)).map((e) => e.idx)).toEqual([1, 2])
-      expect(await r.receive(2, shipped)).toBe(4)
+      expect(await r.receive(ship(2, shipped))).toBe(4)
       expect(r.sv()).toEqual([0, 0, 4])
     })
 
@@ -322,9 +320,9 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       const seen: number[][] = []
       const unsubscribe = r.onAdvance((sv) => seen.push([...sv]))
       await r.write('a', '1', HLC_ZERO)
-      await r.receive(2, [entry(2, 1, 'b', '1', tsIn(0))])
-      await r.receive(2, [entry(2, 1, 'b', '1', tsIn(0))]) // a duplicate does not advance
-      await r.receive(1, [entry(1, 2, 'c', '1', tsIn(0))]) // nor does a gap
+      await r.receive(ship(2, [entry(2, 1, 'b', '1', tsIn(0))]))
+      await r.receive(ship(2, [entry(2, 1, 'b', '1', tsIn(0))])) // a duplicate does not advance
+      await r.receive(ship(1, [entry(1, 2, 'c', '1', tsIn(0))])) // nor does a gap
       unsubscribe()
       await r.write('a', '2', HLC_ZERO)
       expect(seen).toEqual([
@@ -339,7 +337,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
     it('advances its HLC past received timestamps', async () => {
       let { r } = await fresh()
       const future = tsIn(HOUR, 3)
-      await r.receive(1, [entry(1, 1, 'k', '"remote"', future)])
+      await r.receive(ship(1, [entry(1, 1, 'k', '"remote"', future)]))
       r = await restart(r)
       const local = await r.write('j', '"local"', HLC_ZERO)
       expect(local.ts > future).toBe(true)
@@ -396,8 +394,11 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const { r } = await fresh()
         const started = Date.now()
         const waiting = r.waitFor([0, 2, 0], started + 5000)
-        setTimeout(() => void r.receive(1, [entry(1, 1, 'a', '1', tsIn(0))]), 10)
-        setTimeout(() => void r.receive(1, [entry(1, 2, 'b', '1', tsIn(0))]), 30)
+        const pending = Symbol('pending')
+        await r.receive(ship(1, [entry(1, 1, 'a', '1', tsIn(0))]))
+        // One advance is not enough.
+        expect(await Promise.race([waiting, Promise.resolve(pending)])).toBe(pending)
+        await r.receive(ship(1, [entry(1, 2, 'b', '1', tsIn(0))]))
         expect(await waiting).toBe(true)
         expect(r.sv()[1]).toBe(2)
         expect(Date.now() - started).toBeLessThan(1000)
@@ -433,19 +434,23 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
 
     describe('siblings', () => {
       /** The siblings of `key` as `[dc, value]` (value undefined: a tombstone), oldest first. */
-      async function siblingsOf(r: PartitionReplica, key: string) {
+      async function siblingsOf(r: AbstractPartitionReplica, key: string) {
         const { siblings } = await r.readSiblings(key)
         return listSiblings(siblings).map((s) => [s.dc, s.value])
       }
 
-      async function contextAt(r: PartitionReplica, key: string): Promise<CausalContext> {
+      async function contextAt(r: AbstractPartitionReplica, key: string): Promise<CausalContext> {
         return contextOf((await r.readSiblings(key)).siblings)
       }
 
       /** Ships every entry of `from`'s own log that `to` has not received yet. */
-      async function ship(from: PartitionReplica, to: PartitionReplica): Promise<void> {
+      async function shipAll(
+        from: AbstractPartitionReplica,
+        to: AbstractPartitionReplica,
+      ): Promise<void> {
         const origin = from.region
-        await to.receive(origin, await from.readLog(origin, to.sv()[origin]!, 1000))
+        const entries = await from.readLog(origin, to.sv()[origin]!, 1000)
+        if (entries.length > 0) await to.receive(ship(origin, entries))
       }
 
       it('keeps blind writes as siblings and reads them with their context', async () => {
@@ -490,7 +495,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         let { r } = await fresh()
         await r.writeSibling('k:1', '"a"', HLC_ZERO, [])
         const del = await r.writeSibling('k:1', undefined, HLC_ZERO, await contextAt(r, 'k:1'))
-        expect(del.value).toBeUndefined()
+        expect(del.kind).toBe('siblings')
         r = await restart(r)
         expect(await siblingsOf(r, 'k:1')).toEqual([[0, undefined]])
         expect(listSiblings((await r.readSiblings('k:1')).siblings)[0]!.ts).toBe(del.ts)
@@ -510,7 +515,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const log = await r.readLog(0, 0, 10)
         expect(log).toEqual([a, b])
         expect(log.map((e) => 'value' in e)).toEqual([false, false])
-        const set = decodeSiblingSet(log[1]!.siblings!)
+        const set = decodeSiblingSet((log[1] as SiblingsEntry).siblings)
         expect(set.entries).toEqual([
           [
             0,
@@ -553,8 +558,8 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         // Both regions write the key without having seen each other.
         await r0.writeSibling('doc:1', '"zero"', HLC_ZERO, [])
         await r1.writeSibling('doc:1', '"one"', HLC_ZERO, [])
-        await ship(r0, r1)
-        await ship(r1, r0)
+        await shipAll(r0, r1)
+        await shipAll(r1, r0)
         r0 = await restart(r0)
         r1 = await restart(r1)
         const both = [
@@ -571,8 +576,8 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         // Region 1 resolves with the context it read; region 0 writes blind meanwhile.
         await r1.writeSibling('doc:1', '"resolved"', HLC_ZERO, await contextAt(r1, 'doc:1'))
         await r0.writeSibling('doc:1', '"late"', HLC_ZERO, [])
-        await ship(r1, r0)
-        await ship(r0, r1)
+        await shipAll(r1, r0)
+        await shipAll(r0, r1)
         const expected = [
           [0, '"zero"'],
           [0, '"late"'],
@@ -589,7 +594,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const two = await fresh(2)
         await zero.r.writeSibling('k:1', '"z1"', HLC_ZERO, [])
         await one.r.writeSibling('k:1', '"o1"', HLC_ZERO, [])
-        await ship(zero.r, two.r)
+        await shipAll(zero.r, two.r)
         await two.r.writeSibling('k:1', '"t1"', HLC_ZERO, await contextAt(two.r, 'k:1'))
         await zero.r.writeSibling('k:1', '"z2"', HLC_ZERO, [])
         const entries = [
@@ -627,7 +632,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           return seed / 2 ** 32
         }
         const model: SiblingSet[] = [NO_SIBLINGS, NO_SIBLINGS, NO_SIBLINGS]
-        const logs: LogEntry[][] = [[], [], []]
+        const logs: SiblingsEntry[][] = [[], [], []]
         const seen: CausalContext[] = [[]]
         let clock = Date.now()
         for (let step = 0; step < 80; step++) {
@@ -638,25 +643,25 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
             const e = await r.writeSibling('m:1', value, HLC_ZERO, context)
             const sibling = value === undefined ? { ts: e.ts } : { ts: e.ts, value }
             model[0] = writeSibling(model[0]!, context, sibling, 0)
-            expect(decodeSiblingSet(e.siblings!)).toEqual(model[0])
+            expect(decodeSiblingSet(e.siblings)).toEqual(model[0])
           } else {
             const ts = hlcFrom(++clock, 0)
             const sibling = value === undefined ? { ts } : { ts, value }
             model[region] = writeSibling(model[region]!, context, sibling, region)
-            const e: LogEntry = {
-              origin: region,
-              idx: logs[region]!.length + 1,
-              key: 'm:1',
+            const e = siblingEntry(
+              region,
+              logs[region]!.length + 1,
+              'm:1',
+              encodeSiblingSet(model[region]!),
               ts,
-              at: clock,
-              siblings: encodeSiblingSet(model[region]!),
-            }
+              clock,
+            )
             logs[region]!.push(e)
             if (random() < 0.6) {
               // Region 0 receives everything of this region it has not yet, in one batch.
-              await r.receive(region, logs[region]!.slice(r.sv()[region]!))
+              await r.receive(ship(region, logs[region]!.slice(r.sv()[region]!)))
               model[0] = logs[region]!.reduce(
-                (set, x) => mergeSiblings(set, decodeSiblingSet(x.siblings!)),
+                (set, x) => mergeSiblings(set, decodeSiblingSet(x.siblings)),
                 model[0]!,
               )
             }
@@ -680,9 +685,9 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         await zero.r.writeSibling('k:1', '"a"', HLC_ZERO, [])
         await zero.r.writeSibling('k:1', '"b"', HLC_ZERO, [])
         const log = await zero.r.readLog(0, 0, 10)
-        expect(await one.r.receive(0, log.slice(0, 1))).toBe(1)
-        expect(await one.r.receive(0, log)).toBe(2)
-        expect(await one.r.receive(0, log)).toBe(2)
+        expect(await one.r.receive(ship(0, log.slice(0, 1)))).toBe(1)
+        expect(await one.r.receive(ship(0, log))).toBe(2)
+        expect(await one.r.receive(ship(0, log))).toBe(2)
         const r1 = await restart(one.r)
         expect(await siblingsOf(r1, 'k:1')).toEqual([
           [0, '"a"'],
@@ -701,15 +706,17 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const { r } = await fresh(1)
         const ts = tsIn(0)
         const good = encodeSiblingSet({ entries: [[0, 1, [{ ts, value: '1' }]]], anonymous: [] })
-        const bad: LogEntry[] = [
+        const bad = [
           { ...entry(0, 1, 'k:1', '1', ts), siblings: good },
-          { ...entry(0, 1, 'k:1', '', ts) },
+          { ...entry(0, 1, 'k:1', '1', ts), value: '' },
+          { ...entry(0, 1, 'k:1', undefined, ts), value: '1' },
           { ...entry(0, Number.MAX_SAFE_INTEGER, 'k:1', '1', ts) },
           { ...entry(0, 1, 'k:1', '1', 'ffffffffffffffff0' as Hlc) },
           { ...entry(0, 1, '', '1', ts) },
-        ]
+          { ...entry(0, 1, 'k:1', '1', ts), kind: undefined },
+        ] as unknown as LogEntry[]
         for (const e of bad) {
-          await expect(r.receive(0, [e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+          await expect(r.receive(ship(0, [e]))).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
           await expect(r.apply([e])).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
         }
         expect(r.sv()).toEqual([0, 0, 0])
@@ -728,9 +735,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect(r.sv()).toEqual([0, 0, 0])
         expect(await r.readLog(1, 0, 10)).toEqual([])
         // The well-formed entry still applies.
-        expect(await r.receive(0, [{ ...entry(0, 1, 'k:1', undefined, ts), siblings: good }])).toBe(
-          1,
-        )
+        expect(await r.receive(ship(0, [siblingEntry(0, 1, 'k:1', good, ts)]))).toBe(1)
         expect(await siblingsOf(r, 'k:1')).toEqual([[0, '1']])
       })
 
@@ -747,15 +752,14 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           // A set without the entry's own write.
           good(1),
         ]
-        const entries: LogEntry[] = undecodable.map((siblings, i) => ({
-          ...entry(0, i + 1, 'k:1', undefined, ts(i + 1)),
-          siblings,
-        }))
-        entries.push({ ...entry(0, 6, 'k:1', undefined, ts(6)), siblings: good(6) })
+        const entries: LogEntry[] = undecodable.map((siblings, i) =>
+          siblingEntry(0, i + 1, 'k:1', siblings, ts(i + 1)),
+        )
+        entries.push(siblingEntry(0, 6, 'k:1', good(6), ts(6)))
         for (const ingest of ['receive', 'apply'] as const) {
           const { r } = await fresh(1)
           reported.skipped.length = 0
-          if (ingest === 'receive') expect(await r.receive(0, entries)).toBe(6)
+          if (ingest === 'receive') expect(await r.receive(ship(0, entries))).toBe(6)
           else await r.apply(entries)
           // Replication went on: sv past them all, the log as it came, the last entry merged.
           expect(r.sv()).toEqual([6, 0, 0])
@@ -790,9 +794,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           expect((results[i] as PromiseRejectedResult).reason).toMatchObject({
             code: 'INVALID_CONTEXT',
           })
-        const written = results
-          .filter((x): x is PromiseFulfilledResult<LogEntry> => x.status === 'fulfilled')
-          .map((x) => x.value)
+        const written = results.filter((x) => x.status === 'fulfilled').map((x) => x.value)
         expect(written.map((e) => e.idx)).toEqual([3, 4, 5])
         r = await restart(r)
         expect(r.sv()).toEqual([5, 0, 0])
@@ -823,7 +825,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           ],
           anonymous: [],
         })
-        expect(await r.receive(1, [{ ...entry(1, 1, 'k:1', undefined, ts), siblings }])).toBe(1)
+        expect(await r.receive(ship(1, [siblingEntry(1, 1, 'k:1', siblings, ts)]))).toBe(1)
         for (const context of [[], [[1, 1]]] as CausalContext[])
           await expect(r.writeSibling('k:1', '"x"', HLC_ZERO, context)).rejects.toMatchObject({
             code: 'COUNTER_EXHAUSTED',
@@ -842,7 +844,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         ...new Set(reported.quarantined.map((e) => `${e.key}/${e.kind}`)),
       ]
 
-      async function siblingsOf(r: PartitionReplica, key: string) {
+      async function siblingsOf(r: AbstractPartitionReplica, key: string) {
         const { siblings } = await r.readSiblings(key)
         return listSiblings(siblings).map((s) => [s.dc, s.value])
       }
@@ -900,10 +902,8 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           entries: [[1, 1, [{ ts, value: '"far"' }]]],
           anonymous: [],
         })
-        expect(
-          await r.receive(1, [{ ...entry(1, 1, 'k:q', undefined, ts), siblings: shipped }]),
-        ).toBe(1)
-        expect(await r.receive(1, [entry(1, 2, 'lww', '"l"', tsIn(0, 1))])).toBe(2)
+        expect(await r.receive(ship(1, [siblingEntry(1, 1, 'k:q', shipped, ts)]))).toBe(1)
+        expect(await r.receive(ship(1, [entry(1, 2, 'lww', '"l"', tsIn(0, 1))]))).toBe(2)
         expect(r.sv()).toEqual([1, 2, 0])
         await r.repair('k:q')
         expect(await siblingsOf(r, 'k:q')).toEqual([
@@ -1074,13 +1074,210 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       })
     })
 
+    describe('the contract: what it declares, and what it refuses before anything happens', () => {
+      // Each call, and the code the contract refuses it with, whatever the backend.
+      type Refusal = [label: string, call: () => Promise<unknown>, code: string]
+
+      async function expectRefused(r: AbstractPartitionReplica, refusals: Refusal[]) {
+        for (const [label, call, code] of refusals)
+          await expect(call(), label).rejects.toMatchObject({ code })
+        // Nothing was written, logged or acknowledged.
+        expect(r.sv()).toEqual([0, 0, 0])
+        for (let d = 0; d < REGIONS; d++) expect(await r.readLog(d, 0, 10)).toEqual([])
+      }
+
+      it('declares what it can do in its manifest', async () => {
+        const { r } = await fresh()
+        expect(Object.keys(r.supports).sort()).toEqual(
+          ['multiVersionReads', 'opRecords', 'refresh', 'sets', 'siblings'].sort(),
+        )
+        for (const value of Object.values(r.supports)) expect(typeof value).toBe('boolean')
+        // No backend reads at a snapshot yet (transactions will need it).
+        expect(r.supports.multiVersionReads).toBe(false)
+        expect(r.available).toBe(true)
+        expect(await r.refresh()).toEqual(r.sv())
+      })
+
+      it('refuses bad keys, values, dependency times and contexts of writes', async () => {
+        const { r } = await fresh()
+        const op: OpRef = { namespace: '', id: 'client-01.1', fingerprint: 'fp' }
+        await expectRefused(r, [
+          ['empty key', () => r.write('', '1', HLC_ZERO), 'INVALID_KEY'],
+          ['key not text', () => r.write(7 as unknown as string, '1', HLC_ZERO), 'INVALID_KEY'],
+          ['lone surrogate', () => r.write('k\ud800', '1', HLC_ZERO), 'INVALID_KEY'],
+          ['empty value', () => r.write('k', '', HLC_ZERO), 'INVALID_VALUE'],
+          ['value not text', () => r.write('k', 1 as unknown as string, HLC_ZERO), 'INVALID_VALUE'],
+          ['bad dt', () => r.write('k', '1', 'soon' as Hlc), 'INVALID_HLC'],
+          ['sibling: empty key', () => r.writeSibling('', '1', HLC_ZERO, []), 'INVALID_KEY'],
+          ['sibling: empty value', () => r.writeSibling('k:1', '', HLC_ZERO, []), 'INVALID_VALUE'],
+          ['sibling: bad dt', () => r.writeSibling('k:1', '1', 'x' as Hlc, []), 'INVALID_HLC'],
+          [
+            'sibling: context not a list',
+            () => r.writeSibling('k:1', '1', HLC_ZERO, 'x' as unknown as CausalContext),
+            'INVALID_CONTEXT',
+          ],
+          [
+            'op: empty key',
+            () => r.writeOnce(op, { kind: 'kv', key: '', value: '1' }, HLC_ZERO),
+            'INVALID_KEY',
+          ],
+          [
+            'op: empty value',
+            () => r.writeOnce(op, { kind: 'kv', key: 'k', value: '' }, HLC_ZERO),
+            'INVALID_VALUE',
+          ],
+          [
+            'op: bad dt',
+            () => r.writeOnce(op, { kind: 'kv', key: 'k', value: '1' }, 'x' as Hlc),
+            'INVALID_HLC',
+          ],
+          [
+            'op: unknown write',
+            () => r.writeOnce(op, { kind: 'nope' } as unknown as ReplicaWrite, HLC_ZERO),
+            'INVALID_REQUEST',
+          ],
+        ])
+      })
+
+      it('refuses bad keys of reads and repairs, and bad log reads', async () => {
+        const { r } = await fresh()
+        await expectRefused(r, [
+          ['read', () => r.read(''), 'INVALID_KEY'],
+          ['readSiblings', () => r.readSiblings(''), 'INVALID_KEY'],
+          ['repair', () => r.repair('k\udc00'), 'INVALID_KEY'],
+          ['readLog: no such origin', () => r.readLog(REGIONS, 0, 1), 'INVALID_REQUEST'],
+          ['readLog: negative origin', () => r.readLog(-1, 0, 1), 'INVALID_REQUEST'],
+          ['readLog: negative after', () => r.readLog(0, -1, 1), 'INVALID_REQUEST'],
+          ['readLog: fractional after', () => r.readLog(0, 0.5, 1), 'INVALID_REQUEST'],
+          ['readLog: negative limit', () => r.readLog(0, 0, -1), 'INVALID_REQUEST'],
+        ])
+        expect(await r.readLog(0, 0, 0)).toEqual([])
+      })
+
+      it('refuses vectors and deadlines it cannot wait for', async () => {
+        const { r } = await fresh()
+        const deadline = Date.now() + 1000
+        await expectRefused(r, [
+          ['too short', () => r.waitFor([0, 0], deadline), 'INVALID_VECTOR'],
+          ['negative', () => r.waitFor([0, 0, -1], deadline), 'INVALID_VECTOR'],
+          ['not a number', () => r.waitFor([0, 0, NaN], deadline), 'INVALID_VECTOR'],
+          ['no deadline', () => r.waitFor([0, 0, 0], NaN), 'INVALID_OPTION'],
+        ])
+        expect(await r.waitFor([0, 0, 0], deadline)).toBe(true)
+      })
+
+      it('refuses a shipping envelope it cannot read whole, and applies none of it', async () => {
+        const { r } = await fresh()
+        const good = [1, 2].map((i) => entry(1, i, `k${i}`, String(i), tsIn(0, i)))
+        const label = { kind: 'label', origin: 1, idx: 3, key: 'k3', ts: tsIn(0, 3), at: 1 }
+        const withLabel = [...good, label] as unknown as LogEntry[]
+        await expectRefused(r, [
+          [
+            'unknown version',
+            () => r.receive({ ...ship(1, good), v: 2 } as unknown as ShipEnvelope),
+            'UNSUPPORTED_LOG_FORMAT',
+          ],
+          ['unknown entry kind', () => r.receive(ship(1, withLabel)), 'UNSUPPORTED_LOG_FORMAT'],
+          [
+            'its own region',
+            () =>
+              r.receive(
+                ship(
+                  0,
+                  good.map((e) => ({ ...e, origin: 0 })),
+                ),
+              ),
+            'INVALID_REQUEST',
+          ],
+          ['no such region', () => r.receive(ship(REGIONS, good)), 'INVALID_REQUEST'],
+          ['another origin', () => r.receive(ship(2, good)), 'INVALID_REQUEST'],
+          ['epoch 0', () => r.receive(ship(1, good, 0)), 'INVALID_REQUEST'],
+          ['last too far', () => r.receive({ ...ship(1, good), last: 3 }), 'INVALID_REQUEST'],
+          ['first too low', () => r.receive({ ...ship(1, good), first: 0 }), 'INVALID_REQUEST'],
+          ['not an object', () => r.receive('{}' as unknown as ShipEnvelope), 'INVALID_REQUEST'],
+          ['a follower: unknown kind', () => r.apply(withLabel), 'UNSUPPORTED_LOG_FORMAT'],
+        ])
+        // The same entries, well shipped, apply.
+        expect(await r.receive(ship(1, good))).toBe(2)
+      })
+
+      it('refuses calls before it opens and once it closes, with stable codes', async () => {
+        const store = await factory({ region: 0, partition: 0, replica: 0, regions: REGIONS })
+        stores.push(store)
+        const r = store.replica({ quarantine })
+        const unopened: Refusal[] = [
+          ['write', () => r.write('k', '1', HLC_ZERO), 'BACKEND_UNAVAILABLE'],
+          ['read', () => r.read('k'), 'BACKEND_UNAVAILABLE'],
+          ['readLog', () => r.readLog(0, 0, 1), 'BACKEND_UNAVAILABLE'],
+          ['refresh', () => r.refresh(), 'BACKEND_UNAVAILABLE'],
+        ]
+        for (const [label, call, code] of unopened)
+          await expect(call(), label).rejects.toMatchObject({ code })
+        expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(false)
+        expect(r.state).toBe('new')
+        const opening = r.open()
+        expect(r.state).toBe('opening')
+        // While it opens: refused alike (not queued), and a second open() is the same one.
+        const whileOpening = Promise.allSettled(unopened.map(([, call]) => call()))
+        const again = r.open()
+        for (const [i, outcome] of (await whileOpening).entries()) {
+          const [label, , code] = unopened[i]!
+          expect(outcome, `${label} while opening`).toMatchObject({
+            status: 'rejected',
+            reason: { code },
+          })
+        }
+        await opening
+        await again
+        expect(r.state).toBe('open')
+        await r.write('k', '1', HLC_ZERO)
+        await r.close()
+        expect(r.state).toBe('closed')
+        for (const [label, call, code] of unopened)
+          await expect(call(), label).rejects.toMatchObject({ code })
+        await expect(r.sets.has('s', 'e')).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
+        expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(false)
+      })
+
+      it('makes and returns only frozen log entries of the kinds it knows', async () => {
+        const { r } = await fresh()
+        const made: LogEntry[] = [
+          await r.write('a', '"a"', HLC_ZERO),
+          await r.write('a', undefined, HLC_ZERO),
+          await r.writeSibling('cart:1', '"x"', HLC_ZERO, []),
+        ]
+        if (r.supports.sets)
+          made.push(await r.sets.write('s', { op: 'add', elements: [{ element: 'e' }] }, HLC_ZERO))
+        await r.receive(ship(1, [entry(1, 1, 'b', '"b"', tsIn(0))]))
+        const read = [...(await r.readLog(0, 0, 10)), ...(await r.readLog(1, 0, 10))]
+        expect(read).toHaveLength(made.length + 1)
+        expect(made.map((e) => e.kind)).toEqual(
+          ['put', 'delete', 'siblings', 'set-op'].slice(0, made.length),
+        )
+        for (const e of [...made, ...read]) {
+          expect(Object.isFrozen(e), JSON.stringify(e)).toBe(true)
+          expect(LOG_ENTRY_KINDS).toContain(e.kind)
+        }
+        // What a write returned is what its log holds.
+        expect(read.slice(0, made.length)).toEqual(made)
+      })
+
+      it('waits for its followers only as far as asked', async () => {
+        const { r } = await fresh()
+        await expect(r.awaitReplicated(1, [], 1, 100)).rejects.toMatchObject({
+          code: 'INVALID_OPTION',
+        })
+        expect(await r.awaitReplicated(1, [], 0, 100)).toBe(0)
+      })
+    })
+
     describe('restart', () => {
       it('brings back data, log, sv, counter and HLC', async () => {
         const { r } = await fresh()
         const a = await r.write('a', '"a"', HLC_ZERO)
         const b = await r.write('b', undefined, HLC_ZERO)
         const shipped = entry(2, 1, 'c', '"c"', tsIn(1000))
-        await r.receive(2, [shipped])
+        await r.receive(ship(2, [shipped]))
         const back = await reopen(r)
         expect(back.sv()).toEqual([2, 0, 1])
         expect(back.epoch()).toBe(1)

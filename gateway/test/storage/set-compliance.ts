@@ -1,5 +1,5 @@
 /**
- * The compliance suite of the sets of a {@link PartitionReplica} (`replica.sets`), run by every
+ * The compliance suite of the sets of a {@link AbstractPartitionReplica} (`replica.sets`), run by every
  * storage backend next to `replica-compliance.ts`, with the same store factories:
  * `setCompliance('level: memory-level', factory)`.
  *
@@ -16,54 +16,49 @@ import {
   type SetEntry,
 } from '@causeway/core'
 import { afterEach, describe, expect, it } from 'vitest'
-import type { LogEntry, PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
+import type { AbstractSetReplica } from '../../src/storage/abstract-set-replica.js'
+import type { LogEntry, SetOpEntry } from '../../src/storage/partition-replica.js'
 import type { OpRef, ReplicaWrite } from '../../src/storage/op-records.js'
-import type { ReplicaSets } from '../../src/storage/set-replica.js'
+import { entry, setEntry, ship } from '../support/log-entries.js'
 import type { ReplicaStore, ReplicaStoreFactory } from './replica-compliance.js'
 
 const REGIONS = 3
 
 /** The sets of a replica (every backend has them). */
-export function setsOf(r: PartitionReplica): ReplicaSets {
-  if (r.sets === undefined) throw new Error(`${r.backend} has no sets`)
+export function setsOf(r: AbstractPartitionReplica): AbstractSetReplica {
+  if (!r.supports.sets) throw new Error(`${r.backend} has no sets`)
   return r.sets
 }
 
 /** Every element of a set, with its dots, in order. */
-export async function entriesOf(r: PartitionReplica, name: string): Promise<SetEntry[]> {
+export async function entriesOf(r: AbstractPartitionReplica, name: string): Promise<SetEntry[]> {
   const out: SetEntry[] = []
   for await (const e of setsOf(r).scan(name)) out.push(e)
   return out
 }
 
 /** Every element of a set, in order. */
-export async function elementsOf(r: PartitionReplica, name: string): Promise<string[]> {
+export async function elementsOf(r: AbstractPartitionReplica, name: string): Promise<string[]> {
   return (await entriesOf(r, name)).map((e) => e.element)
 }
 
-const add = (r: PartitionReplica, name: string, ...elements: string[]) =>
+const add = (r: AbstractPartitionReplica, name: string, ...elements: string[]) =>
   setsOf(r).write(name, { op: 'add', elements: elements.map((element) => ({ element })) }, HLC_ZERO)
 
-const remove = (r: PartitionReplica, name: string, ...elements: string[]) =>
+const remove = (r: AbstractPartitionReplica, name: string, ...elements: string[]) =>
   setsOf(r).write(
     name,
     { op: 'remove', elements: elements.map((element) => ({ element })) },
     HLC_ZERO,
   )
 
-const removeCtx = (r: PartitionReplica, name: string, element: string, ctx: Dot[]) =>
+const removeCtx = (r: AbstractPartitionReplica, name: string, element: string, ctx: Dot[]) =>
   setsOf(r).write(name, { op: 'remove', elements: [{ element, ctx }] }, HLC_ZERO)
 
 /** A set entry as another region's leader would ship it. */
-function shipped(origin: number, idx: number, name: string, delta: unknown, ts?: Hlc): LogEntry {
-  return {
-    origin,
-    idx,
-    key: name,
-    ts: ts ?? hlcFrom(Date.now(), idx),
-    at: Date.now(),
-    setDelta: JSON.stringify(delta),
-  }
+function shipped(origin: number, idx: number, name: string, delta: unknown, ts?: Hlc): SetOpEntry {
+  return setEntry(origin, idx, name, JSON.stringify(delta), ts ?? hlcFrom(Date.now(), idx))
 }
 
 const addDelta = (element: string, actor: number, counter: number, ctx: [number, number][] = []) =>
@@ -75,15 +70,15 @@ const removeDelta = (element: string, ctx: [number, number][]) =>
 export function setCompliance(name: string, factory: ReplicaStoreFactory): void {
   describe.each(['fresh', 'reopened'] as const)(`${name} sets (%s replica)`, (mode) => {
     const stores: ReplicaStore[] = []
-    const opened: PartitionReplica[] = []
-    const storeOf = new WeakMap<PartitionReplica, ReplicaStore>()
+    const opened: AbstractPartitionReplica[] = []
+    const storeOf = new WeakMap<AbstractPartitionReplica, ReplicaStore>()
 
     afterEach(async () => {
       for (const r of opened.splice(0)) await r.close()
       for (const s of stores.splice(0)) await s.destroy()
     })
 
-    async function openOn(store: ReplicaStore): Promise<PartitionReplica> {
+    async function openOn(store: ReplicaStore): Promise<AbstractPartitionReplica> {
       const r = store.replica()
       opened.push(r)
       storeOf.set(r, store)
@@ -91,14 +86,17 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
       return r
     }
 
-    async function fresh(region = 0): Promise<PartitionReplica> {
+    async function fresh(region = 0): Promise<AbstractPartitionReplica> {
       const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
       stores.push(store)
       const r = await openOn(store)
       return mode === 'reopened' ? restart(r, true) : r
     }
 
-    async function restart(r: PartitionReplica, force = false): Promise<PartitionReplica> {
+    async function restart(
+      r: AbstractPartitionReplica,
+      force = false,
+    ): Promise<AbstractPartitionReplica> {
       if (mode !== 'reopened' && !force) return r
       await r.close()
       return openOn(storeOf.get(r)!)
@@ -226,9 +224,9 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
     it('removes only the observed context: an add the remover had not seen survives', async () => {
       let r = await fresh()
       // Region 1 added x under (1,1), which this replica has; the remover saw only that.
-      await r.receive(1, [shipped(1, 1, 's', addDelta('x', 1, 1))])
+      await r.receive(ship(1, [shipped(1, 1, 's', addDelta('x', 1, 1))]))
       // Region 2's concurrent add of x, (2,1), arrives before the remove is written.
-      await r.receive(2, [shipped(2, 1, 's', addDelta('x', 2, 1))])
+      await r.receive(ship(2, [shipped(2, 1, 's', addDelta('x', 2, 1))]))
       await removeCtx(r, 's', 'x', [{ actor: 1, counter: 1 }])
       r = await restart(r)
       expect(await entriesOf(r, 's')).toEqual([{ element: 'x', dots: [{ actor: 2, counter: 1 }] }])
@@ -239,7 +237,7 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
       let r = await fresh()
       // The client saw (1,1) in region 1 and removes it here before it was shipped.
       await removeCtx(r, 's', 'x', [{ actor: 1, counter: 1 }])
-      await r.receive(1, [shipped(1, 1, 's', addDelta('x', 1, 1))])
+      await r.receive(ship(1, [shipped(1, 1, 's', addDelta('x', 1, 1))]))
       r = await restart(r)
       expect(await elementsOf(r, 's')).toEqual([])
       expect((await setsOf(r).size('s')).size).toBe(0)
@@ -253,15 +251,15 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
         shipped(1, 2, 's', addDelta('b', 1, 2)),
         shipped(1, 3, 's', removeDelta('a', [[1, 1]])),
       ]
-      expect(await r.receive(1, entries.slice(0, 2))).toBe(2)
-      expect(await r.receive(1, entries)).toBe(3)
-      expect(await r.receive(1, entries)).toBe(3)
-      expect(await r.receive(1, [shipped(1, 5, 's', addDelta('z', 1, 5))])).toBe(3)
+      expect(await r.receive(ship(1, entries.slice(0, 2)))).toBe(2)
+      expect(await r.receive(ship(1, entries))).toBe(3)
+      expect(await r.receive(ship(1, entries))).toBe(3)
+      expect(await r.receive(ship(1, [shipped(1, 5, 's', addDelta('z', 1, 5))]))).toBe(3)
       r = await restart(r)
       expect(await elementsOf(r, 's')).toEqual(['b'])
       expect((await setsOf(r).size('s')).size).toBe(1)
       expect((await setsOf(r).size('s')).stamp.seen).toEqual([0, 3, 0])
-      expect((await r.readLog(1, 0, 10)).map((e) => e.setDelta)).toEqual(
+      expect((await r.readLog(1, 0, 10)).map((e) => (e as SetOpEntry).setDelta)).toEqual(
         entries.map((e) => e.setDelta),
       )
     })
@@ -270,12 +268,12 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
       let r = await fresh()
       const ts = hlcFrom(Date.now(), 0)
       const batch: LogEntry[] = [
-        { origin: 1, idx: 1, key: 'k', value: '1', ts, at: Date.now() },
+        entry(1, 1, 'k', '1', ts),
         shipped(1, 2, 's', addDelta('a', 1, 1)),
-        { origin: 1, idx: 3, key: 'k', value: '2', ts: hlcFrom(Date.now(), 3), at: Date.now() },
+        entry(1, 3, 'k', '2', hlcFrom(Date.now(), 3)),
         shipped(1, 4, 's', addDelta('b', 1, 2)),
       ]
-      expect(await r.receive(1, batch)).toBe(4)
+      expect(await r.receive(ship(1, batch))).toBe(4)
       r = await restart(r)
       expect(await elementsOf(r, 's')).toEqual(['a', 'b'])
       expect((await r.read('k')).version?.value).toBe('2')
@@ -285,7 +283,7 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
     it('follows a leader log with apply (per origin, any order of origins)', async () => {
       const leader = await fresh(0)
       await add(leader, 's', 'a', 'b')
-      await leader.receive(1, [shipped(1, 1, 's', addDelta('c', 1, 1))])
+      await leader.receive(ship(1, [shipped(1, 1, 's', addDelta('c', 1, 1))]))
       await remove(leader, 's', 'a')
       const follower = await fresh(0)
       const log = [...(await leader.readLog(1, 0, 10)), ...(await leader.readLog(0, 0, 10))]
@@ -300,12 +298,12 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
       const r0 = await fresh(0)
       const r1 = await fresh(1)
       await add(r0, 's', 'x')
-      await r1.receive(0, await r0.readLog(0, 0, 10))
+      await r1.receive(ship(0, await r0.readLog(0, 0, 10)))
       // r0 removes x while r1 re-adds it: the re-add supersedes (0,1) but not what r0 removes.
       await remove(r0, 's', 'x')
       await add(r1, 's', 'x')
-      await r1.receive(0, await r0.readLog(0, 0, 10))
-      await r0.receive(1, await r1.readLog(1, 0, 10))
+      await r1.receive(ship(0, await r0.readLog(0, 0, 10)))
+      await r0.receive(ship(1, await r1.readLog(1, 0, 10)))
       for (const r of [r0, r1]) {
         expect(await entriesOf(r, 's')).toEqual([
           { element: 'x', dots: [{ actor: 1, counter: 1 }] },
@@ -367,9 +365,56 @@ export function setCompliance(name: string, factory: ReplicaStoreFactory): void 
         shipped(1, 1, 's', addDelta('a', 1, 1)),
         { ...shipped(1, 2, 's', {}), setDelta: '{"v":1,"adds":[{"e":7}],"removes":[]}' },
       ]
-      await expect(r.receive(1, batch)).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
+      await expect(r.receive(ship(1, batch))).rejects.toMatchObject({ code: 'INVALID_REQUEST' })
       expect(r.sv()).toEqual([0, 0, 0])
       expect(await elementsOf(r, 's')).toEqual([])
+    })
+
+    it('refuses bad names, elements, contexts, options and dependency times before anything', async () => {
+      const r = await fresh()
+      const sets = setsOf(r)
+      const add = (elements: unknown) =>
+        ({ op: 'add', elements }) as unknown as Parameters<typeof sets.write>[1]
+      const refusals: [string, () => Promise<unknown>, string][] = [
+        ['empty name', () => sets.write('', add([{ element: 'a' }]), HLC_ZERO), 'INVALID_KEY'],
+        ['name with a lone surrogate', () => sets.has('s\ud800', 'a'), 'INVALID_KEY'],
+        ['no elements', () => sets.write('s', add([]), HLC_ZERO), 'INVALID_ELEMENT'],
+        [
+          'element not text',
+          () => sets.write('s', add([{ element: 7 }]), HLC_ZERO),
+          'INVALID_ELEMENT',
+        ],
+        [
+          'bad context',
+          () =>
+            sets.write('s', add([{ element: 'a', ctx: [{ actor: -1, counter: 1 }] }]), HLC_ZERO),
+          'INVALID_CONTEXT',
+        ],
+        [
+          'unknown operation',
+          () => sets.write('s', { op: 'toggle', elements: [{ element: 'a' }] } as never, HLC_ZERO),
+          'INVALID_REQUEST',
+        ],
+        ['bad dt', () => sets.write('s', add([{ element: 'a' }]), 'x' as Hlc), 'INVALID_HLC'],
+        ['has: element not text', () => sets.has('s', 7 as unknown as string), 'INVALID_ELEMENT'],
+        ['size: empty name', () => sets.size(''), 'INVALID_KEY'],
+        [
+          'stream: from and after',
+          () => sets.stream('s', { from: 'a', after: 'b' }),
+          'INVALID_OPTION',
+        ],
+        ['scan: negative limit', async () => sets.scan('s', { limit: -1 }), 'INVALID_OPTION'],
+        [
+          'scan: from and after',
+          async () => sets.scan('s', { from: 'a', after: 'b' }),
+          'INVALID_OPTION',
+        ],
+      ]
+      for (const [label, call, code] of refusals)
+        await expect(call(), label).rejects.toMatchObject({ code })
+      expect(r.sv()).toEqual([0, 0, 0])
+      expect(await r.readLog(0, 0, 10)).toEqual([])
+      expect((await sets.size('s')).size).toBe(0)
     })
 
     describe('operation ids', () => {

@@ -11,8 +11,9 @@ import fc from 'fast-check'
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { OrswotModel } from '../../../packages/core/test/bigset/orswot-model.js'
 import { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
-import type { PartitionReplica } from '../../src/storage/partition-replica.js'
+import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
 import { RedisPartitionReplica } from '../../src/storage/redis/index.js'
+import { ship } from '../support/log-entries.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../support/redis-server.js'
 import { entriesOf, setsOf } from './set-compliance.js'
 
@@ -49,7 +50,7 @@ afterAll(stopAllRedis)
 const BACKENDS: {
   name: string
   runs: number
-  replica: (region: number, run: string) => PartitionReplica
+  replica: (region: number, run: string) => AbstractPartitionReplica
 }[] = [
   {
     name: 'level (memory)',
@@ -73,7 +74,7 @@ const BACKENDS: {
 ]
 
 function againstTheModel(backend: (typeof BACKENDS)[number]): void {
-  const open: PartitionReplica[] = []
+  const open: AbstractPartitionReplica[] = []
   beforeAll(async () => {
     if (backend.name === 'redis') redis ??= await startRedis({ appendfsync: 'everysec' })
   })
@@ -99,7 +100,7 @@ function againstTheModel(backend: (typeof BACKENDS)[number]): void {
       if (from === to) return
       const cursor = replicas[to]!.sv()[from]!
       const entries = await replicas[from]!.readLog(from, cursor, count)
-      await replicas[to]!.receive(from, entries)
+      if (entries.length > 0) await replicas[to]!.receive(ship(from, entries))
       for (const delta of deltas[from]!.slice(cursor, cursor + entries.length))
         models[to]!.merge(delta)
     }

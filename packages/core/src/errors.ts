@@ -104,6 +104,12 @@ export const ERROR_CODES = {
    * affected. Nothing was read or written.
    */
   VALUE_QUARANTINED: 500,
+  /**
+   * Internal (between regions): a shipping envelope of a version, or a log entry of a kind, that
+   * this gateway does not know; a newer gateway sent it. Nothing of the batch was applied: upgrade
+   * the receiving region, and its sender resumes from where it stopped.
+   */
+  UNSUPPORTED_LOG_FORMAT: 400,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

@@ -10,6 +10,7 @@ export * from './counter-bounds.js'
 export * from './errors.js'
 export * from './hlc.js'
 export * from './limits.js'
+export * from './log-entry.js'
 export * from './log-entry-check.js'
 export * from './namespaces.js'
 export * from './partitioner.js'
@@ -53,3 +54,5 @@ export type {
   SetWriteQuery,
 } from './set-wire.js'
 export * from './op-id.js'
+export * from './ship-envelope.js'
+export * from './version-order.js'

@@ -11,8 +11,16 @@ import { decodeCausalContext, encodeCausalContext } from '../src/causal-context.
 import { MAX_SAFE_COUNTER, isSafeCounter } from '../src/counter-bounds.js'
 import { DvvSet } from '../src/dvvset.js'
 import { CausewayError, type ErrorCode } from '../src/errors.js'
-import { hlcFrom, hlcParts, isHlc } from '../src/hlc.js'
+import { HLC_ZERO, hlcFrom, hlcParts, isHlc } from '../src/hlc.js'
 import { checkLogEntry } from '../src/log-entry-check.js'
+import { LOG_ENTRY_KINDS } from '../src/log-entry.js'
+import {
+  SHIP_ENVELOPE_VERSION,
+  checkShipEnvelope,
+  envelopeFromWire,
+  envelopeToWire,
+  shipEnvelope,
+} from '../src/ship-envelope.js'
 import { Session } from '../src/session.js'
 import { type SiblingSet, decodeSiblingSet, encodeSiblingSet } from '../src/sibling-set-codec.js'
 import { formatReadNeed, parseReadNeed } from '../src/vector.js'
@@ -286,7 +294,7 @@ describe('DVV sibling sets (stored and shipped)', () => {
   })
 })
 
-describe('log entries (shipping envelopes)', () => {
+describe('log entries and shipping envelopes', () => {
   const hlc = fc.tuple(fc.nat(2 ** 48 - 1), fc.nat(0xffff)).map(([l, c]) => hlcFrom(l, c))
   const field = <T>(valid: fc.Arbitrary<T>) =>
     fc.oneof(
@@ -296,12 +304,18 @@ describe('log entries (shipping envelopes)', () => {
         arbitrary: fc.oneof(boundary, fc.string(), fc.constant(undefined), fc.double()),
       },
     )
+  // Mostly the body of the kind, sometimes another's or two.
   const body = fc.oneof(
-    fc.constant({}),
-    field(fc.constantFrom('1', '"v"', '')).map((value) => ({ value })),
-    field(fc.string()).map((siblings) => ({ siblings })),
-    field(fc.string()).map((setDelta) => ({ setDelta })),
-    fc.record({ value: fc.constant('1'), siblings: fc.string() }),
+    fc.constant({ kind: 'delete' }),
+    field(fc.constantFrom('1', '"v"', '')).map((value) => ({ kind: 'put', value })),
+    field(fc.string()).map((siblings) => ({ kind: 'siblings', siblings })),
+    field(fc.string()).map((setDelta) => ({ kind: 'set-op', setDelta })),
+    fc.record({
+      kind: fc.constantFrom(...LOG_ENTRY_KINDS),
+      value: fc.constant('1'),
+      siblings: fc.string(),
+    }),
+    fc.record({ kind: fc.oneof(fc.string({ maxLength: 8 }), boundary), value: fc.constant('1') }),
   )
   const entry = fc
     .tuple(
@@ -317,27 +331,122 @@ describe('log entries (shipping envelopes)', () => {
     .map(([head, b]) => ({ ...head, ...b }))
   const input = fc.oneof({ weight: 9, arbitrary: entry }, { weight: 1, arbitrary: fc.anything() })
 
-  it('are checked field by field: within bounds and JSON round-trips, or INVALID_REQUEST', () => {
+  it('are checked field by field: a frozen entry of one known kind with its body only, or refused', () => {
     fc.assert(
       fc.property(input, (raw) => {
-        const ok = decodedOrRefused(() => {
-          checkLogEntry(raw, REGIONS)
-          return raw
-        }, 'INVALID_REQUEST')
+        const ok = decodedOrRefused(
+          () => checkLogEntry(raw, REGIONS),
+          'INVALID_REQUEST',
+          'UNSUPPORTED_LOG_FORMAT',
+        )
         if (ok === undefined) return
+        expect(Object.isFrozen(ok)).toBe(true)
+        expect(LOG_ENTRY_KINDS).toContain(ok.kind)
         expect(ok.origin).toBeLessThan(REGIONS)
         expect(isSafeCounter(ok.idx)).toBe(true)
         expect(isHlc(ok.ts)).toBe(true)
         expect(ok.key.length).toBeGreaterThan(0)
-        const bodies = [ok.value, ok.siblings, ok.setDelta].filter((b) => b !== undefined)
-        expect(bodies.length).toBeLessThanOrEqual(1)
-        expect(JSON.parse(JSON.stringify(ok))).toEqual(
-          Object.fromEntries(Object.entries(ok).filter(([, v]) => v !== undefined)),
+        const fields = Object.keys(ok).sort()
+        const bodyOf = {
+          put: ['value'],
+          delete: [],
+          siblings: ['siblings'],
+          'set-op': ['setDelta'],
+        }
+        expect(fields).toEqual(
+          ['at', 'idx', 'key', 'kind', 'origin', 'ts', ...bodyOf[ok.kind]].sort(),
         )
+        expect(JSON.parse(JSON.stringify(ok))).toEqual(ok)
       }),
       { numRuns: RUNS },
     )
     expectBothOutcomes()
+  })
+
+  it('refuses an unknown kind with UNSUPPORTED_LOG_FORMAT before looking at anything else', () => {
+    for (const kind of ['label', 'commit', 'PUT', '']) {
+      const raw = { kind, origin: 99, idx: -1, key: '', ts: 'x', at: -1 }
+      expect(() => checkLogEntry(raw, REGIONS)).toThrow(
+        expect.objectContaining({ code: 'UNSUPPORTED_LOG_FORMAT' }),
+      )
+    }
+    expect(() => checkLogEntry({ origin: 0 }, REGIONS)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    )
+  })
+
+  // Envelopes of region 1 received by region 0: mostly well-formed, head fields mutated.
+  const envelope = fc
+    .tuple(
+      fc.integer({ min: 1, max: 20 }),
+      fc.array(fc.constantFrom('1', undefined), { minLength: 1, maxLength: 4 }),
+      hlc,
+    )
+    .chain(([first, values, ts]) => {
+      const entries = values.map((value, i) =>
+        value === undefined
+          ? { kind: 'delete', origin: 1, idx: first + i, key: 'k', ts, at: 1 }
+          : { kind: 'put', origin: 1, idx: first + i, key: 'k', ts, at: 1, value },
+      )
+      return fc.record({
+        v: field(fc.constant(SHIP_ENVELOPE_VERSION)),
+        from: field(fc.constant(1)),
+        epoch: field(fc.constant(1)),
+        first: field(fc.constant(first)),
+        last: field(fc.constant(first + entries.length - 1)),
+        entries: fc.oneof(
+          { weight: 6, arbitrary: fc.constant(entries) },
+          { weight: 1, arbitrary: fc.shuffledSubarray(entries) },
+          { weight: 1, arbitrary: fc.constant(entries.map((e) => ({ ...e, origin: 2 }))) },
+        ),
+      })
+    })
+
+  it('are checked whole: every entry consecutive from first to last and of `from`, or refused', () => {
+    fc.assert(
+      fc.property(envelope, (raw) => {
+        const ok = decodedOrRefused(
+          () => checkShipEnvelope(raw, REGIONS, 0),
+          'INVALID_REQUEST',
+          'UNSUPPORTED_LOG_FORMAT',
+        )
+        if (ok === undefined) return
+        expect(ok.v).toBe(SHIP_ENVELOPE_VERSION)
+        expect(ok.entries.map((e) => e.idx)).toEqual(
+          Array.from({ length: ok.last - ok.first + 1 }, (_, i) => ok.first + i),
+        )
+        expect(ok.entries.every((e) => e.origin === ok.from && Object.isFrozen(e))).toBe(true)
+        // The wire form round-trips.
+        expect(checkShipEnvelope(envelopeFromWire(envelopeToWire(ok)), REGIONS, 0)).toEqual(ok)
+      }),
+      { numRuns: RUNS },
+    )
+    expectBothOutcomes()
+  })
+
+  it('refuses an unknown version with UNSUPPORTED_LOG_FORMAT, whatever else it holds', () => {
+    for (const v of [0, 2, '1', undefined, null])
+      expect(() => checkShipEnvelope({ v, entries: 'anything' }, REGIONS, 0)).toThrow(
+        expect.objectContaining({
+          code: 'UNSUPPORTED_LOG_FORMAT',
+          details: expect.objectContaining({ field: 'v' }),
+        }),
+      )
+    const label = { kind: 'label', idx: 1, key: 'k', ts: HLC_ZERO, at: 1 }
+    const raw = { v: 1, from: 1, epoch: 1, first: 1, last: 1, entries: [label] }
+    expect(() => checkShipEnvelope(raw, REGIONS, 0)).toThrow(
+      expect.objectContaining({
+        code: 'UNSUPPORTED_LOG_FORMAT',
+        details: expect.objectContaining({ field: 'kind' }),
+      }),
+    )
+    // A region does not receive its own entries.
+    const own = shipEnvelope(0, 1, [
+      checkLogEntry({ ...label, kind: 'delete', origin: 0 }, REGIONS),
+    ])
+    expect(() => checkShipEnvelope(own, REGIONS, 0)).toThrow(
+      expect.objectContaining({ code: 'INVALID_REQUEST' }),
+    )
   })
 })
 

@@ -1,24 +1,37 @@
 /**
  * `GET` and `POST /v1/internal/ship/:partition/:origin`: the receiving end of cross-region
  * shipping ({@link HttpShippingLink} is the sending end). `GET` answers the checkpoint (the local
- * leader's `sv[origin]`); `POST` applies a batch of `origin`'s entries at the local leader,
- * idempotently, and answers the new checkpoint. Only the cluster secret may call them (see
- * `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
+ * leader's `sv[origin]`); `POST` takes a shipping envelope of `origin`'s entries (version 1 of
+ * `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
+ * idempotently, and answers the new checkpoint. An envelope of a version or with an entry kind this
+ * gateway does not know is refused with `UNSUPPORTED_LOG_FORMAT` before any other rule is applied
+ * to it, and counted (`causeway_shipments_refused_total`). Only the cluster secret may call them
+ * (see `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
  */
-import { CausewayError, MAX_SAFE_COUNTER, checkKey, type Hlc } from '@causeway/core'
+import {
+  CausewayError,
+  type DeleteEntry,
+  MAX_SAFE_COUNTER,
+  type PutEntry,
+  SHIP_ENVELOPE_VERSION,
+  type SetOpEntry,
+  type ShipEnvelope,
+  type SiblingsEntry,
+  checkEnvelopeFormat,
+  checkKey,
+  envelopeFromWire,
+} from '@causeway/core'
 import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { Type } from 'typebox'
-import type { LogEntry } from '../../storage/partition-replica.js'
+import type { ShippingReceiver } from '../../replication/shipping-receiver.js'
 
-/** The receiving side of shipping, for one region: its partition leaders. */
-export interface ShippingReceiver {
-  /** The local leader of `partition`'s `sv[origin]`, read from its store. */
-  checkpoint(partition: number, origin: number): Promise<number>
-  /** Applies `entries` of `origin` at the local leader of `partition`; the new `sv[origin]`. */
-  receive(partition: number, origin: number, entries: readonly LogEntry[]): Promise<number>
+/** What the internal routes count. */
+export interface ShippingMetrics {
+  /** An envelope refused as of an unknown version (`v`) or entry kind (`kind`). */
+  observeShipmentRefused(reason: 'version' | 'kind'): void
 }
 
 /** Options of the internal routes. */
@@ -36,6 +49,11 @@ export interface InternalRoutesOptions {
    * @default 4 MiB
    */
   maxBatchBytes?: number
+  /**
+   * Where refused envelopes are counted.
+   * @default not counted
+   */
+  metrics?: ShippingMetrics
 }
 
 const ParamsSchema = Type.Object({
@@ -71,23 +89,62 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     (options.maxBatchBytes ?? 4 * 1024 * 1024) +
     2 * (maxKeyBytes + maxValueBytes + maxSiblingsChars + maxSetDeltaChars) +
     65_536
-  // Every field of a log entry but its origin (which is in the path): `satisfies` makes the
-  // build fail when LogEntry gains a field this endpoint would refuse, so shipping never stalls.
-  const entryFields = {
+  // Every field of each kind of log entry but its origin (the envelope's `from`): `satisfies`
+  // makes the build fail when an entry kind gains a field this endpoint would refuse, so shipping
+  // never stalls on it.
+  const head = {
     idx: Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER }),
     key: Type.String({ minLength: 1, maxLength: maxKeyBytes }),
-    value: Type.Optional(Type.String({ maxLength: maxValueBytes })),
     ts: Type.String({ pattern: '^[0-9a-f]{16}$' }),
     at: Type.Number(),
-    // A write in a siblings namespace: the origin's sibling set of the key, as text.
-    siblings: Type.Optional(Type.String({ maxLength: maxSiblingsChars })),
-    // A set write: the delta the origin planned, as JSON text.
-    setDelta: Type.Optional(Type.String({ maxLength: maxSetDeltaChars })),
-  } satisfies Record<keyof Omit<LogEntry, 'origin'>, unknown>
-  const EntrySchema = Type.Object(entryFields, { additionalProperties: false })
+  }
+  const closed = { additionalProperties: false }
+  const EntrySchema = Type.Union([
+    Type.Object(
+      {
+        kind: Type.Literal('put'),
+        ...head,
+        value: Type.String({ minLength: 1, maxLength: maxValueBytes }),
+      } satisfies Record<keyof Omit<PutEntry, 'origin'>, unknown>,
+      closed,
+    ),
+    Type.Object(
+      { kind: Type.Literal('delete'), ...head } satisfies Record<
+        keyof Omit<DeleteEntry, 'origin'>,
+        unknown
+      >,
+      closed,
+    ),
+    Type.Object(
+      {
+        kind: Type.Literal('siblings'),
+        ...head,
+        // The origin's sibling set of the key, as text.
+        siblings: Type.String({ maxLength: maxSiblingsChars }),
+      } satisfies Record<keyof Omit<SiblingsEntry, 'origin'>, unknown>,
+      closed,
+    ),
+    Type.Object(
+      {
+        kind: Type.Literal('set-op'),
+        ...head,
+        // The delta the origin planned, as JSON text.
+        setDelta: Type.String({ maxLength: maxSetDeltaChars }),
+      } satisfies Record<keyof Omit<SetOpEntry, 'origin'>, unknown>,
+      closed,
+    ),
+  ])
+  const counter = Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER })
   const BodySchema = Type.Object(
-    { entries: Type.Array(EntrySchema, { minItems: 1, maxItems: 100_000 }) },
-    { additionalProperties: false },
+    {
+      v: Type.Literal(SHIP_ENVELOPE_VERSION),
+      from: Type.Integer({ minimum: 0 }),
+      epoch: counter,
+      first: counter,
+      last: counter,
+      entries: Type.Array(EntrySchema, { minItems: 1, maxItems: 100_000 }),
+    } satisfies Record<keyof ShipEnvelope, unknown>,
+    closed,
   )
 
   const check = (partition: number, origin: number): void => {
@@ -107,6 +164,13 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     schemaErrorFormatter: internalValidationError,
   }
   const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
+
+  // An envelope of another version, or with entries of another kind, is judged by its own rules,
+  // which this gateway does not know: refused before the schema of the version it knows runs.
+  app.addHook('onError', async (_request, _reply, error) => {
+    if (error instanceof CausewayError && error.code === 'UNSUPPORTED_LOG_FORMAT')
+      options.metrics?.observeShipmentRefused(error.details?.field === 'v' ? 'version' : 'kind')
+  })
 
   app.get(
     '/v1/internal/ship/:partition/:origin',
@@ -130,6 +194,7 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     {
       ...common,
       bodyLimit,
+      preValidation: async (request) => checkEnvelopeFormat(request.body),
       schema: {
         hide: true,
         params: ParamsSchema,
@@ -140,11 +205,16 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     async (request) => {
       const { partition, origin } = request.params
       check(partition, origin)
-      const entries: LogEntry[] = request.body.entries.map((e) => {
-        checkKey(e.key, maxKeyBytes)
-        return { ...e, origin, ts: e.ts as Hlc }
-      })
-      return { checkpoint: await receiver.receive(partition, origin, entries) }
+      const { body } = request
+      if (body.from !== origin)
+        throw new CausewayError(
+          'INVALID_REQUEST',
+          `an envelope of region ${body.from} posted as region ${origin}'s`,
+        )
+      for (const e of body.entries) checkKey(e.key, maxKeyBytes)
+      // The leader checks the whole envelope (AbstractPartitionReplica.receive).
+      const envelope = envelopeFromWire(body) as ShipEnvelope
+      return { checkpoint: await receiver.receive(partition, envelope) }
     },
   )
 }

@@ -12,7 +12,16 @@
  * Values are compact strings rather than JSON objects so a value (already JSON text) is never
  * escaped a second time.
  */
-import { CausewayError, type Hlc, isHlc } from '@causeway/core'
+import {
+  CausewayError,
+  type Hlc,
+  deleteEntry,
+  entryBody,
+  isHlc,
+  putEntry,
+  setOpEntry,
+  siblingsEntry,
+} from '@causeway/core'
 import type { LogEntry, Version } from '../partition-replica.js'
 
 /** Version of this layout, stored in `meta.format`. */
@@ -72,7 +81,7 @@ export function encodeVersion(version: Version): string {
 }
 
 /**
- * A version's `(ts, dc)` as one string that sorts in version order (`version-order.ts`): the
+ * A version's `(ts, dc)` as one string that sorts in version order (`@causeway/core`'s `version-order.ts`): the
  * first characters of {@link encodeVersion}'s text, so a stored winner is compared unparsed.
  */
 export function versionOrderKey(ts: Hlc, dc: number): string {
@@ -129,26 +138,26 @@ export function encodeEntry(entry: LogEntry): string {
   const known = encodedEntries.get(entry)
   if (known !== undefined) return known
   const text = encode(entry)
-  // A frozen entry (committed, shared by the replicas of this process) never changes again.
-  if (Object.isFrozen(entry)) encodedEntries.set(entry, text)
+  // Entries are frozen (shared by the replicas of this process): one never changes again.
+  encodedEntries.set(entry, text)
   return text
 }
 
 const encodedEntries = new WeakMap<LogEntry, string>()
 
+// The body mark of each kind; the stored format predates kinds and stays as it was.
+const BODY_OF_KIND = {
+  put: BODY_VALUE,
+  delete: BODY_NONE,
+  siblings: BODY_SIBLINGS,
+  'set-op': BODY_SET_DELTA,
+}
+
 function encode(entry: LogEntry): string {
-  const body =
-    entry.setDelta !== undefined
-      ? BODY_SET_DELTA
-      : entry.siblings !== undefined
-        ? BODY_SIBLINGS
-        : entry.value !== undefined
-          ? BODY_VALUE
-          : BODY_NONE
   return (
-    JSON.stringify([entry.key, entry.ts, entry.at, body]) +
+    JSON.stringify([entry.key, entry.ts, entry.at, BODY_OF_KIND[entry.kind]]) +
     '\n' +
-    (entry.setDelta ?? entry.siblings ?? entry.value ?? '')
+    entryBody(entry)
   )
 }
 
@@ -156,11 +165,11 @@ function encode(entry: LogEntry): string {
 export function decodeEntry(origin: number, idx: number, text: string): LogEntry {
   const newline = text.indexOf('\n')
   const [key, ts, at, body] = JSON.parse(text.slice(0, newline)) as [string, Hlc, number, number]
-  const entry: LogEntry = { origin, idx, key, ts, at }
-  if (body === BODY_VALUE) entry.value = text.slice(newline + 1)
-  else if (body === BODY_SIBLINGS) entry.siblings = text.slice(newline + 1)
-  else if (body === BODY_SET_DELTA) entry.setDelta = text.slice(newline + 1)
-  return entry
+  const head = { origin, idx, key, ts, at }
+  if (body === BODY_VALUE) return putEntry(head, text.slice(newline + 1))
+  if (body === BODY_SIBLINGS) return siblingsEntry(head, text.slice(newline + 1))
+  if (body === BODY_SET_DELTA) return setOpEntry(head, text.slice(newline + 1))
+  return deleteEntry(head)
 }
 
 /** Origin and idx back from a log key. */

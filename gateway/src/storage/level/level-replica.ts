@@ -1,6 +1,6 @@
 /**
- * {@link PartitionReplica} over abstract-level: `classic-level` on disk (a directory per replica)
- * or `memory-level`. See `level-layout.ts` for the keys.
+ * {@link AbstractPartitionReplica} over abstract-level: `classic-level` on disk (a directory per
+ * replica) or `memory-level`. See `level-layout.ts` for the keys.
  *
  * Every mutation (leader write, shipped entries, follower apply) goes through one queue. A write
  * is stamped (HLC, idx) synchronously when called; the queue then commits everything that
@@ -17,23 +17,27 @@
  * the repair) first rebuilds it from the log, so the partition never stops on it.
  */
 import {
-  type CausalContext,
   CausewayError,
   DvvSet,
   HybridClock,
   type Hlc,
+  type LogEntry,
+  type SetOpEntry,
   checkLogEntry,
-  isHlc,
   HLC_ZERO,
+  keyEntry,
+  setOpEntry,
+  siblingsEntry,
 } from '@causeway/core'
 import type { AbstractBatchOptions, AbstractLevel } from 'abstract-level'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
+import { processLogger } from '../../log.js'
+import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import { CoverageWaiters } from '../coverage-waiters.js'
 import type {
   AdvanceListener,
-  LogEntry,
-  PartitionReplica,
+  ReplicaManifest,
   ReplicaRead,
   SiblingRead,
   Version,
@@ -47,25 +51,23 @@ import {
 import {
   NO_SIBLINGS,
   type SiblingSet,
-  checkContext,
   decodeLoggedSiblings,
   decodeSiblingSet,
   encodeSiblingSet,
   mergeSiblings,
   writeSibling,
 } from '../sibling-set.js'
-import type { ReplicaSets, SetLogEntry, SetWrite } from '../set-replica.js'
-import { checkSetWrite } from '../set-writes.js'
 import {
   DEFAULT_OP_RETENTION_MS,
   type OpCheck,
   type OpOutcome,
   type OpRef,
   type ReplicaWrite,
-  checkOpWrite,
+  keyOfWrite,
 } from '../op-records.js'
 import { LevelOpRecords, type OpStamp } from './level-op-records.js'
 import type { StoreOp } from './level-set-kv.js'
+import { LevelSetReplica } from './level-set-replica.js'
 import { LevelSets } from './level-sets.js'
 import { LogTail } from './log-tail.js'
 import {
@@ -119,7 +121,7 @@ export interface LevelReplicaOptions {
   sync?: boolean
   /**
    * Called once when a batch fails to commit and the replica stops accepting anything.
-   * @default logs the error with `console.error`
+   * @default logs the error (`log.ts`'s process logger)
    */
   onFailure?: (error: CausewayError) => void
   /**
@@ -135,29 +137,46 @@ export interface LevelReplicaOptions {
   quarantine?: QuarantineSink
 }
 
-/** What a commit stores, and what it refused or repaired on the way. */
+/**
+ * A leader's local write between the moment it is stamped and its commit: mutable, because the
+ * commit makes its body (a sibling write's set, a set write's delta, both planned against what the
+ * batch's earlier entries left) and, when an earlier sibling write of the batch is refused, moves
+ * its idx down. The commit then makes its frozen log entry. Also what `LevelSets` plans a local
+ * set write through (its `SetCommitEntry`).
+ */
+interface PendingWrite {
+  readonly origin: number
+  idx: number
+  readonly key: string
+  readonly ts: Hlc
+  readonly at: number
+  readonly write: ReplicaWrite
+  /** A sibling write: the key's set after it, made by the commit. */
+  siblings?: string
+  /** A set write: its delta, planned by the commit (`LevelSets`). */
+  setDelta?: string
+}
+
+/** What a commit stores, and what it refused, made or repaired on the way. */
 interface CommitPlan {
-  ops?: StoreOp[]
+  ops: StoreOp[]
   /** Local sibling writes refused, with why; they gave their idx back. */
-  refused: Map<LogEntry, CausewayError>
+  refused: Map<PendingWrite, CausewayError>
+  /** The log entry of each local write the commit stores. */
+  made: Map<PendingWrite, LogEntry>
   /** Keys rebuilt from the log. */
   repaired: Set<string>
 }
 
-/** A leader's sibling write, turned into the entry's set when its batch commits. */
-interface SiblingWrite {
-  context: CausalContext
-  value: string | undefined
+/** A local write or an entry taken from a feed or a link, in the order a commit applies them. */
+type Accepted = PendingWrite | LogEntry
+
+function isPending(item: Accepted): item is PendingWrite {
+  return 'write' in item
 }
 
 type Mutation =
-  | {
-      kind: 'write'
-      entry: LogEntry
-      sibling?: SiblingWrite
-      op?: OpStamp
-      settle: Settle<LogEntry>
-    }
+  | { kind: 'write'; pending: PendingWrite; op?: OpStamp; settle: Settle<LogEntry> }
   | { kind: 'receive'; origin: number; entries: readonly LogEntry[]; settle: Settle<number> }
   | { kind: 'apply'; entries: readonly LogEntry[]; settle: Settle<void> }
   // No entry: a commit for the sets' pending compaction (see level-sets.ts).
@@ -170,29 +189,30 @@ interface Settle<T> {
   reject: (error: unknown) => void
 }
 
-type State = 'new' | 'opening' | 'open' | 'closing' | 'closed' | 'failed'
-
 // Bounds one group commit, so a burst of writes is acknowledged in several batches rather than
 // one unbounded one.
 const MAX_MUTATIONS_PER_BATCH = 1024
 
+const MANIFEST: ReplicaManifest = Object.freeze({
+  siblings: true,
+  sets: true,
+  multiVersionReads: false,
+  refresh: false,
+  opRecords: true,
+})
+
 /** A partition replica stored in LevelDB (`classic-level`) or in memory (`memory-level`). */
-export class LevelPartitionReplica implements PartitionReplica {
-  readonly region: number
-  readonly partition: number
-  readonly replica: number
+export class LevelPartitionReplica extends AbstractPartitionReplica {
   readonly backend: string
-  readonly #regions: number
+  readonly supports = MANIFEST
   readonly #db: StringLevel
   readonly #now: () => number
   // classic-level reads `sync`; abstract-level's option types do not declare it.
   readonly #durable: AbstractBatchOptions<string, string> & { sync: boolean }
   readonly #onFailure: (error: CausewayError) => void
   readonly #quarantine: QuarantineSink
-  /** Repairs asked for and not yet committed, by key: concurrent asks share one. */
-  readonly #repairs = new Map<string, Promise<boolean>>()
 
-  #state: State = 'new'
+  /** Set when a batch failed to commit: the replica refuses everything until reopened. */
   #failure: CausewayError | undefined
   #sv: number[]
   #epoch = 1
@@ -201,24 +221,21 @@ export class LevelPartitionReplica implements PartitionReplica {
   #counter = 0
   #queue: Mutation[] = []
   #draining: Promise<void> | undefined
-  #closing: Promise<void> | undefined
   readonly #waiters = new CoverageWaiters()
   readonly #listeners = new Set<AdvanceListener>()
   /** `#tails[origin]`: the newest committed entries, which followers and shippers read next. */
   #tails: LogTail[] = []
   readonly #sets: LevelSets
-  /** The sets of this partition (`level-sets.ts`). */
-  readonly sets: ReplicaSets
+  /** The sets of this partition (`level-sets.ts`), as the contract has them. */
+  protected readonly _sets: LevelSetReplica
   readonly #ops: LevelOpRecords
 
   constructor(options: LevelReplicaOptions) {
-    this.region = options.region
-    this.partition = options.partition
-    this.replica = options.replica
-    this.#regions = options.regions
+    super(options)
     this.#now = options.now ?? Date.now
     this.#durable = { sync: options.sync ?? true }
-    this.#onFailure = options.onFailure ?? ((error) => console.error(error))
+    this.#onFailure =
+      options.onFailure ?? ((error) => processLogger().error({ err: error }, error.message))
     this.#quarantine = options.quarantine ?? IGNORE_QUARANTINE
     if (options.db) {
       this.#db = options.db
@@ -230,32 +247,37 @@ export class LevelPartitionReplica implements PartitionReplica {
       this.#db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
       this.backend = 'level:memory'
     }
-    this.#sv = new Array<number>(this.#regions).fill(0)
+    this.#sv = new Array<number>(this.regions).fill(0)
     this.#clock = new HybridClock({ now: this.#now })
     this.#sets = new LevelSets({
       db: this.#db,
       region: this.region,
-      regions: this.#regions,
+      regions: this.regions,
       epoch: () => this.#epoch,
       requestCommit: () => this.#commitSets(),
     })
-    this.sets = this.#setsView()
+    this._sets = new LevelSetReplica(
+      {
+        checkOpen: () => this.checkOpen(),
+        checkNotFailed: () => {
+          if (this.#failure) throw this.#failure
+        },
+        write: (name, write, dt) =>
+          this.#write({ kind: 'set', name, write }, dt) as Promise<SetOpEntry>,
+      },
+      this.#sets,
+    )
     this.#ops = new LevelOpRecords({
       db: this.#db,
       now: this.#now,
       retentionMs: options.opRetentionMs ?? DEFAULT_OP_RETENTION_MS,
-      isOpen: () => this.#state === 'open',
+      isOpen: () => this.state === 'open' && this.#failure === undefined,
       region: this.region,
       epoch: () => this.#epoch,
     })
   }
 
-  async open(): Promise<void> {
-    if (this.#state === 'open') return
-    if (this.#state !== 'new' && this.#state !== 'closed') {
-      throw new Error(`${this.#name()} cannot open while ${this.#state}`)
-    }
-    this.#state = 'opening'
+  protected async _open(): Promise<void> {
     try {
       if (this.#db.status !== 'open') await this.#db.open()
       const meta = await this.#loadMeta()
@@ -263,35 +285,24 @@ export class LevelPartitionReplica implements PartitionReplica {
       this.#epoch = meta.epoch
       this.#counter = meta.sv[this.region]!
       this.#clock = new HybridClock({ now: this.#now, last: meta.hlc })
-      this.#tails = Array.from({ length: this.#regions }, () => new LogTail())
+      this.#tails = Array.from({ length: this.regions }, () => new LogTail())
       this.#failure = undefined
-      this.#state = 'open'
-      void this.#sets.opened() // background: compacts sets a previous run left covered keys in
-      this.#ops.start()
     } catch (error) {
-      this.#state = 'closed'
       if (this.#db.status === 'open') await this.#db.close()
       throw error
     }
+    // Background work; it waits a moment, by which time the replica is open.
+    void this.#sets.opened() // compacts sets a previous run left covered keys in
+    this.#ops.start()
   }
 
-  close(): Promise<void> {
-    if (this.#state === 'new' || this.#state === 'closed') return Promise.resolve()
-    this.#closing ??= this.#close().finally(() => {
-      this.#closing = undefined
-    })
-    return this.#closing
-  }
-
-  async #close(): Promise<void> {
-    this.#state = 'closing'
+  protected async _close(): Promise<void> {
     this.#sets.close()
     // Graceful: what was already accepted is committed (and acknowledged) before the store closes.
     await this.#draining
     await this.#ops.stop()
     this.#waiters.closeAll()
     await this.#db.close()
-    this.#state = 'closed'
   }
 
   sv(): number[] {
@@ -302,33 +313,19 @@ export class LevelPartitionReplica implements PartitionReplica {
     return this.#epoch
   }
 
-  write(key: string, value: string | undefined, dt: Hlc): Promise<LogEntry> {
-    return this.#write(key, value, dt, undefined)
+  protected _write(write: ReplicaWrite, dt: Hlc): Promise<LogEntry> {
+    return this.#write(write, dt)
   }
 
-  writeSibling(
-    key: string,
-    value: string | undefined,
+  protected _writeOnce(
+    op: OpRef,
+    write: ReplicaWrite,
     dt: Hlc,
-    context: CausalContext,
-  ): Promise<LogEntry> {
-    try {
-      checkContext(context, this.#regions)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return this.#write(key, value, dt, { context, value })
-  }
-
-  writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome> {
+    check: OpCheck | undefined,
+  ): Promise<OpOutcome> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    try {
-      checkOpWrite(op, write)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    return this.#ops.writeOnce(op, (stamp) => this.#writeOf(write, dt, stamp), check)
+    return this.#ops.writeOnce(op, (stamp) => this.#write(write, dt, stamp), check)
   }
 
   /** Prunes operation records whose window has passed (a bounded run of the periodic sweep). */
@@ -336,103 +333,48 @@ export class LevelPartitionReplica implements PartitionReplica {
     return this.#ops.sweep()
   }
 
-  // One `writeOnce` write, validated as its own method validates it.
-  #writeOf(write: ReplicaWrite, dt: Hlc, op: OpStamp): Promise<LogEntry> {
-    try {
-      if (write.kind === 'sibling') checkContext(write.context, this.#regions)
-      if (write.kind === 'set') checkSetWrite(write.write)
-    } catch (error) {
-      return Promise.reject(error)
-    }
-    if (write.kind === 'kv')
-      return this.#write(write.key, write.value, dt, undefined, undefined, op)
-    if (write.kind === 'sibling') {
-      const sibling = { context: write.context, value: write.value }
-      return this.#write(write.key, write.value, dt, sibling, undefined, op)
-    }
-    return this.#write(write.name, undefined, dt, undefined, write.write, op)
-  }
-
-  #write(
-    key: string,
-    value: string | undefined,
-    dt: Hlc,
-    sibling: SiblingWrite | undefined,
-    set?: SetWrite,
-    op?: OpStamp,
-  ): Promise<LogEntry> {
+  // Stamps a checked write (HLC, idx) now; its commit makes its body and its entry.
+  #write(write: ReplicaWrite, dt: Hlc, op?: OpStamp): Promise<LogEntry> {
+    // Checked again: `writeOnce` may get here after its check awaited, and the replica closed.
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    if (typeof key !== 'string' || key.length === 0) {
-      // As the Redis backend says it, so callers below HTTP see one code for one mistake.
-      return Promise.reject(new CausewayError('INVALID_KEY', 'key must be a non-empty string'))
-    }
-    if (!isHlc(dt)) {
-      return Promise.reject(
-        new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`),
-      )
-    }
     let ts: Hlc
     try {
       ts = this.#clock.update(dt)
     } catch (error) {
       return Promise.reject(error) // an exhausted clock; no idx was taken
     }
-    const entry: LogEntry = { origin: this.region, idx: ++this.#counter, key, ts, at: this.#now() }
-    if (set !== undefined) {
-      // Planned when the batch commits, against the set's clocks at that point.
-      entry.setDelta = ''
-      this.#sets.stage(entry, set)
-      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, op, settle }))
+    const pending: PendingWrite = {
+      origin: this.region,
+      idx: ++this.#counter,
+      key: keyOfWrite(write),
+      ts,
+      at: this.#now(),
+      write,
     }
-    if (sibling !== undefined) {
-      // The set is made when the batch commits, from the key's set at that point.
-      return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, sibling, op, settle }))
-    }
-    if (value !== undefined) entry.value = value
-    return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', entry, op, settle }))
+    // Planned when the batch commits, against the set's clocks at that point.
+    if (write.kind === 'set') this.#sets.stage(pending, write.write)
+    return this.#enqueue<LogEntry>((settle) => ({ kind: 'write', pending, op, settle }))
   }
 
-  receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
+  protected _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    if (
-      !Number.isInteger(origin) ||
-      origin < 0 ||
-      origin >= this.#regions ||
-      origin === this.region
-    ) {
-      return Promise.reject(
-        invalid(`cannot receive entries of origin ${origin} in region ${this.region}`),
-      )
-    }
-    const bad = entries.find((e) => e.origin !== origin)
-    if (bad)
-      return Promise.reject(
-        invalid(`malformed entry ${bad.origin}:${bad.idx} shipped as origin ${origin}`),
-      )
-    try {
-      for (const e of entries) checkLogEntry(e, this.#regions)
-      for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
-    } catch (error) {
-      return Promise.reject(error)
-    }
     return this.#enqueue<number>((settle) => ({ kind: 'receive', origin, entries, settle }))
   }
 
-  apply(entries: readonly LogEntry[]): Promise<void> {
+  protected _applyReplicated(entries: readonly LogEntry[]): Promise<void> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    try {
-      for (const e of entries) checkLogEntry(e, this.#regions)
-      for (const e of entries) if (e.setDelta !== undefined) this.#sets.check(e)
-    } catch (error) {
-      return Promise.reject(error)
-    }
     return this.#enqueue<void>((settle) => ({ kind: 'apply', entries, settle }))
   }
 
-  async read(key: string): Promise<ReplicaRead> {
+  // Parsed once, and kept for the commit that applies the entry (level-sets.ts).
+  protected override _checkSetOp(entry: SetOpEntry): void {
+    this.#sets.check(entry)
+  }
+
+  protected async _read(key: string): Promise<ReplicaRead> {
     const refused = this.#refusal()
     if (refused) throw refused
     // One getMany reads both from one snapshot, so the version and `sv` agree.
@@ -441,13 +383,13 @@ export class LevelPartitionReplica implements PartitionReplica {
     const { sv } = JSON.parse(meta) as ReplicaMeta
     if (stored === undefined) return { version: undefined, sv }
     try {
-      return { version: decodeStoredVersion(stored, this.#regions), sv }
+      return { version: decodeStoredVersion(stored, this.regions), sv }
     } catch (error) {
       throw this.#quarantined(key, 'version', error)
     }
   }
 
-  async readSiblings(key: string): Promise<SiblingRead> {
+  protected async _readSiblings(key: string): Promise<SiblingRead> {
     const refused = this.#refusal()
     if (refused) throw refused
     const [meta, stored] = await this.#db.getMany([META_KEY, siblingsKey(key)])
@@ -455,23 +397,16 @@ export class LevelPartitionReplica implements PartitionReplica {
     const { sv } = JSON.parse(meta) as ReplicaMeta
     if (stored === undefined) return { siblings: NO_SIBLINGS, sv }
     try {
-      return { siblings: decodeSiblingSet(stored, this.#regions), sv }
+      return { siblings: decodeSiblingSet(stored, this.regions), sv }
     } catch (error) {
       throw this.#quarantined(key, 'siblings', error)
     }
   }
 
-  repair(key: string): Promise<boolean> {
+  protected _repair(key: string): Promise<boolean> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
-    let repairing = this.#repairs.get(key)
-    if (repairing === undefined) {
-      repairing = this.#enqueue<boolean>((settle) => ({ kind: 'repair', key, settle })).finally(
-        () => this.#repairs.delete(key),
-      )
-      this.#repairs.set(key, repairing)
-    }
-    return repairing
+    return this.#enqueue<boolean>((settle) => ({ kind: 'repair', key, settle }))
   }
 
   // Reports a key whose stored value does not decode, asks for its repair, and returns the error
@@ -489,13 +424,10 @@ export class LevelPartitionReplica implements PartitionReplica {
     })
   }
 
-  async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
+  protected async _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
     const refused = this.#refusal()
     if (refused) throw refused
-    if (limit <= 0) return []
-    const tail = Number.isSafeInteger(afterIdx)
-      ? this.#tails[origin]?.read(afterIdx, limit)
-      : undefined
+    const tail = this.#tails[origin]?.read(afterIdx, limit)
     if (tail !== undefined) return tail
     const rows = await this.#db
       .iterator({
@@ -510,8 +442,8 @@ export class LevelPartitionReplica implements PartitionReplica {
     })
   }
 
-  waitFor(need: readonly number[], deadline: number): Promise<boolean> {
-    if (this.#state !== 'open') return Promise.resolve(false)
+  protected _waitCovered(need: readonly number[], deadline: number): Promise<boolean> {
+    if (this.#failure) return Promise.resolve(false)
     return this.#waiters.wait(this.#sv, need, deadline)
   }
 
@@ -527,44 +459,22 @@ export class LevelPartitionReplica implements PartitionReplica {
     return this.#sets.compact(name)
   }
 
-  // The sets as `ReplicaSets`: reads refused like the replica's own, writes through #write.
-  #setsView(): ReplicaSets {
-    const open = () => {
-      const refused = this.#refusal()
-      if (refused) throw refused
-    }
-    return {
-      write: (name, write, dt) => {
-        try {
-          checkSetWrite(write)
-        } catch (error) {
-          return Promise.reject(error)
-        }
-        return this.#write(name, undefined, dt, undefined, write) as Promise<SetLogEntry>
-      },
-      has: async (name, element) => (open(), this.#sets.has(name, element)),
-      size: async (name) => (open(), this.#sets.size(name)),
-      stream: async (name, options) => (open(), this.#sets.stream(name, options)),
-      scan: (name, options) => {
-        open()
-        return this.#sets.scan(name, options)
-      },
-    }
-  }
-
   // A commit with no entry, for pending set compaction; nothing when the replica is not open.
   #commitSets(): Promise<void> {
     if (this.#refusal()) return Promise.resolve()
     return this.#enqueue<void>((settle) => ({ kind: 'sets', settle }))
   }
 
-  // Why an operation is refused now, if it is.
+  // Why an operation is refused now, if it is: a failed replica, or one that is not open.
   #refusal(): CausewayError | undefined {
-    if (this.#state === 'open') return undefined
-    if (this.#state === 'failed') return this.#failure
-    if (this.#state === 'closing')
-      return new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`)
-    return new CausewayError('BACKEND_UNAVAILABLE', `${this.#name()} is not open`)
+    if (this.#failure) return this.#failure
+    if (this.state === 'open') return undefined
+    try {
+      this.checkOpen()
+    } catch (error) {
+      return error as CausewayError
+    }
+    return undefined
   }
 
   #enqueue<T>(make: (settle: Settle<T>) => Mutation): Promise<T> {
@@ -584,7 +494,7 @@ export class LevelPartitionReplica implements PartitionReplica {
   async #drain(local: boolean): Promise<void> {
     if (local) await new Promise<void>((resolve) => setImmediate(resolve))
     else await Promise.resolve()
-    while (this.#queue.length > 0 && this.#state !== 'failed') {
+    while (this.#queue.length > 0 && this.#failure === undefined) {
       const batch = this.#queue.splice(0, MAX_MUTATIONS_PER_BATCH)
       try {
         await this.#commit(batch)
@@ -597,24 +507,20 @@ export class LevelPartitionReplica implements PartitionReplica {
 
   async #commit(mutations: Mutation[]): Promise<void> {
     const sv = [...this.#sv]
-    const accepted: LogEntry[] = []
-    const siblingWrites = new Map<LogEntry, SiblingWrite>()
-    const local = new Set<LogEntry>()
+    const accepted: Accepted[] = []
     const repairs = new Set<string>()
-    const opWrites = new Map<LogEntry, OpStamp>()
+    const opWrites = new Map<PendingWrite, OpStamp>()
     for (const m of mutations) {
       if (m.kind === 'write') {
         // Stamped in call order and committed in queue order, so this always holds.
-        if (m.entry.idx !== sv[this.region]! + 1) {
+        if (m.pending.idx !== sv[this.region]! + 1) {
           throw new Error(
-            `local write idx ${m.entry.idx} does not follow sv[${this.region}] = ${sv[this.region]}`,
+            `local write idx ${m.pending.idx} does not follow sv[${this.region}] = ${sv[this.region]}`,
           )
         }
-        sv[this.region] = m.entry.idx
-        accepted.push(m.entry)
-        local.add(m.entry)
-        if (m.sibling) siblingWrites.set(m.entry, m.sibling)
-        if (m.op) opWrites.set(m.entry, m.op)
+        sv[this.region] = m.pending.idx
+        accepted.push(m.pending)
+        if (m.op) opWrites.set(m.pending, m.op)
       } else if (m.kind === 'receive') {
         for (const entry of m.entries) {
           if (entry.idx <= sv[m.origin]!) continue
@@ -640,25 +546,30 @@ export class LevelPartitionReplica implements PartitionReplica {
 
     // A local write's ts came from this clock: only other replicas' entries move it.
     const compact = mutations.some((m) => m.kind === 'sets')
-    let plan: CommitPlan = { refused: new Map(), repaired: new Set() }
+    let plan: CommitPlan = { ops: [], refused: new Map(), made: new Map(), repaired: new Set() }
     if (accepted.length > 0 || compact || repairs.size > 0) {
-      plan = await this.#operations({ accepted, local, siblingWrites, sv, compact, repairs })
+      plan = await this.#operations({ accepted, sv, compact, repairs })
       // Operation records go in the batch of their writes (a sibling write's set is made by now);
       // a refused write leaves none.
-      for (const [entry, op] of opWrites)
-        if (!plan.refused.has(entry)) plan.ops!.push(...this.#ops.recordOps(op, entry))
-      await this.#store(plan.ops!)
+      for (const [pending, op] of opWrites) {
+        const entry = plan.made.get(pending)
+        if (entry !== undefined) plan.ops.push(...this.#ops.recordOps(op, entry))
+      }
+      await this.#store(plan.ops)
       this.#sets.committed() // before anything is acknowledged: `has` reads its cache
     }
-    const { refused, repaired } = plan
+    const { refused, made, repaired } = plan
     // Refused writes gave their idx back (see #operations): so do the writes queued after them.
     if (refused.size > 0) {
-      for (const m of this.#queue) if (m.kind === 'write') m.entry.idx -= refused.size
+      for (const m of this.#queue) if (m.kind === 'write') m.pending.idx -= refused.size
       this.#counter -= refused.size
     }
 
     const advanced = sv.some((idx, d) => idx !== this.#sv[d])
-    for (const entry of accepted) if (!refused.has(entry)) this.#tails[entry.origin]!.append(entry)
+    for (const item of accepted) {
+      const entry = isPending(item) ? made.get(item) : item
+      if (entry !== undefined) this.#tails[entry.origin]!.append(entry)
+    }
     this.#sv = sv
     // A follower that applied its own region's entries must not reuse their idx if promoted.
     if (sv[this.region]! > this.#counter) this.#counter = sv[this.region]!
@@ -672,9 +583,9 @@ export class LevelPartitionReplica implements PartitionReplica {
       })
     for (const m of mutations) {
       if (m.kind === 'write') {
-        const error = refused.get(m.entry)
+        const error = refused.get(m.pending)
         if (error) m.settle.reject(error)
-        else m.settle.resolve(m.entry)
+        else m.settle.resolve(made.get(m.pending)!)
       } else if (m.kind === 'receive')
         m.settle.resolve(sv[m.origin]!) // the shipper's checkpoint
       else if (m.kind === 'repair') m.settle.resolve(repaired.has(m.key))
@@ -703,29 +614,27 @@ export class LevelPartitionReplica implements PartitionReplica {
 
   /**
    * The batch that stores `accepted` entries: log rows, changed winners and sibling sets, and the
-   * new meta. A leader's sibling write gets its entry's set here, from the key's set as the
-   * entries before it in the batch left it; a sibling write `writeSibling` refuses is left out
-   * and gives its idx back (the local entries after it move down, `sv` too, before anything
-   * below reads an idx). A stored value that does not decode is rebuilt from the log first
-   * (`quarantine.ts`), as are the keys of `repairs`. The sets plan only when the commit has set
-   * entries or was asked for by their compaction (`compact`): a commit of keys alone leaves them
-   * be.
+   * new meta. A leader's sibling write gets its set here, from the key's set as the entries
+   * before it in the batch left it; a sibling write `writeSibling` refuses is left out and gives
+   * its idx back (the local writes after it move down, `sv` too, before anything below reads an
+   * idx). Each local write's frozen entry is made once its body is. A stored value that does not
+   * decode is rebuilt from the log first (`quarantine.ts`), as are the keys of `repairs`. The
+   * sets plan only when the commit has set entries or was asked for by their compaction
+   * (`compact`): a commit of keys alone leaves them be.
    */
   async #operations(batch: {
-    accepted: readonly LogEntry[]
-    local: ReadonlySet<LogEntry>
-    siblingWrites: ReadonlyMap<LogEntry, SiblingWrite>
+    accepted: readonly Accepted[]
     sv: number[]
     compact: boolean
     repairs: ReadonlySet<string>
   }): Promise<CommitPlan> {
-    const { accepted, local, siblingWrites, sv, compact, repairs } = batch
+    const { accepted, sv, compact, repairs } = batch
     const kvKeys = new Set<string>()
     const siblingKeys = new Set<string>()
-    for (const entry of accepted) {
-      if (entry.setDelta !== undefined) continue
-      if (entry.siblings !== undefined || siblingWrites.has(entry)) siblingKeys.add(entry.key)
-      else kvKeys.add(entry.key)
+    for (const item of accepted) {
+      const kind = isPending(item) ? item.write.kind : item.kind
+      if (kind === 'sibling' || kind === 'siblings') siblingKeys.add(item.key)
+      else if (kind === 'kv' || kind === 'put' || kind === 'delete') kvKeys.add(item.key)
     }
     for (const key of repairs) {
       kvKeys.add(key)
@@ -749,11 +658,11 @@ export class LevelPartitionReplica implements PartitionReplica {
     let i = 0
     for (const key of kvKeys) {
       const text = stored[i++]
-      if (text === undefined || isStoredVersion(text, this.#regions)) {
+      if (text === undefined || isStoredVersion(text, this.regions)) {
         winners.set(key, text === undefined ? undefined : storedVersionOrderKey(text))
         continue
       }
-      this.#reportQuarantined(key, 'version', whyNotVersion(text, this.#regions))
+      this.#reportQuarantined(key, 'version', whyNotVersion(text, this.regions))
       const winner = (await this.#rebuild(key)).version
       winners.set(key, winner && versionOrderKey(winner.ts, winner.dc))
       changed.set(key, winner)
@@ -762,7 +671,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     for (const key of siblingKeys) {
       const text = stored[i++]
       try {
-        sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text, this.#regions))
+        sets.set(key, text === undefined ? NO_SIBLINGS : decodeSiblingSet(text, this.regions))
       } catch (error) {
         this.#reportQuarantined(key, 'siblings', error)
         sets.set(key, (await this.#rebuild(key)).siblings)
@@ -772,61 +681,66 @@ export class LevelPartitionReplica implements PartitionReplica {
     }
 
     // Sibling sets, in batch order; refused writes drop out and give their idx back.
-    const refused = new Map<LogEntry, CausewayError>()
-    for (const entry of accepted) {
-      if (refused.size > 0 && local.has(entry)) entry.idx -= refused.size
-      if (entry.setDelta !== undefined) continue
-      const write = siblingWrites.get(entry)
-      if (write !== undefined) {
+    const refused = new Map<PendingWrite, CausewayError>()
+    for (const item of accepted) {
+      if (isPending(item)) {
+        if (refused.size > 0) item.idx -= refused.size
+        const { write } = item
+        if (write.kind !== 'sibling') continue
         const sibling =
-          write.value === undefined ? { ts: entry.ts } : { ts: entry.ts, value: write.value }
+          write.value === undefined ? { ts: item.ts } : { ts: item.ts, value: write.value }
         let next: SiblingSet
         try {
-          next = writeSibling(sets.get(entry.key)!, write.context, sibling, this.region)
+          next = writeSibling(sets.get(item.key)!, write.context, sibling, this.region)
         } catch (error) {
           if (!(error instanceof CausewayError)) throw error
-          refused.set(entry, error)
+          refused.set(item, error)
           continue
         }
-        entry.siblings = encodeSiblingSet(next)
-        sets.set(entry.key, next)
-        changedSets.add(entry.key)
-      } else if (entry.siblings !== undefined) {
+        item.siblings = encodeSiblingSet(next)
+        sets.set(item.key, next)
+        changedSets.add(item.key)
+      } else if (item.kind === 'siblings') {
         let logged: SiblingSet
         try {
-          logged = decodeLoggedSiblings(entry, this.#regions)
+          logged = decodeLoggedSiblings(item, this.regions)
         } catch (error) {
           // Logged as it came, not merged: see quarantine.ts.
           this.#quarantine.skipped({
             region: this.region,
             partition: this.partition,
             replica: this.replica,
-            key: entry.key,
-            origin: entry.origin,
-            idx: entry.idx,
+            key: item.key,
+            origin: item.origin,
+            idx: item.idx,
             reason: error instanceof Error ? error.message : String(error),
           })
           continue
         }
-        sets.set(entry.key, mergeSiblings(sets.get(entry.key)!, logged))
-        changedSets.add(entry.key)
+        sets.set(item.key, mergeSiblings(sets.get(item.key)!, logged))
+        changedSets.add(item.key)
       }
     }
     sv[this.region]! -= refused.size
 
     // Set writes plan first among the rest: a local one's delta (its log row) is made here.
-    const setWrites = accepted.filter((e) => e.setDelta !== undefined)
+    const setWrites = accepted.filter((item) =>
+      isPending(item) ? item.write.kind === 'set' : item.kind === 'set-op',
+    )
     const ops: StoreOp[] =
       setWrites.length > 0 || compact ? await this.#sets.commitOps(setWrites) : []
-    for (const entry of accepted) {
-      if (refused.has(entry)) continue
-      if (entry.setDelta === undefined && entry.siblings === undefined) {
+    const made = new Map<PendingWrite, LogEntry>()
+    for (const item of accepted) {
+      if (isPending(item) && refused.has(item)) continue
+      const entry = isPending(item) ? entryOf(item) : item
+      if (isPending(item)) made.set(item, entry)
+      if (entry.kind === 'put' || entry.kind === 'delete') {
         // `supersedes` on order keys: (ts, dc) strictly after the current winner's.
         const order = versionOrderKey(entry.ts, entry.origin)
         const current = winners.get(entry.key)
         if (current === undefined || order > current) {
           const winner: Version = { ts: entry.ts, dc: entry.origin }
-          if (entry.value !== undefined) winner.value = entry.value
+          if (entry.kind === 'put') winner.value = entry.value
           winners.set(entry.key, order)
           changed.set(entry.key, winner)
         }
@@ -843,7 +757,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       else ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(set) })
     }
     ops.push({ type: 'put', key: META_KEY, value: encodeMeta(this.#meta(sv)) })
-    return { ops, refused, repaired }
+    return { ops, refused, made, repaired }
   }
 
   #reportQuarantined(key: string, kind: QuarantineKind, cause: unknown): void {
@@ -873,15 +787,14 @@ export class LevelPartitionReplica implements PartitionReplica {
       let entry: LogEntry
       try {
         const { origin, idx } = parseLogKey(row)
-        entry = decodeEntry(origin, idx, text)
-        checkLogEntry(entry, this.#regions)
+        entry = checkLogEntry(decodeEntry(origin, idx, text), this.regions)
       } catch {
         continue // a damaged row: it can give nothing back
       }
-      if (entry.setDelta !== undefined) continue
-      if (entry.siblings !== undefined) {
+      if (entry.kind === 'set-op') continue
+      if (entry.kind === 'siblings') {
         try {
-          logged.push(decodeLoggedSiblings(entry, this.#regions))
+          logged.push(decodeLoggedSiblings(entry, this.regions))
         } catch {
           // refused when it was written, or damaged since: left out
         }
@@ -891,7 +804,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       if (candidate > order) {
         order = candidate
         version = { ts: entry.ts, dc: entry.origin }
-        if (entry.value !== undefined) version.value = entry.value
+        if (entry.kind === 'put') version.value = entry.value
       }
     }
     return { siblings: DvvSet.sync(logged), version }
@@ -902,7 +815,7 @@ export class LevelPartitionReplica implements PartitionReplica {
       format: LAYOUT_FORMAT,
       region: this.region,
       partition: this.partition,
-      regions: this.#regions,
+      regions: this.regions,
       sv,
       epoch: this.#epoch,
       hlc: this.#clock.peek(),
@@ -912,7 +825,7 @@ export class LevelPartitionReplica implements PartitionReplica {
   async #loadMeta(): Promise<ReplicaMeta> {
     const text = await this.#db.get(META_KEY)
     if (text === undefined) {
-      const meta = this.#meta(new Array<number>(this.#regions).fill(0))
+      const meta = this.#meta(new Array<number>(this.regions).fill(0))
       meta.hlc = HLC_ZERO
       await this.#db.batch(
         [{ type: 'put', key: META_KEY, value: JSON.stringify(meta) }],
@@ -929,7 +842,7 @@ export class LevelPartitionReplica implements PartitionReplica {
     if (
       meta.region !== this.region ||
       meta.partition !== this.partition ||
-      meta.regions !== this.#regions
+      meta.regions !== this.regions
     ) {
       throw new Error(
         `${this.#name()}: the store belongs to region ${meta.region}, partition ${meta.partition} ` +
@@ -955,7 +868,6 @@ export class LevelPartitionReplica implements PartitionReplica {
   }
 
   #fail(cause: unknown, batch: Mutation[]): void {
-    this.#state = 'failed'
     this.#failure = new CausewayError(
       'BACKEND_UNAVAILABLE',
       `${this.#name()} failed to commit a batch and accepts nothing more until reopened`,
@@ -972,8 +884,12 @@ export class LevelPartitionReplica implements PartitionReplica {
   }
 }
 
-function invalid(message: string): CausewayError {
-  return new CausewayError('INVALID_REQUEST', message)
+// The frozen log entry of a local write whose commit made its body.
+function entryOf(pending: PendingWrite): LogEntry {
+  const { write } = pending
+  if (write.kind === 'kv') return keyEntry(pending, write.value)
+  if (write.kind === 'sibling') return siblingsEntry(pending, pending.siblings!)
+  return setOpEntry(pending, pending.setDelta!)
 }
 
 // Why `text` is not a stored version (what decodeStoredVersion says).

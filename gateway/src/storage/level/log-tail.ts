@@ -5,8 +5,9 @@
  * the store.
  *
  * The tail is always a run of consecutive idx ending at the newest entry appended (the replica's
- * `sv[origin]`), or empty. Entries are frozen when appended: every reader gets the same objects.
+ * `sv[origin]`), or empty. Entries are frozen (as every log entry is): every reader gets the same objects.
  */
+import { entryBody } from '@causeway/core'
 import type { LogEntry } from '../partition-replica.js'
 
 /** Bounds of a {@link LogTail}. */
@@ -24,8 +25,7 @@ export const DEFAULT_LOG_TAIL: LogTailLimits = { entries: 1024, chars: 1 << 20 }
 const ENTRY_OVERHEAD = 64
 
 function sizeOf(entry: LogEntry): number {
-  const body = entry.setDelta ?? entry.siblings ?? entry.value ?? ''
-  return entry.key.length + body.length + ENTRY_OVERHEAD
+  return entry.key.length + entryBody(entry).length + ENTRY_OVERHEAD
 }
 
 /** The newest committed entries of one origin. */
@@ -49,7 +49,7 @@ export class LogTail {
   append(entry: LogEntry): void {
     const newest = this.#entries.at(-1)
     if (newest !== undefined && this.size > 0 && entry.idx !== newest.idx + 1) this.clear()
-    this.#entries.push(Object.freeze(entry))
+    this.#entries.push(entry)
     this.#chars += sizeOf(entry)
     while (this.size > 0 && (this.size > this.#limits.entries || this.#chars > this.#limits.chars))
       this.#chars -= sizeOf(this.#entries[this.#head++]!)

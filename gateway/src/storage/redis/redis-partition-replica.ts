@@ -25,17 +25,22 @@
 import {
   CausewayError,
   DvvSet,
+  type KeyEntry,
+  type LogEntry,
   type SiblingSet,
-  checkLogEntry,
+  type SiblingsEntry,
   isHlc,
   isRegionId,
+  keyEntry,
+  setOpEntry,
+  siblingsEntry,
 } from '@causeway/core'
 import type { CausalContext, Hlc } from '@causeway/core'
 import { Redis } from 'ioredis'
+import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import type {
   AdvanceListener,
-  LogEntry,
-  PartitionReplica,
+  ReplicaManifest,
   ReplicaRead,
   SiblingRead,
   Version,
@@ -46,12 +51,7 @@ import {
   type QuarantineSink,
   quarantinedError,
 } from '../quarantine.js'
-import {
-  checkContext,
-  decodeLoggedSiblings,
-  decodeSiblingSet,
-  encodeSiblingSet,
-} from '../sibling-set.js'
+import { decodeLoggedSiblings, decodeSiblingSet, encodeSiblingSet } from '../sibling-set.js'
 import { backendError } from './backend-error.js'
 import { RedisSets, ingestWithSets } from './redis-sets.js'
 import { SET_SCRIPTS } from './set-scripts.js'
@@ -76,7 +76,6 @@ import {
   type OpOutcome,
   type OpRef,
   type ReplicaWrite,
-  checkOpWrite,
   checkRetention,
   decodeOpRecord,
   recordOf,
@@ -156,23 +155,28 @@ const CATCH_UP_ATTEMPTS = 20
 const REPAIR_PAGE = 1000
 const US = '\u001f'
 
+const MANIFEST: ReplicaManifest = Object.freeze({
+  siblings: true,
+  sets: true,
+  multiVersionReads: false,
+  // Several gateway processes write one leader: a view of `sv` may be a push behind.
+  refresh: true,
+  opRecords: true,
+})
+
 /** One partition replica on Redis. See the module comment. */
-export class RedisPartitionReplica implements PartitionReplica {
-  readonly region: number
-  readonly partition: number
-  readonly replica: number
+export class RedisPartitionReplica extends AbstractPartitionReplica {
   readonly backend: string
+  readonly supports = MANIFEST
   /** The Redis key names of this replica. */
   readonly keys: ReplicaKeys
   /** The sets of this partition (`redis-sets.ts`). */
-  readonly sets: RedisSets
+  protected readonly _sets: RedisSets
 
   readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine'>>
   readonly #quarantine: QuarantineSink
   /** Keys this replica reported quarantined and has not seen whole again. */
   readonly #quarantinedKeys = new Set<string>()
-  /** Repairs in progress, by key: concurrent asks share one. */
-  readonly #repairs = new Map<string, Promise<boolean>>()
   readonly #now: (() => number) | undefined
   readonly #db: number
   #connections: Connections | undefined
@@ -182,15 +186,9 @@ export class RedisPartitionReplica implements PartitionReplica {
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
-  #opening: Promise<void> | undefined
 
   constructor(options: RedisPartitionReplicaOptions) {
-    for (const name of ['region', 'partition', 'replica'] as const)
-      if (!Number.isInteger(options[name]) || options[name] < 0)
-        throw new TypeError(`${name} must be a non-negative integer`)
-    if (!Number.isInteger(options.regions) || options.regions < 1)
-      throw new TypeError('regions must be a positive integer')
-    if (options.region >= options.regions) throw new TypeError('region must be below regions')
+    super(options)
     const { quarantine, ...rest } = options
     this.#quarantine = quarantine ?? IGNORE_QUARANTINE
     this.#options = {
@@ -207,15 +205,12 @@ export class RedisPartitionReplica implements PartitionReplica {
     this.#db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0
     if (!Number.isInteger(this.#db) || this.#db < 0)
       throw new TypeError(`bad database in ${options.url}`)
-    this.region = options.region
-    this.partition = options.partition
-    this.replica = options.replica
     // Never show credentials in status pages or errors.
     this.backend = `${url.protocol}//${url.host}${this.#db === 0 ? '' : `/${this.#db}`}`
     this.keys = new ReplicaKeys(options.namespace, options.region, options.partition)
     this.#now = options.now
     this.#stable = new StableVector(options.regions)
-    this.sets = new RedisSets({
+    this._sets = new RedisSets(this, {
       region: this.region,
       regions: options.regions,
       prefix: this.keys.prefix,
@@ -232,7 +227,7 @@ export class RedisPartitionReplica implements PartitionReplica {
   }
 
   /** True while every connection to the server is ready. */
-  get available(): boolean {
+  override get available(): boolean {
     const c = this.#connections
     // ioredis keeps `ready` until it handles the socket's close; an ended socket tells earlier.
     return (
@@ -241,13 +236,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     )
   }
 
-  open(): Promise<void> {
-    // Concurrent calls share one opening.
-    this.#opening ??= this.#openOnce().finally(() => (this.#opening = undefined))
-    return this.#opening
-  }
-
-  async #openOnce(): Promise<void> {
+  protected async _open(): Promise<void> {
     if (this.#connections) return
     const connections: Connections = {
       writer: this.#connect('writer'),
@@ -287,7 +276,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     })
   }
 
-  async close(): Promise<void> {
+  protected async _close(): Promise<void> {
     const c = this.#connections
     // New calls fail from here on; calls already sent still get their replies.
     this.#connections = undefined
@@ -324,17 +313,25 @@ export class RedisPartitionReplica implements PartitionReplica {
     return this.#epoch
   }
 
-  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
-  async write(
+  protected _write(write: ReplicaWrite, dt: Hlc): Promise<LogEntry> {
+    return this.#writeOf(write, dt, undefined)
+  }
+
+  // One checked write; with `op`, its script also records the operation (`writeOnce`).
+  #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
+    if (write.kind === 'kv') return this.#writeKey(write.key, write.value, dt, op)
+    if (write.kind === 'sibling')
+      return this.#writeSibling(write.key, write.value, dt, write.context, op)
+    return this._sets.writeRecorded(write.name, write.write, dt, op)
+  }
+
+  async #writeKey(
     key: string,
     value: string | undefined,
     dt: Hlc,
-    op?: RedisOpArgs,
-  ): Promise<LogEntry> {
+    op: RedisOpArgs | undefined,
+  ): Promise<KeyEntry> {
     const versionKey = this.keys.version(key)
-    if (value !== undefined && typeof value !== 'string')
-      throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
-    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
     const { writer } = this.#live()
     const region = String(this.region)
     const extra = op === undefined ? { keys: [], args: [] } : opScriptArgs(op)
@@ -357,35 +354,16 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 3 + this.#options.regions)
     this.#stable.advance(svOf(reply, 3, this.#options.regions))
-    const entry: LogEntry = {
+    const head = {
       origin: this.region,
       idx: Number(reply[0]),
       key,
-      ts: reply[1] as Hlc,
+      ts: reply[1]!,
       at: Number(reply[2]),
     }
-    if (value !== undefined) entry.value = value
+    const entry = keyEntry(head, value)
     this.#whole(key) // the script replaced a version that did not decode, if there was one
     return entry
-  }
-
-  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
-  async writeSibling(
-    key: string,
-    value: string | undefined,
-    dt: Hlc,
-    context: CausalContext,
-    op?: RedisOpArgs,
-  ): Promise<LogEntry> {
-    try {
-      return await this.#writeSibling(key, value, dt, context, op)
-    } catch (error) {
-      // The stored set does not decode: rebuild it from the log, then write once more.
-      if (!(error instanceof CausewayError) || error.code !== 'VALUE_QUARANTINED') throw error
-      this.#reportQuarantined(key, 'siblings', error)
-      await this.repair(key)
-      return this.#writeSibling(key, value, dt, context, op)
-    }
   }
 
   async #writeSibling(
@@ -393,13 +371,27 @@ export class RedisPartitionReplica implements PartitionReplica {
     value: string | undefined,
     dt: Hlc,
     context: CausalContext,
-    op?: RedisOpArgs,
-  ): Promise<LogEntry> {
+    op: RedisOpArgs | undefined,
+  ): Promise<SiblingsEntry> {
+    try {
+      return await this.#writeSiblingOnce(key, value, dt, context, op)
+    } catch (error) {
+      // The stored set does not decode: rebuild it from the log, then write once more.
+      if (!(error instanceof CausewayError) || error.code !== 'VALUE_QUARANTINED') throw error
+      this.#reportQuarantined(key, 'siblings', error)
+      await this.repair(key)
+      return this.#writeSiblingOnce(key, value, dt, context, op)
+    }
+  }
+
+  async #writeSiblingOnce(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+    op: RedisOpArgs | undefined,
+  ): Promise<SiblingsEntry> {
     const setKey = this.keys.siblings(key)
-    if (value !== undefined && typeof value !== 'string')
-      throw new CausewayError('INVALID_VALUE', 'value must be JSON text or undefined')
-    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
-    checkContext(context, this.#options.regions)
     const { writer } = this.#live()
     const region = String(this.region)
     const extra = op === undefined ? { keys: [], args: [] } : opScriptArgs(op)
@@ -424,18 +416,22 @@ export class RedisPartitionReplica implements PartitionReplica {
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 4 + this.#options.regions)
     this.#stable.advance(svOf(reply, 4, this.#options.regions))
-    return {
+    const head = {
       origin: this.region,
       idx: Number(reply[0]),
       key,
-      ts: reply[1] as Hlc,
+      ts: reply[1]!,
       at: Number(reply[2]),
-      siblings: reply[3]!,
     }
+    return siblingsEntry(head, reply[3]!)
   }
 
-  async writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome> {
-    checkOpWrite(op, write)
+  protected async _writeOnce(
+    op: OpRef,
+    write: ReplicaWrite,
+    dt: Hlc,
+    check: OpCheck | undefined,
+  ): Promise<OpOutcome> {
     const key = this.keys.op(op.namespace, op.id)
     // A look first, so a replay runs no check and plans no set write; the script looks again,
     // atomically with the write, so concurrent duplicates (any gateway) still apply once.
@@ -450,12 +446,7 @@ export class RedisPartitionReplica implements PartitionReplica {
       retentionMs: this.#options.opRetentionMs,
     }
     try {
-      const entry =
-        write.kind === 'kv'
-          ? await this.write(write.key, write.value, dt, args)
-          : write.kind === 'sibling'
-            ? await this.writeSibling(write.key, write.value, dt, write.context, args)
-            : await this.sets.write(write.name, write.write, dt, args)
+      const entry = await this.#writeOf(write, dt, args)
       return { entry, record: recordOf(entry, op.fingerprint, this.#epoch, this.region) }
     } catch (error) {
       if (error instanceof OpReplayed) return replayOf(op, error.record)
@@ -463,24 +454,15 @@ export class RedisPartitionReplica implements PartitionReplica {
     }
   }
 
-  async receive(origin: number, entries: readonly LogEntry[]): Promise<number> {
-    this.#checkOrigin(origin)
-    if (origin === this.region)
-      throw new CausewayError('INVALID_REQUEST', `region ${origin} cannot receive its own entries`)
-    for (const entry of entries)
-      if (entry.origin !== origin)
-        throw new CausewayError(
-          'INVALID_REQUEST',
-          `entry of region ${entry.origin} in a batch of ${origin}`,
-        )
-    const sv = entries.some((e) => e.setDelta !== undefined)
+  protected async _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number> {
+    const sv = entries.some((e) => e.kind === 'set-op')
       ? await this.#ingestWithSets('receive', 'batch', entries)
       : await this.#ingest('receive', 'batch', entries)
     return sv[origin] ?? 0
   }
 
-  async apply(entries: readonly LogEntry[]): Promise<void> {
-    if (entries.some((e) => e.setDelta !== undefined))
+  protected async _applyReplicated(entries: readonly LogEntry[]): Promise<void> {
+    if (entries.some((e) => e.kind === 'set-op'))
       await this.#ingestWithSets('apply', 'per-origin', entries)
     else await this.#ingest('apply', 'per-origin', entries)
   }
@@ -491,12 +473,11 @@ export class RedisPartitionReplica implements PartitionReplica {
     mode: 'batch' | 'per-origin',
     entries: readonly LogEntry[],
   ): Promise<number[]> {
-    for (const e of entries) if (e.setDelta === undefined) this.#checkEntry(e)
     const others = (run: readonly LogEntry[]) => this.#ingest(operation, mode, run)
-    return ingestWithSets(this.sets, entries, mode, others, this.sv())
+    return ingestWithSets(this._sets, entries, mode, others, this.sv())
   }
 
-  async read(key: string): Promise<ReplicaRead> {
+  protected async _read(key: string): Promise<ReplicaRead> {
     const versionKey = this.keys.version(key)
     const { reader } = this.#live()
     const regions = this.#options.regions
@@ -522,7 +503,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     return { version, sv }
   }
 
-  async readSiblings(key: string): Promise<SiblingRead> {
+  protected async _readSiblings(key: string): Promise<SiblingRead> {
     const setKey = this.keys.siblings(key)
     const { reader } = this.#live()
     const regions = this.#options.regions
@@ -542,16 +523,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     return { siblings, sv }
   }
 
-  repair(key: string): Promise<boolean> {
-    let repairing = this.#repairs.get(key)
-    if (repairing === undefined) {
-      repairing = this.#repair(key).finally(() => this.#repairs.delete(key))
-      this.#repairs.set(key, repairing)
-    }
-    return repairing
-  }
-
-  async #repair(key: string): Promise<boolean> {
+  protected async _repair(key: string): Promise<boolean> {
     const setKey = this.keys.siblings(key)
     const versionKey = this.keys.version(key)
     // A follower's store is its leader's: the leader's repair reaches it by replication.
@@ -600,7 +572,7 @@ export class RedisPartitionReplica implements PartitionReplica {
         for (let i = 2; i + 3 < reply.length; i += 4) {
           const [idx, ts, what, text] = reply.slice(i, i + 4) as [string, Hlc, string, string]
           if (what === 's') {
-            const entry = { origin: d, idx: Number(idx), key, ts, at: 0, siblings: text }
+            const entry = { origin: d, idx: Number(idx), ts, siblings: text }
             try {
               logged.push(decodeLoggedSiblings(entry, regions))
             } catch {
@@ -659,38 +631,30 @@ export class RedisPartitionReplica implements PartitionReplica {
     })
   }
 
-  async readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
-    this.#checkOrigin(origin)
-    if (!Number.isInteger(afterIdx) || afterIdx < 0)
-      throw new CausewayError('INVALID_REQUEST', 'afterIdx must be a non-negative integer')
-    if (!Number.isInteger(limit) || limit < 0)
-      throw new CausewayError('INVALID_REQUEST', 'limit must be a non-negative integer')
+  protected async _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
     const { reader } = this.#live()
-    if (limit === 0) return []
     const rows = await this.#run(reader, 'readLog', (r) =>
       r.xrange(this.keys.log(origin), `${afterIdx + 1}-0`, '+', 'COUNT', limit),
     )
     return rows.map(([id, fields]) => {
       const f = new Map<string, string>()
       for (let i = 0; i + 1 < fields.length; i += 2) f.set(String(fields[i]), String(fields[i + 1]))
-      const entry: LogEntry = {
+      const head = {
         origin,
         idx: parseInt(id, 10),
         key: f.get('k') ?? '',
-        ts: (f.get('ts') ?? '') as Hlc,
+        ts: f.get('ts') ?? '',
         at: Number(f.get('at') ?? 0),
       }
-      const value = f.get('v')
-      if (value !== undefined) entry.value = value
       const siblings = f.get('s')
-      if (siblings !== undefined) entry.siblings = siblings
+      if (siblings !== undefined) return siblingsEntry(head, siblings)
       const setDelta = f.get('b')
-      if (setDelta !== undefined) entry.setDelta = setDelta
-      return entry
+      if (setDelta !== undefined) return setOpEntry(head, setDelta)
+      return keyEntry(head, f.get('v'))
     })
   }
 
-  waitFor(need: readonly number[], deadline: number): Promise<boolean> {
+  protected _waitCovered(need: readonly number[], deadline: number): Promise<boolean> {
     if (!this.#connections) return Promise.resolve(false)
     const waiting = this.#stable.wait(need, deadline)
     // One look at the stored `sv` as insurance against a push lost while a connection was being
@@ -701,6 +665,20 @@ export class RedisPartitionReplica implements PartitionReplica {
 
   onAdvance(listener: AdvanceListener): () => void {
     return this.#stable.onAdvance(listener)
+  }
+
+  /**
+   * The majority wait (`awaitReplicated`): the leader's server counts the followers (Redis
+   * replicas) that have its writes, with `WAIT`, rather than the followers' `sv` as this process
+   * sees it.
+   */
+  protected override _awaitReplicated(
+    _idx: number,
+    _followers: readonly AbstractPartitionReplica[],
+    needed: number,
+    timeoutMs: number,
+  ): Promise<number> {
+    return this.waitReplicas(needed, timeoutMs)
   }
 
   /**
@@ -735,7 +713,7 @@ export class RedisPartitionReplica implements PartitionReplica {
    * Re-reads `sv` from the server and returns it: for a caller that must not act on a view a
    * push has not refreshed yet (another gateway process may have written a moment ago).
    */
-  async refresh(): Promise<number[]> {
+  protected override async _refresh(): Promise<number[]> {
     this.#live()
     await this.#refresh()
     return this.sv()
@@ -765,8 +743,7 @@ export class RedisPartitionReplica implements PartitionReplica {
     // Why each sibling entry whose set does not decode was judged so, reported if it applies.
     const undecodable = new Map<number, string>()
     for (const [i, entry] of entries.entries()) {
-      this.#checkEntry(entry)
-      const sibling = entry.siblings !== undefined
+      const sibling = entry.kind === 'siblings'
       const why = sibling ? this.#whyUnmergeable(entry) : undefined
       if (why !== undefined) undecodable.set(i, why)
       keys.push(
@@ -777,8 +754,8 @@ export class RedisPartitionReplica implements PartitionReplica {
         String(entry.origin),
         String(entry.idx),
         entry.key,
-        sibling ? (why === undefined ? '2' : '3') : entry.value === undefined ? '0' : '1',
-        entry.siblings ?? entry.value ?? '',
+        sibling ? (why === undefined ? '2' : '3') : entry.kind === 'put' ? '1' : '0',
+        sibling ? entry.siblings : entry.kind === 'put' ? entry.value : '',
         entry.ts,
         String(entry.at),
       )
@@ -804,19 +781,10 @@ export class RedisPartitionReplica implements PartitionReplica {
     return sv
   }
 
-  #checkOrigin(origin: number): void {
-    if (!Number.isInteger(origin) || origin < 0 || origin >= this.#options.regions)
-      throw new CausewayError('INVALID_REQUEST', `no region ${String(origin)}`)
-  }
-
-  #checkEntry(entry: LogEntry): void {
-    checkLogEntry(entry, this.#options.regions)
-  }
-
   // Why a sibling entry's set may not be merged (it does not decode), or undefined when it may;
   // one that may not is logged only (the ingest script applies the same rules, see
   // replica-scripts.ts, and says which of them it applied).
-  #whyUnmergeable(entry: LogEntry): string | undefined {
+  #whyUnmergeable(entry: SiblingsEntry): string | undefined {
     try {
       decodeLoggedSiblings(entry, this.#options.regions)
       return undefined

@@ -18,7 +18,6 @@ import {
   BigsetKeys,
   CausewayError,
   HLC_ZERO,
-  checkElement,
   decodeClock,
   deltaToJSON,
   freshClock,
@@ -33,14 +32,15 @@ import {
   type KvRange,
   type KvWrite,
   type OrderedKv,
+  type SetOpEntry,
   type WritePlan,
+  setOpEntry,
 } from '@causeway/core'
 import type { Redis } from 'ioredis'
+import { AbstractSetReplica, type SetReplicaOwner } from '../abstract-set-replica.js'
 import type { LogEntry } from '../partition-replica.js'
 import {
   setActor,
-  type ReplicaSets,
-  type SetLogEntry,
   type SetMembership,
   type SetReplicaStream,
   type SetScan,
@@ -49,7 +49,7 @@ import {
   type SetStamp,
   type SetWrite,
 } from '../set-replica.js'
-import { checkSetWrite, deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
+import { deltaElements, parseSetDelta, planLocalWrite } from '../set-writes.js'
 import { encodeKeyPart } from './key-layout.js'
 import type { LuaScript } from './lua-script.js'
 import {
@@ -106,12 +106,8 @@ class RedisSetKeys {
   /** The Bigsets codec of the set; members are its element keys without `elementsStart`. */
   readonly codec: BigsetKeys
 
+  // `name` was checked by AbstractSetReplica (or is a checked entry's key).
   constructor(prefix: string, name: string) {
-    if (typeof name !== 'string' || name.length === 0 || !name.isWellFormed())
-      throw new CausewayError(
-        'INVALID_KEY',
-        'a set name must be a non-empty string of valid Unicode',
-      )
     const base = `${prefix}b:${encodeKeyPart(name)}:`
     this.clock = base + 'c'
     this.elements = base + 'e'
@@ -224,19 +220,30 @@ class ZsetKv implements OrderedKv {
 }
 
 /** The sets of one Redis partition replica. */
-export class RedisSets implements ReplicaSets {
+export class RedisSets extends AbstractSetReplica {
   readonly #host: RedisSetsHost
   readonly #locks = new Map<string, Promise<unknown>>()
 
-  constructor(host: RedisSetsHost) {
+  constructor(owner: SetReplicaOwner, host: RedisSetsHost) {
+    super(owner)
     this.#host = host
   }
 
-  /** As the interface says; with `op`, the script also records the operation (`writeOnce`). */
-  async write(name: string, write: SetWrite, dt: Hlc, op?: RedisOpArgs): Promise<SetLogEntry> {
+  protected _write(name: string, write: SetWrite, dt: Hlc): Promise<SetOpEntry> {
+    return this.writeRecorded(name, write, dt, undefined)
+  }
+
+  /**
+   * A checked set write (the replica's `writeOnce` comes here directly); with `op`, the script
+   * also records the operation.
+   */
+  async writeRecorded(
+    name: string,
+    write: SetWrite,
+    dt: Hlc,
+    op: RedisOpArgs | undefined,
+  ): Promise<SetOpEntry> {
     const keys = new RedisSetKeys(this.#host.prefix, name)
-    checkSetWrite(write)
-    if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `dt is not an HLC: ${String(dt)}`)
     const host = this.#host
     return this.#locked(name, async () => {
       for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
@@ -280,21 +287,21 @@ export class RedisSets implements ReplicaSets {
           continue
         }
         host.advance(svFrom(reply, 4, host.regions))
-        return {
+        const head = {
           origin: host.region,
           idx: Number(text(reply, 1)),
           key: name,
-          ts: text(reply, 2) as Hlc,
+          ts: text(reply, 2),
           at: Number(text(reply, 3)),
-          setDelta,
         }
+        return setOpEntry(head, setDelta)
       }
       throw contended(name)
     })
   }
 
-  /** Applies one shipped or replicated set entry (idempotent; a gap applies nothing). */
-  async ingest(entry: SetLogEntry): Promise<{ status: IngestStatus; sv: number[] }> {
+  /** Applies one checked, shipped or replicated set entry (idempotent; a gap applies nothing). */
+  async ingest(entry: SetOpEntry): Promise<{ status: IngestStatus; sv: number[] }> {
     const keys = new RedisSetKeys(this.#host.prefix, entry.key)
     const delta = parseSetDelta(entry.setDelta)
     const host = this.#host
@@ -336,9 +343,8 @@ export class RedisSets implements ReplicaSets {
     })
   }
 
-  async has(name: string, element: string): Promise<SetMembership> {
+  protected async _has(name: string, element: string): Promise<SetMembership> {
     const keys = new RedisSetKeys(this.#host.prefix, name)
-    checkElement(element)
     const host = this.#host
     const reply = await host.run(host.reader(), 'set has', (r) =>
       runScript(
@@ -355,7 +361,7 @@ export class RedisSets implements ReplicaSets {
     return { dots, stamp }
   }
 
-  async size(name: string): Promise<SetSize> {
+  protected async _size(name: string): Promise<SetSize> {
     const keys = new RedisSetKeys(this.#host.prefix, name)
     const host = this.#host
     const reply = await host.run(host.reader(), 'set size', (r) =>
@@ -364,7 +370,7 @@ export class RedisSets implements ReplicaSets {
     return { size: Number(text(reply, 0)), stamp: stampOf(reply, 1, host.regions) }
   }
 
-  scan(name: string, options: SetScanOptions = {}): SetScan {
+  protected _scan(name: string, options: SetScanOptions): SetScan {
     const keys = new RedisSetKeys(this.#host.prefix, name)
     const range = scanRange(keys.codec, options)
     const kv = new ZsetKv(this.#host, keys)
@@ -376,9 +382,9 @@ export class RedisSets implements ReplicaSets {
     }
   }
 
-  async stream(
+  protected async _stream(
     name: string,
-    options: Pick<SetScanOptions, 'from' | 'after'> = {},
+    options: Pick<SetScanOptions, 'from' | 'after'>,
   ): Promise<SetReplicaStream> {
     const keys = new RedisSetKeys(this.#host.prefix, name)
     const range = scanRange(keys.codec, options)
@@ -492,7 +498,7 @@ function contended(name: string): CausewayError {
  * Ingests shipped (`'batch'`: a gap stops everything after it) or replicated (`'per-origin'`: a
  * gap stops only its origin) entries of which some are set writes: runs of other entries go
  * through `ingestOthers` (the replica's own script), set entries one by one, all in order.
- * Every entry is validated before anything is written. Resolves to the last `sv`.
+ * Every entry was checked before (`AbstractPartitionReplica`). Resolves to the last `sv`.
  */
 export async function ingestWithSets(
   sets: RedisSets,
@@ -501,15 +507,14 @@ export async function ingestWithSets(
   ingestOthers: (entries: readonly LogEntry[]) => Promise<number[]>,
   sv: number[],
 ): Promise<number[]> {
-  for (const e of entries) if (e.setDelta !== undefined) checkSetEntry(e)
   const stopped = new Set<number>()
   let i = 0
   while (i < entries.length) {
     const entry = entries[i]!
-    if (entry.setDelta !== undefined) {
+    if (entry.kind === 'set-op') {
       i++
       if (stopped.has(entry.origin)) continue
-      const result = await sets.ingest(entry as SetLogEntry)
+      const result = await sets.ingest(entry)
       sv = result.sv
       if (result.status === 'GAP') {
         stopped.add(entry.origin)
@@ -518,7 +523,7 @@ export async function ingestWithSets(
       continue
     }
     const run: LogEntry[] = []
-    while (i < entries.length && entries[i]!.setDelta === undefined) {
+    while (i < entries.length && entries[i]!.kind !== 'set-op') {
       const e = entries[i++]!
       if (!stopped.has(e.origin)) run.push(e)
     }
@@ -528,14 +533,4 @@ export async function ingestWithSets(
     if (mode === 'batch' && stopped.size > 0) break
   }
   return sv
-}
-
-/** Validates a shipped set entry; throws `INVALID_REQUEST`. */
-function checkSetEntry(entry: LogEntry): void {
-  if (typeof entry.setDelta !== 'string' || entry.value !== undefined)
-    throw new CausewayError('INVALID_REQUEST', 'a set entry carries a delta and nothing else')
-  if (!Number.isSafeInteger(entry.idx) || entry.idx < 1 || !isHlc(entry.ts))
-    throw new CausewayError('INVALID_REQUEST', `bad set entry ${entry.origin}:${entry.idx}`)
-  if (!Number.isFinite(entry.at)) throw new CausewayError('INVALID_REQUEST', 'bad entry at')
-  parseSetDelta(entry.setDelta)
 }

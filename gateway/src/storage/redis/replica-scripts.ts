@@ -3,6 +3,17 @@
  * the leader and, since Redis 7 replicates a script's effects wrapped in MULTI/EXEC, atomic on
  * every follower too: a follower never shows a log entry without its `sv` or the reverse.
  *
+ * The protocol is decided in `@causeway/core` (HLC update, version order, DVV update and sync,
+ * sibling-set decoding and its bounds). Three of its rules also run here, because a leader write
+ * must stamp its HLC, compare versions and update a key's sibling set in the same atomic step as
+ * it appends to the log, whichever of several stateless gateways sends it, in one round trip: the
+ * HLC update (`hlc_next`), the version order (`version_wins`) and the DVV update and sync with the
+ * decoder's rules (`sibling_write`, `set_sync`, `set_parse`, `logged_ok`). Each is a pure
+ * function of its arguments, gathered in {@link PROTOCOL_LUA}, and a property test
+ * (`gateway/test/storage/redis/lua-agreement.property.test.ts`) runs it and core's TypeScript on
+ * the same generated inputs against a real Redis and requires the same outcome. (Set writes plan
+ * in TypeScript and only compare-and-apply here: `set-scripts.ts`.)
+ *
  * Write scripts start with `#!lua` (no flags): Redis then refuses them up front on a read-only
  * replica or when out of memory, instead of failing half-way (a script error does not roll back
  * the writes made before it). They validate everything before their first write.
@@ -44,16 +55,11 @@ end
 local function hlc_format(l, c)
   return string.format('%012x%04x', l, c)
 end
--- NuKV Algorithm 2, updateHLC(dt): past the last HLC (meta 'hlc'), the physical clock and dt.
--- now_arg: ms, or '' for the server's TIME. Returns ts and the physical ms, or nil when the HLC
--- ran out of milliseconds. Writes nothing.
-local function hlc_stamp(meta_key, dt, now_arg)
-  local pc
-  if now_arg ~= '' then pc = tonumber(now_arg) else
-    local now = redis.call('TIME')
-    pc = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-  end
-  local lp, cp = hlc_parse(redis.call('HGET', meta_key, 'hlc'))
+-- NuKV Algorithm 2, updateHLC(dt), as core's HybridClock.update: past the last HLC (nil for
+-- none), the physical clock pc (ms) and dt. Returns the new ts, or nil when the HLC ran out of
+-- milliseconds. Pure.
+local function hlc_next(last, dt, pc)
+  local lp, cp = hlc_parse(last)
   local tl, tc = hlc_parse(dt)
   local l = math.max(lp, pc, tl)
   local c
@@ -64,7 +70,19 @@ local function hlc_stamp(meta_key, dt, now_arg)
   -- A counter past 16 bits carries into the milliseconds rather than wrap.
   if c > 65535 then l = l + 1; c = 0 end
   if l > 281474976710655 then return nil end
-  return hlc_format(l, c), pc
+  return hlc_format(l, c)
+end
+-- hlc_next past the leader's last HLC (meta 'hlc'). now_arg: ms, or '' for the server's TIME.
+-- Returns ts and the physical ms, or nil when the HLC ran out of milliseconds. Writes nothing.
+local function hlc_stamp(meta_key, dt, now_arg)
+  local pc
+  if now_arg ~= '' then pc = tonumber(now_arg) else
+    local now = redis.call('TIME')
+    pc = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  end
+  local ts = hlc_next(redis.call('HGET', meta_key, 'hlc'), dt, pc)
+  if not ts then return nil end
+  return ts, pc
 end
 `
 
@@ -171,9 +189,52 @@ local function set_update(context, local_set, actor, sibling)
   if not placed then out[#out + 1] = { actor, 1, { sibling } } end
   return out
 end
+-- The leader's sibling write, as writeSibling in sibling-set.ts: the set after it, or nil, an
+-- error code and its message when the context claims writes of region the key never had, or the
+-- new dot would pass the counter bound. Only this region's leader issues its dots, so a context
+-- claiming more of them than the key has had is forged, and its counter would become the key's.
+local function sibling_refusal(context, local_set, region)
+  local own, claimed = 0, 0
+  for _, e in ipairs(local_set) do if e[1] == region then own = e[2] end end
+  for _, e in ipairs(context) do if e[1] == region then claimed = e[2] end end
+  if claimed > own then
+    return 'CW_BAD_CONTEXT', string.format('it names write %d of region %d to this key, which has had %d', claimed, region, own)
+  end
+  if own >= MAX_COUNTER then
+    return 'CW_COUNTER_EXHAUSTED', string.format('the key has had %d writes of region %d, the most there can be', own, region)
+  end
+  return nil
+end
+local function sibling_write(context, local_set, region, sibling)
+  local code, why = sibling_refusal(context, local_set, region)
+  if code then return nil, code, why end
+  return set_update(context, local_set, region, sibling)
+end
+`
+
+const VERSION_ORDER_LUA = `
+-- True when the version (ts, dc) supersedes (cur_ts, cur_dc): last writer wins by (ts, dc), as
+-- core's version-order.ts; ts strings compare as times. Pure.
+local function version_wins(ts, dc, cur_ts, cur_dc)
+  return ts > cur_ts or (ts == cur_ts and dc > cur_dc)
+end
+`
+
+/**
+ * The rules of the protocol the scripts apply, as pure Lua functions (see the module comment):
+ * `canonical`, `is_hlc`, `hlc_next`, `version_wins`, `set_parse`, `set_encode`, `logged_ok`,
+ * `set_sync`, `set_update`, `sibling_refusal` and `sibling_write` (the two together). For the agreement test, which calls them from a
+ * script of its own.
+ */
+export const PROTOCOL_LUA = `
+${BOUNDS_LUA}
+${HLC_LUA}
+${VERSION_ORDER_LUA}
+${SIBLINGS_LUA}
 `
 
 const VERSION_LUA = `
+${VERSION_ORDER_LUA}
 -- A stored version: nil when there is none, false when it does not parse (as decodeStoredVersion
 -- would refuse it), else its ts and dc.
 local function stored_version(vkey, regions)
@@ -189,7 +250,7 @@ end
 local function store_version(vkey, regions, ts, dc, has_value, value, over_bad)
   local cur = stored_version(vkey, regions)
   if cur == false and not over_bad then return end
-  if cur and (cur[1] > ts or (cur[1] == ts and cur[2] >= dc)) then return end
+  if cur and not version_wins(ts, dc, cur[1], cur[2]) then return end
   if has_value == '1' then
     redis.call('HSET', vkey, 'ts', ts, 'dc', dc, 'v', value)
   else
@@ -260,17 +321,9 @@ local context = set_parse(ARGV[8], regions)
 if not context then return redis.error_reply('CW_BAD_CONTEXT malformed causal context') end
 local local_set = set_parse(redis.call('GET', KEYS[4]), regions)
 if not local_set then return redis.error_reply('CW_QUARANTINED the stored sibling set does not decode') end
--- Only this region's leader issues its dots: a context claiming more of them than the key has
--- had is forged, and its counter would become the key's. The new dot must stay in bounds.
-local own, claimed = 0, 0
-for _, e in ipairs(local_set) do if e[1] == region then own = e[2] end end
-for _, e in ipairs(context) do if e[1] == region then claimed = e[2] end end
-if claimed > own then
-  return redis.error_reply(string.format('CW_BAD_CONTEXT it names write %d of region %d to this key, which has had %d', claimed, region, own))
-end
-if own >= MAX_COUNTER then
-  return redis.error_reply(string.format('CW_COUNTER_EXHAUSTED the key has had %d writes of region %d, the most there can be', own, region))
-end
+-- Checked before anything is stamped or written (sibling_write's rule); the ts comes below.
+local refused, why = sibling_refusal(context, local_set, region)
+if refused then return redis.error_reply(refused .. ' ' .. why) end
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
@@ -464,7 +517,7 @@ for d = 0, regions - 1 do
   for _, row in ipairs(entries_since(d)) do
     local f = fields_of(row)
     if f.k == key and not f.s and not f.b and is_hlc(f.ts) then
-      if not best or f.ts > best[2] or (f.ts == best[2] and d > tonumber(best[3])) then
+      if not best or version_wins(f.ts, d, best[2], tonumber(best[3])) then
         if f.v then best = { '1', f.ts, tostring(d), f.v } else best = { '0', f.ts, tostring(d), '' } end
       end
     end

@@ -6,13 +6,14 @@
  */
 import { randomUUID } from 'node:crypto'
 import { type CausewayError, HLC_ZERO, type Hlc } from '@causeway/core'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import type { LogEntry } from '../../../src/storage/partition-replica.js'
 import {
   RedisPartitionReplica,
   type RedisPartitionReplicaOptions,
 } from '../../../src/storage/redis/index.js'
 import { type RedisServer, freePort, startRedis, stopAllRedis } from '../../support/redis-server.js'
+import { entry, ship } from '../../support/log-entries.js'
 
 afterAll(stopAllRedis)
 
@@ -53,11 +54,9 @@ async function failure(
 
 /** Waits (bounded) until the replica's connections are back. */
 async function recovered(r: RedisPartitionReplica): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (r.available) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('the replica did not reconnect within 5 s')
+  await vi.waitFor(() => expect(r.available, 'reconnected within 5 s').toBe(true), {
+    timeout: 5000,
+  })
 }
 
 describe('redis-server down and up again', () => {
@@ -76,7 +75,7 @@ describe('redis-server down and up again', () => {
       () => r.write('k', '1', HLC_ZERO),
       () => r.read('k1'),
       () => r.readLog(0, 0, 10),
-      () => r.receive(1, []),
+      () => r.receive(ship(1, [entry(1, 1, 'k', '1', HLC_ZERO)])),
       () => r.waitReplicas(1, 100),
     ]) {
       const { error, ms } = await failure(call)

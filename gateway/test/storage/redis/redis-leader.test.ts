@@ -13,6 +13,7 @@ import {
   type RedisPartitionReplicaOptions,
 } from '../../../src/storage/redis/index.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
+import { entry, ship } from '../../support/log-entries.js'
 
 let server: RedisServer
 beforeAll(async () => {
@@ -119,7 +120,7 @@ describe('waiting for sv', () => {
     await new Promise((resolve) => setTimeout(resolve, 300))
     expect((await calls(server, 'hmget')) - reads).toBeLessThanOrEqual(1)
     // Another object (as another gateway would) receives the entry; `r` learns of it by a push.
-    await writer.receive(1, [{ origin: 1, idx: 1, key: 'k', ts: hlcFrom(started, 0), at: started }])
+    await writer.receive(ship(1, [entry(1, 1, 'k', undefined, hlcFrom(started, 0), started)]))
     expect(await waiting).toBe(true)
     expect(r.sv()).toEqual([0, 1])
   })
@@ -213,15 +214,8 @@ describe('restart', () => {
       await r.write('a', undefined, HLC_ZERO),
     ]
     const now = Date.now()
-    const shipped = {
-      origin: 1,
-      idx: 1,
-      key: 'c',
-      value: '"c"',
-      ts: hlcFrom(now + 5000, 1),
-      at: now,
-    }
-    await r.receive(1, [shipped])
+    const shipped = entry(1, 1, 'c', '"c"', hlcFrom(now + 5000, 1), now)
+    await r.receive(ship(1, [shipped]))
     return { local, shipped, hlc: await r.hlc() }
   }
 

@@ -274,7 +274,7 @@ export interface BenchmarkConfig {
   wanDelayMs: number
   /**
    * The NuKV "without HLC" ablation: writes are stamped by the leader's clock alone and wait at
-   * the leader for the dependency vector they carry (see `RegionServiceOptions.withoutHlc`).
+   * the leader for the dependency vector they carry (see `ablation/without-hlc.ts`).
    */
   withoutHlc: boolean
   /**

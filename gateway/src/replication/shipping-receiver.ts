@@ -1,0 +1,19 @@
+/**
+ * The receiving side of cross-region shipping for one region, as the internal shipping endpoint
+ * (`http/routes/internal.ts`) calls it: the region's partition leaders. A deployment serving a
+ * region over HTTP implements it (`cluster/redis-cluster.ts`); the embedded cluster ships in
+ * process and needs none.
+ */
+import type { ShipEnvelope } from '@causeway/core'
+
+/** The receiving side of shipping, for one region: its partition leaders. */
+export interface ShippingReceiver {
+  /** The local leader of `partition`'s `sv[origin]`, read from its store. */
+  checkpoint(partition: number, origin: number): Promise<number>
+  /**
+   * Applies an envelope of another region's entries at the local leader of `partition` (which
+   * checks it whole first, `AbstractPartitionReplica.receive`); resolves to the new
+   * `sv[envelope.from]`.
+   */
+  receive(partition: number, envelope: ShipEnvelope): Promise<number>
+}

@@ -1,0 +1,510 @@
+/**
+ * The storage contract of one partition replica: what every backend (LevelDB, Redis, a third one)
+ * implements and all that the cluster, routing and HTTP layers may use. Shaped like
+ * abstract-level: each public method checks and normalises its input once (`replica-input.ts`,
+ * `@causeway/core`'s entry and envelope checks), refuses calls while the replica is not open, and
+ * only then calls the protected `_method` a backend implements, which always receives exactly the
+ * documented arguments. What a backend can do is declared in {@link supports}, never probed. The
+ * compliance suite in `gateway/test/storage/` runs against every backend through this class.
+ *
+ * A replica holds, for one partition in one region: the winning version of each key (highest
+ * `(ts, dc)`), the partition log as one FIFO stream per origin region keyed by origin idx, the
+ * stable vector `sv` (`sv[d]` = highest origin idx of region `d` applied here) and, at the leader,
+ * the HLC and the local counter (`counter == sv[region]`). Every mutation is one atomic step, so
+ * `sv`, log and data always agree, also after a crash.
+ *
+ * A stored value that does not decode quarantines its key at that replica, never the partition:
+ * see `quarantine.ts`.
+ */
+import {
+  type CausalContext,
+  CausewayError,
+  type Hlc,
+  type KeyEntry,
+  type LogEntry,
+  type SetOpEntry,
+  type ShipEnvelope,
+  type SiblingsEntry,
+  checkLogEntry,
+  checkShipEnvelope,
+  covers,
+} from '@causeway/core'
+import type { AbstractSetReplica } from './abstract-set-replica.js'
+import {
+  type OpCheck,
+  type OpOutcome,
+  type OpRef,
+  type ReplicaWrite,
+  checkOpWrite,
+} from './op-records.js'
+import type {
+  AdvanceListener,
+  ReplicaManifest,
+  ReplicaPlace,
+  ReplicaRead,
+  SiblingRead,
+} from './partition-replica.js'
+import {
+  checkDeadline,
+  checkDependencyTime,
+  checkLogRead,
+  checkNeedVector,
+  checkReplicaWrite,
+  checkStoredKey,
+} from './replica-input.js'
+import { parseSetDelta } from './set-writes.js'
+
+/** Where a replica is in its life: calls other than `open` are refused unless it is `open`. */
+export type ReplicaState = 'new' | 'opening' | 'open' | 'closing' | 'closed'
+
+/** Most regions a cluster may have (region ids fit in one byte). */
+const MAX_REGIONS = 255
+
+/** One partition replica on one storage backend. See the module comment. */
+export abstract class AbstractPartitionReplica {
+  readonly region: number
+  readonly partition: number
+  /** Index of this replica in its region; replica 0 starts as leader. */
+  readonly replica: number
+  /** Number of regions D: the length of `sv`. */
+  readonly regions: number
+  /** A short description of the backend, e.g. `level:memory` or `redis://127.0.0.1:6380`. */
+  abstract readonly backend: string
+  /** What this backend can do. */
+  abstract readonly supports: ReplicaManifest
+  /** The sets of this partition, when {@link supports}`.sets` (else undefined). */
+  protected abstract readonly _sets: AbstractSetReplica | undefined
+
+  #state: ReplicaState = 'new'
+  #opening: Promise<void> | undefined
+  #closing: Promise<void> | undefined
+  /** Repairs asked for and not yet done, by key: concurrent asks share one. */
+  readonly #repairs = new Map<string, Promise<boolean>>()
+
+  constructor(place: ReplicaPlace) {
+    for (const name of ['region', 'partition', 'replica'] as const)
+      if (!Number.isSafeInteger(place[name]) || place[name] < 0)
+        throw new TypeError(`${name} must be a non-negative integer`)
+    if (!Number.isInteger(place.regions) || place.regions < 1 || place.regions > MAX_REGIONS)
+      throw new TypeError(`regions must be an integer in 1..${MAX_REGIONS}`)
+    if (place.region >= place.regions) throw new TypeError('region must be below regions')
+    this.region = place.region
+    this.partition = place.partition
+    this.replica = place.replica
+    this.regions = place.regions
+  }
+
+  /** Where the replica is in its life. */
+  get state(): ReplicaState {
+    return this.#state
+  }
+
+  /**
+   * Whether the backend can serve now (its server is reachable). Reads go to available replicas
+   * only. A backend in this process is always available.
+   */
+  get available(): boolean {
+    return true
+  }
+
+  /** The sets (Bigsets) stored in this partition, written through its log. */
+  get sets(): AbstractSetReplica {
+    const sets = this._sets
+    if (!this.supports.sets || sets === undefined)
+      throw new CausewayError('INTERNAL', `the ${this.backend} backend has no sets`)
+    return sets
+  }
+
+  /** Opens (or reopens) the store and loads `sv`, counter, HLC and epoch from it. */
+  open(): Promise<void> {
+    if (this.#state === 'open') return Promise.resolve()
+    if (this.#opening) return this.#opening
+    if (this.#state === 'closing')
+      return Promise.reject(new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`))
+    this.#state = 'opening'
+    this.#opening = this._open()
+      .then(
+        () => {
+          this.#state = 'open'
+        },
+        (error: unknown) => {
+          this.#state = 'closed'
+          throw error
+        },
+      )
+      .finally(() => {
+        this.#opening = undefined
+      })
+    return this.#opening
+  }
+
+  /**
+   * Closes the store once what it accepted is done (acknowledged writes stay acknowledged);
+   * calls made from here on are refused, pending waiters resolve as not covered.
+   */
+  close(): Promise<void> {
+    if (this.#state === 'new' || this.#state === 'closed') return Promise.resolve()
+    this.#closing ??= (async () => {
+      if (this.#opening) await this.#opening.catch(() => {})
+      if (this.#state !== 'open') return
+      this.#state = 'closing'
+      try {
+        await this._close()
+      } finally {
+        this.#state = 'closed'
+      }
+    })().finally(() => {
+      this.#closing = undefined
+    })
+    return this.#closing
+  }
+
+  /** Throws the error calls are refused with now (`SHUTTING_DOWN`, `BACKEND_UNAVAILABLE`), if any. */
+  checkOpen(): void {
+    if (this.#state === 'open') return
+    if (this.#state === 'closing')
+      throw new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`)
+    throw new CausewayError('BACKEND_UNAVAILABLE', `${this.#name()} is not open`, {
+      region: this.region,
+      partition: this.partition,
+      replica: this.replica,
+    })
+  }
+
+  /** The stable vector, length D. A copy. */
+  abstract sv(): number[]
+
+  /** The partition epoch this replica belongs to (starts at 1). */
+  abstract epoch(): number
+
+  /** Subscribes to `sv` advances; returns the unsubscribe function. */
+  abstract onAdvance(listener: AdvanceListener): () => void
+
+  /**
+   * Leader only. Stamps `ts = HLC.update(dt)`, appends a local entry with `idx = ++counter`,
+   * stores the version and advances `sv[region]`: atomically, and durably before resolving.
+   * `value` undefined writes a tombstone (a `delete` entry).
+   * @throws `INVALID_KEY`, `INVALID_VALUE` (empty or not text), `INVALID_HLC`, before anything.
+   */
+  write(key: string, value: string | undefined, dt: Hlc): Promise<KeyEntry> {
+    try {
+      this.checkOpen()
+      const write: ReplicaWrite = { kind: 'kv', key, value }
+      checkReplicaWrite(write, this.regions)
+      checkDependencyTime(dt)
+      return this._write(write, dt) as Promise<KeyEntry>
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Leader only, for a key of a siblings namespace. Like {@link write} (same HLC, idx and `sv`
+   * bookkeeping), but the value (or, `undefined`, a tombstone) becomes a new sibling of the key:
+   * it supersedes the siblings `context` covers (the causal context the writer read; `[]` for a
+   * blind write) and leaves the others. The entry carries the resulting set.
+   * @throws `INVALID_CONTEXT` for a context naming a region the cluster does not have, or writes
+   * of this region the key never had; `COUNTER_EXHAUSTED` when the new dot would pass the bound.
+   */
+  writeSibling(
+    key: string,
+    value: string | undefined,
+    dt: Hlc,
+    context: CausalContext,
+  ): Promise<SiblingsEntry> {
+    try {
+      this.checkOpen()
+      this.#need('siblings')
+      const write: ReplicaWrite = { kind: 'sibling', key, value, context }
+      checkReplicaWrite(write, this.regions)
+      checkDependencyTime(dt)
+      return this._write(write, dt) as Promise<SiblingsEntry>
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Leader only: `write` (a key, a siblings key or a set write, as {@link write},
+   * {@link writeSibling} and `sets.write` do it) remembered under operation id `op`, in the same
+   * atomic step as the write (`op-records.ts`). When `op` was already applied (and is within the
+   * retention window) nothing is written and its record is the outcome; a record made by another
+   * request is `OP_ID_REUSED`. Concurrent calls with one `op` apply it once. `check` runs once the
+   * op is known to be new, before it is applied (for checks a replay must not repeat).
+   */
+  writeOnce(op: OpRef, write: ReplicaWrite, dt: Hlc, check?: OpCheck): Promise<OpOutcome> {
+    try {
+      this.checkOpen()
+      this.#need('opRecords')
+      if (write?.kind === 'sibling') this.#need('siblings')
+      if (write?.kind === 'set') this.#need('sets')
+      checkOpWrite(op, write)
+      checkReplicaWrite(write, this.regions)
+      checkDependencyTime(dt)
+      return this._writeOnce(op, write, dt, check)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Leader only: a shipping envelope of another region's entries (`@causeway/core`'s
+   * `ship-envelope.ts`), checked whole before anything is applied. Entries with
+   * `idx <= sv[from]` are skipped (idempotent); an entry with `idx > sv[from] + 1` is a gap and
+   * stops the batch there. Advances the HLC past each applied entry's `ts`. Resolves to the new
+   * `sv[from]` (the shipper's checkpoint).
+   * @throws `UNSUPPORTED_LOG_FORMAT` for an envelope version or entry kind this version does not
+   * know, `INVALID_REQUEST` for anything else malformed; either way nothing is applied.
+   */
+  receive(envelope: ShipEnvelope): Promise<number> {
+    try {
+      this.checkOpen()
+      const checked = checkShipEnvelope(envelope, this.regions, this.region)
+      for (const entry of checked.entries) this.#checkSupported(entry)
+      return this._applyShipped(checked.from, checked.entries)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Follower only: entries of the leader's log, any origins, each origin in idx order, checked
+   * whole before anything is applied. Same idempotence and gap rules as {@link receive}, per
+   * origin.
+   */
+  apply(entries: readonly LogEntry[]): Promise<void> {
+    try {
+      this.checkOpen()
+      if (!Array.isArray(entries))
+        throw new CausewayError('INVALID_REQUEST', 'entries must be an array')
+      const checked = entries.map((raw) => {
+        const entry = checkLogEntry(raw, this.regions)
+        this.#checkSupported(entry)
+        return entry
+      })
+      return this._applyReplicated(checked)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * The winning version of `key` and the `sv` it was read at.
+   * @throws `VALUE_QUARANTINED` when the stored version does not decode (see `quarantine.ts`).
+   */
+  read(key: string): Promise<ReplicaRead> {
+    try {
+      this.checkOpen()
+      checkStoredKey(key)
+      return this._read(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * The sibling set of a siblings-namespace `key` and the `sv` it was read at, atomically.
+   * @throws `VALUE_QUARANTINED` when the stored set does not decode (see `quarantine.ts`).
+   */
+  readSiblings(key: string): Promise<SiblingRead> {
+    try {
+      this.checkOpen()
+      this.#need('siblings')
+      checkStoredKey(key)
+      return this._readSiblings(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Rebuilds the stored value of `key` from this replica's log when it does not decode (see
+   * `quarantine.ts`); leaves a value that decodes alone. Resolves `true` when it rebuilt one.
+   * A replica that cannot write its own store (a Redis follower: its leader's repair reaches it
+   * by replication) resolves `false`. Concurrent calls for one key share one repair.
+   */
+  repair(key: string): Promise<boolean> {
+    try {
+      this.checkOpen()
+      checkStoredKey(key)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    let repairing = this.#repairs.get(key)
+    if (repairing === undefined) {
+      repairing = this._repair(key).finally(() => this.#repairs.delete(key))
+      this.#repairs.set(key, repairing)
+    }
+    return repairing
+  }
+
+  /** Up to `limit` log entries of `origin` with `idx > afterIdx`, in idx order. */
+  readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
+    try {
+      this.checkOpen()
+      checkLogRead(origin, afterIdx, limit, this.regions)
+      if (limit === 0) return Promise.resolve([])
+      return this._readLog(origin, afterIdx, limit)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Resolves `true` as soon as `sv` covers `need` (at once if it already does), or `false` when
+   * `deadline` (epoch ms) passes or the replica closes. Driven by `sv` changes, never by polling.
+   * @throws `INVALID_VECTOR` unless `need` has one non-negative integer per region.
+   */
+  waitFor(need: readonly number[], deadline: number): Promise<boolean> {
+    try {
+      checkNeedVector(need, this.regions)
+      checkDeadline(deadline)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (this.#state !== 'open') return Promise.resolve(false)
+    if (covers(this.sv(), need)) return Promise.resolve(true)
+    return this._waitCovered(need, deadline)
+  }
+
+  /**
+   * The stable vector as the store has it now. Where other processes write the same store
+   * ({@link supports}`.refresh`) it is re-read from there (a view may be a push behind); elsewhere
+   * it is {@link sv}.
+   */
+  refresh(): Promise<number[]> {
+    try {
+      this.checkOpen()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.supports.refresh ? this._refresh() : Promise.resolve(this.sv())
+  }
+
+  /**
+   * Leader only, for `durability: 'majority'`: waits until `needed` of `followers` (this
+   * partition's other replicas in the region) have what this leader acknowledged up to its local
+   * `idx`, or `timeoutMs` passed; resolves to how many confirmed (at most `needed`).
+   */
+  awaitReplicated(
+    idx: number,
+    followers: readonly AbstractPartitionReplica[],
+    needed: number,
+    timeoutMs: number,
+  ): Promise<number> {
+    try {
+      this.checkOpen()
+      if (!Number.isSafeInteger(idx) || idx < 0)
+        throw new CausewayError('INVALID_REQUEST', 'idx must be a non-negative integer')
+      if (!Number.isSafeInteger(needed) || needed < 0 || needed > followers.length)
+        throw new CausewayError(
+          'INVALID_OPTION',
+          `cannot wait for ${needed} of ${followers.length} followers`,
+        )
+      if (!(timeoutMs >= 0)) throw new CausewayError('INVALID_OPTION', 'timeoutMs must be >= 0')
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    if (needed === 0) return Promise.resolve(0)
+    return this._awaitReplicated(idx, followers, needed, timeoutMs)
+  }
+
+  /** Opens the store and loads its state. */
+  protected abstract _open(): Promise<void>
+
+  /** Closes the store once what was accepted is done; resolves pending waiters as not covered. */
+  protected abstract _close(): Promise<void>
+
+  /** A checked leader write (a key, a siblings key or a set write). */
+  protected abstract _write(write: ReplicaWrite, dt: Hlc): Promise<LogEntry>
+
+  /** A checked leader write under a checked operation id (see {@link writeOnce}). */
+  protected abstract _writeOnce(
+    op: OpRef,
+    write: ReplicaWrite,
+    dt: Hlc,
+    check: OpCheck | undefined,
+  ): Promise<OpOutcome>
+
+  /** Checked entries of region `origin`, consecutive, at a leader; resolves to `sv[origin]`. */
+  protected abstract _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number>
+
+  /** Checked entries of the leader's log at a follower. */
+  protected abstract _applyReplicated(entries: readonly LogEntry[]): Promise<void>
+
+  protected abstract _read(key: string): Promise<ReplicaRead>
+
+  protected abstract _readSiblings(key: string): Promise<SiblingRead>
+
+  /** One repair of `key` (concurrent asks already share it). */
+  protected abstract _repair(key: string): Promise<boolean>
+
+  /** `limit` is at least 1 and the arguments are checked. */
+  protected abstract _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]>
+
+  /** Waits for `sv` to cover `need`, which it does not yet; the replica is open. */
+  protected abstract _waitCovered(need: readonly number[], deadline: number): Promise<boolean>
+
+  /** Re-reads `sv` from a store other processes write (only when `supports.refresh`). */
+  protected _refresh(): Promise<number[]> {
+    return Promise.resolve(this.sv())
+  }
+
+  /**
+   * Waits for `needed` (at least 1) of `followers` to apply this leader's local `idx`: by their
+   * own `sv`, which is how a backend whose followers are replicas of this process sees them. A
+   * backend whose server replicates by itself asks its server instead.
+   */
+  protected _awaitReplicated(
+    idx: number,
+    followers: readonly AbstractPartitionReplica[],
+    needed: number,
+    timeoutMs: number,
+  ): Promise<number> {
+    const need = new Array<number>(this.regions).fill(0)
+    need[this.region] = idx
+    const deadline = Date.now() + timeoutMs
+    return new Promise<number>((resolve) => {
+      let confirmed = 0
+      let answered = 0
+      for (const follower of followers) {
+        void follower
+          .waitFor(need, deadline)
+          .catch(() => false)
+          .then((applied) => {
+            answered++
+            if (applied) confirmed++
+            if (confirmed >= needed || answered === followers.length)
+              resolve(Math.min(confirmed, needed))
+          })
+      }
+    })
+  }
+
+  /**
+   * Checks the delta of a `set-op` entry before its batch is taken; a backend may keep what it
+   * parsed for when it applies the entry.
+   * @throws `INVALID_REQUEST` when it is malformed.
+   */
+  protected _checkSetOp(entry: SetOpEntry): void {
+    parseSetDelta(entry.setDelta)
+  }
+
+  // An entry of a kind this backend cannot store is refused like a malformed one.
+  #checkSupported(entry: LogEntry): void {
+    if (entry.kind === 'siblings') this.#need('siblings')
+    else if (entry.kind === 'set-op') {
+      this.#need('sets')
+      this._checkSetOp(entry)
+    }
+  }
+
+  #need(feature: keyof ReplicaManifest): void {
+    if (!this.supports[feature])
+      throw new CausewayError('INTERNAL', `the ${this.backend} backend does not support ${feature}`)
+  }
+
+  #name(): string {
+    return `replica ${this.replica} of partition ${this.partition} in region ${this.region}`
+  }
+}
