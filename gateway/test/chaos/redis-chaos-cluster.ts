@@ -14,7 +14,7 @@ import { readdir, readFile, rm, stat, truncate } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
-import type { ClusterConfig } from '../../src/cluster/cluster-config.js'
+import type { ClusterConfig } from '../../src/config/cluster-config.js'
 import {
   startRedisDevCluster,
   type DevGateway,
@@ -161,7 +161,8 @@ export class RedisChaosCluster {
       exitWithParent: true,
       ...(leader ? { replicaOf: { host: leader.hostname, port: Number(leader.port) } } : {}),
     })
-    this.#restarted.get(serverId(server))?.stop()
+    // A server restarted before and killed again: its handle is done with.
+    await this.#restarted.get(serverId(server))?.stop()
     this.#restarted.set(serverId(server), process_)
     this.#pids.set(serverId(server), process_.pid!)
   }
