@@ -3,7 +3,7 @@
  * `RedisDevClusterOptions.shippingVia`) and can cut: a cut link drops every open connection and
  * black-holes new ones (accepted, never answered), as a partitioned network does, until healed.
  */
-import { createConnection, createServer, type Socket } from 'node:net'
+import { createConnection, createServer, type Server, type Socket } from 'node:net'
 
 /** A running proxy. */
 export interface CuttableProxy {
@@ -51,12 +51,7 @@ export async function startCuttableProxy(target: string): Promise<CuttableProxy>
       client.resume()
     })
   })
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(0, '127.0.0.1', () => resolve())
-  })
-  const address = server.address()
-  const bound = typeof address === 'object' && address !== null ? address.port : 0
+  const bound = await listenBelowEphemeral(server)
   return {
     url: `http://127.0.0.1:${bound}`,
     cut() {
@@ -73,4 +68,25 @@ export async function startCuttableProxy(target: string): Promise<CuttableProxy>
         server.close(() => resolve())
       }),
   }
+}
+
+/**
+ * Listens on a random port below Linux's ephemeral range (32768 and up): the dev cluster picks its
+ * gateways' ports from that range ahead of starting them, and a proxy bound there in between
+ * could take one.
+ */
+async function listenBelowEphemeral(server: Server): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const bound = await new Promise<boolean>((resolve) => {
+      const onError = () => resolve(false)
+      server.once('error', onError)
+      server.listen(port, '127.0.0.1', () => {
+        server.off('error', onError)
+        resolve(true)
+      })
+    })
+    if (bound) return port
+  }
+  throw new Error('no free port for a proxy below the ephemeral range')
 }

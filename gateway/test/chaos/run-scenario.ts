@@ -73,23 +73,7 @@ export async function runScenario(
   const started = performance.now()
   const prefix = `chaos:${scenario.name}:${seed.toString(36)}:`
   const keys = keysFor(prefix, SHAPE.partitions, KEYS_PER_PARTITION)
-  log(`${scenario.name}: starting the cluster`)
-  const cluster =
-    scenario.backend === 'redis'
-      ? await RedisChaosCluster.start({
-          regions: SHAPE.regions,
-          partitions: SHAPE.partitions,
-          replicas: SHAPE.replicas,
-          gateways: SHAPE.gatewaysPerRegion,
-          ...(scenario.clockOffsetMs ? { clockOffsetMs: scenario.clockOffsetMs } : {}),
-          log: (line) => log(`${scenario.name}: ${line}`),
-        })
-      : await EmbeddedChaosCluster.start({
-          regions: SHAPE.regions,
-          partitions: SHAPE.partitions,
-          replicas: SHAPE.replicas,
-          log: (line) => log(`${scenario.name}: ${line}`),
-        })
+  const cluster = await startCluster(scenario, log)
   try {
     log(`${scenario.name}: running ${timing.clients} sessions`)
     const callsStart = performance.now()
@@ -208,4 +192,44 @@ export function keysFor(prefix: string, partitions: number, count: number): stri
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
+}
+
+/**
+ * The scenario's cluster; a start that fails is tried again (twice): ports are picked free ahead
+ * of the processes that bind them, and on a shared machine another process may take one first.
+ */
+async function startCluster(
+  scenario: Scenario,
+  log: (line: string) => void,
+): Promise<RedisChaosCluster | EmbeddedChaosCluster> {
+  for (let attempt = 1; ; attempt++) {
+    log(`${scenario.name}: starting the cluster`)
+    try {
+      return await startOnce(scenario, log)
+    } catch (error) {
+      if (attempt >= 3) throw error
+      log(`${scenario.name}: the cluster did not start (${String(error)}); again`)
+    }
+  }
+}
+
+function startOnce(
+  scenario: Scenario,
+  log: (line: string) => void,
+): Promise<RedisChaosCluster | EmbeddedChaosCluster> {
+  return scenario.backend === 'redis'
+    ? RedisChaosCluster.start({
+        regions: SHAPE.regions,
+        partitions: SHAPE.partitions,
+        replicas: SHAPE.replicas,
+        gateways: SHAPE.gatewaysPerRegion,
+        ...(scenario.clockOffsetMs ? { clockOffsetMs: scenario.clockOffsetMs } : {}),
+        log: (line) => log(`${scenario.name}: ${line}`),
+      })
+    : EmbeddedChaosCluster.start({
+        regions: SHAPE.regions,
+        partitions: SHAPE.partitions,
+        replicas: SHAPE.replicas,
+        log: (line) => log(`${scenario.name}: ${line}`),
+      })
 }
