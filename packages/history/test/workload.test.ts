@@ -147,9 +147,10 @@ describe('runWorkload', () => {
       durationMs: 60_000,
       signal: end.signal,
     })
-    expect(result.elapsedMs.calls).toBeLessThan(400)
+    // Without the signal it would go on for a minute (or 2,000 calls of 20 ms each).
+    expect(result.elapsedMs.calls).toBeLessThan(5_000)
     expect(result.history.operations.length).toBeGreaterThan(4)
-    expect(result.history.operations.length).toBeLessThan(40)
+    expect(result.history.operations.length).toBeLessThan(250)
   })
 
   it('pauses a client after a failed call when asked', async () => {
@@ -161,15 +162,14 @@ describe('runWorkload', () => {
       url: 'x',
       regions: 2,
       clients: 1,
-      opsPerClient: 1000,
-      durationMs: 300,
+      opsPerClient: 5,
       mix: { get: 1, put: 0, delete: 0 },
-      pauseAfterFailureMs: 50,
+      pauseAfterFailureMs: 80,
       convergence: { timeoutMs: 50 },
     })
-    // 300 ms of calls that fail at once, 50 ms apart: about 6, never hundreds.
-    expect(result.failures.NETWORK_ERROR).toBeGreaterThan(1)
-    expect(result.failures.NETWORK_ERROR).toBeLessThan(12)
+    // Five calls that fail at once, each followed by its pause (a busy machine only adds time).
+    expect(result.failures.NETWORK_ERROR).toBe(5)
+    expect(result.elapsedMs.calls).toBeGreaterThanOrEqual(5 * 80 - 10)
   })
 
   it('records failed calls and goes on, but throws a failed connect', async () => {
