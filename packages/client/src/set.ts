@@ -12,6 +12,7 @@
 import {
   CausewayError,
   MAX_SET_WRITE_ELEMENTS,
+  OfflineError,
   SET_SCAN_PAGE,
   checkElement,
   isHlc,
@@ -19,8 +20,17 @@ import {
   type Hlc,
   type ReadObservation,
 } from '@causeway/core'
-import type { WriteResult } from './client.js'
-import { readCall, writeCall, type CheckedRead, type ClientParts } from './client-access.js'
+import type { WriteOutcome, WriteResult } from './client.js'
+import {
+  readCall,
+  writeCall,
+  writeScope,
+  type CheckedRead,
+  type ClientParts,
+} from './client-access.js'
+import type { PendingWrite, StoredOp } from './offline/outbox-types.js'
+import { isUnreachable } from './offline/outcome.js'
+import { setFromScan, setWithHas, type SetEntry } from './offline/read-cache.js'
 import type { ReadOptions, WriteOptions } from './options.js'
 
 /** Options of a set read (`has`, `size`): those of `get`. */
@@ -61,8 +71,13 @@ export interface SetHasResult {
   /** Whether the element is in the set, as the serving replica saw it. */
   found: boolean
   element: string
-  /** The element's context (for `remove`); undefined when not found. */
+  /** The element's context (for `remove`); undefined when not found, or added while offline. */
   ctx: string | undefined
+  /**
+   * `'local'` when answered from this device's read cache (`persist`, offline), with its queued
+   * set writes laid over it; then `seen` is empty and `ts` undefined.
+   */
+  source: 'remote' | 'local'
   /** Per region, the highest log idx of a write of this set that the read reflects. */
   seen: number[]
   /** The highest HLC among those writes; undefined for a set never written. */
@@ -83,8 +98,12 @@ interface ReadMeta {
   waitedMs: number
 }
 
-/** A CRDT set of UTF-8 strings (each at most 1 KiB). Get one with `db.set(name)`. */
-export class CausewaySet {
+/**
+ * A CRDT set of UTF-8 strings (each at most 1 KiB). Get one with `db.set(name)`. With `persist`,
+ * writes queue while offline (`{ pending: true, opId }`) and reads are answered from what this
+ * device knows: `has` of an element it read or wrote, `size` and `scan` of a set it scanned whole.
+ */
+export class CausewaySet<Offline extends boolean = false> {
   /** The set's name (a key: it decides the set's partition). */
   readonly name: string
   /** The partition holding the set. */
@@ -106,10 +125,13 @@ export class CausewaySet {
    * sent as several writes, in order (each atomic, the whole not); the last one's result is
    * returned.
    */
-  async add(elements: string | readonly string[], options?: SetWriteOptions): Promise<WriteResult> {
+  async add(
+    elements: string | readonly string[],
+    options?: SetWriteOptions,
+  ): Promise<WriteOutcome<Offline>> {
     const list = typeof elements === 'string' ? [elements] : [...elements]
     for (const e of list) checkElement(e)
-    return this.#write('add', list, options)
+    return (await this.#write('add', list, options)) as WriteOutcome<Offline>
   }
 
   /**
@@ -120,7 +142,7 @@ export class CausewaySet {
   async remove(
     elements: string | SetElement | readonly (string | SetElement)[],
     options?: SetWriteOptions,
-  ): Promise<WriteResult> {
+  ): Promise<WriteOutcome<Offline>> {
     const list = typeof elements === 'string' || !Array.isArray(elements) ? [elements] : elements
     const items = (list as readonly (string | SetElement)[]).map((e) => {
       if (typeof e === 'string') {
@@ -135,19 +157,48 @@ export class CausewaySet {
         throw new CausewayError('INVALID_CONTEXT', 'ctx must be a context from has or scan')
       return { element: e.element, ctx: e.ctx }
     })
-    return this.#write('remove', items, options)
+    return (await this.#write('remove', items, options)) as WriteOutcome<Offline>
   }
 
   /** Whether `element` is in the set, and its context. */
   async has(element: string, options?: SetReadOptions): Promise<SetHasResult> {
     checkElement(element)
-    const { reply, attempts } = await readCall(this.#parts, {
-      partition: this.partition,
-      path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
-      what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
-      options,
-      check: checkHas,
-    })
+    const outcome = await this.#read(
+      () =>
+        readCall(this.#parts, {
+          partition: this.partition,
+          path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
+          what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
+          options,
+          check: checkHas,
+        }),
+      (local) => {
+        if (element in local.members) return { found: true, ctx: local.members[element] }
+        if (local.complete || local.absent.includes(element)) return { found: false }
+        return undefined
+      },
+      `whether ${JSON.stringify(element)} is in set ${JSON.stringify(this.name)}`,
+    )
+    if ('local' in outcome) {
+      const { found, ctx } = outcome.local
+      return {
+        found,
+        element,
+        ctx: ctx ?? undefined,
+        seen: [],
+        ts: undefined,
+        epoch: 1,
+        region: this.#parts.home.id,
+        replica: 0,
+        waitedMs: 0,
+        attempts: 0,
+        source: 'local',
+      }
+    }
+    const { reply, attempts } = outcome
+    this.#parts.offline?.recordSet(this.name, (old) =>
+      setWithHas(old, element, reply.found, reply.ctx),
+    )
     return {
       found: reply.found,
       element,
@@ -159,19 +210,81 @@ export class CausewaySet {
       replica: reply.replica,
       waitedMs: reply.waitedMs,
       attempts,
+      source: 'remote',
     }
   }
 
-  /** The number of elements (exact, as of the serving replica). */
+  /** The number of elements (exact, as of the serving replica; offline, as this device knows). */
   async size(options?: SetReadOptions): Promise<number> {
-    const { reply } = await readCall(this.#parts, {
-      partition: this.partition,
-      path: `${this.#path}/size`,
-      what: `size of set ${JSON.stringify(this.name)}`,
-      options,
-      check: checkSize,
-    })
-    return reply.size
+    const outcome = await this.#read(
+      () =>
+        readCall(this.#parts, {
+          partition: this.partition,
+          path: `${this.#path}/size`,
+          what: `size of set ${JSON.stringify(this.name)}`,
+          options,
+          check: checkSize,
+        }),
+      (local) => (local.complete ? Object.keys(local.members).length : undefined),
+      `the size of set ${JSON.stringify(this.name)}`,
+    )
+    return 'local' in outcome ? outcome.local : outcome.reply.size
+  }
+
+  /**
+   * A read: remote, or with `persist` and the gateway out of reach, `local(entry)` over this
+   * device's entry of the set with its queued writes laid over it (undefined: it cannot tell).
+   */
+  async #read<R, L>(
+    remote: () => Promise<{ reply: R; attempts: number }>,
+    local: (entry: SetEntry) => L | undefined,
+    what: string,
+  ): Promise<{ reply: R; attempts: number } | { local: L }> {
+    const engine = this.#parts.offline
+    if (engine === undefined) return remote()
+    if (engine.connectivity.online) {
+      try {
+        return await remote()
+      } catch (error) {
+        if (!isUnreachable(error) || this.#parts.closing.aborted) throw error
+        engine.connectivity.markOffline(error as CausewayError)
+      }
+    }
+    const entry = await this.#localEntry()
+    const answer = entry === undefined ? undefined : local(entry)
+    if (answer === undefined) {
+      engine.connectivity.probeSoon()
+      throw new OfflineError(`offline, and this device cannot tell ${what}`, { set: this.name })
+    }
+    return { local: answer }
+  }
+
+  /** This device's entry of the set with its queued writes laid over it. */
+  async #localEntry(): Promise<SetEntry | undefined> {
+    const engine = this.#parts.offline!
+    const [entry, ops] = await Promise.all([
+      engine.cachedSet(this.name),
+      engine.queuedFor(this.name, 'set'),
+    ])
+    if (entry === undefined && ops.length === 0) return undefined
+    let next: SetEntry = entry ?? { t: 's', complete: false, members: {}, absent: [] }
+    for (const op of ops) {
+      const elements = (op.elements ?? []).map((e) => (typeof e === 'string' ? e : e.element))
+      next = {
+        t: 's',
+        complete: next.complete,
+        members: { ...next.members },
+        absent: next.absent.filter((e) => !elements.includes(e)),
+      }
+      for (const e of elements) {
+        if (op.kind === 'set-add') next.members[e] = null
+        else {
+          delete next.members[e]
+          if (!next.complete) next.absent.push(e)
+        }
+      }
+    }
+    return next
   }
 
   /**
@@ -195,10 +308,21 @@ export class CausewaySet {
     const page = pageSize ?? SET_SCAN_PAGE
     if (!Number.isSafeInteger(page) || page < 1)
       throw new CausewayError('INVALID_OPTION', 'pageSize must be a positive integer')
-    const pages = async function* (this: CausewaySet): AsyncGenerator<string | SetElement> {
+    const whole = from === undefined && after === undefined && limit === undefined
+    const pages = async function* (
+      this: CausewaySet<Offline>,
+    ): AsyncGenerator<string | SetElement> {
+      const engine = this.#parts.offline
+      if (engine !== undefined && !engine.connectivity.online) {
+        yield* this.#localScan({ from, after, total, withContext: withContext === true })
+        return
+      }
       let cursor: { from?: string; after?: string } =
         after !== undefined ? { after } : from !== undefined ? { from } : {}
       let returned = 0
+      // A whole scan of a set not too large is kept, so it can be scanned offline.
+      let seen: { element: string; ctx?: string }[] | undefined =
+        engine !== undefined && whole ? [] : undefined
       while (returned < total) {
         const count = Math.min(page, total - returned)
         let query = `limit=${count}`
@@ -206,54 +330,143 @@ export class CausewaySet {
         if (cursor.after !== undefined) query += `&after=${encodeURIComponent(cursor.after)}`
         if (withContext === true) query += '&ctx=true'
         if (merge === true) query += '&merge=true'
-        const { reply } = await readCall(this.#parts, {
-          partition: this.partition,
-          path: `${this.#path}/scan?${query}`,
-          what: `scan of set ${JSON.stringify(this.name)}`,
-          options: read,
-          check: checkScanPage,
-        })
+        let reply: ScanPage
+        try {
+          ;({ reply } = await readCall(this.#parts, {
+            partition: this.partition,
+            path: `${this.#path}/scan?${query}`,
+            what: `scan of set ${JSON.stringify(this.name)}`,
+            options: read,
+            check: checkScanPage,
+          }))
+        } catch (error) {
+          if (engine === undefined || returned > 0 || !isUnreachable(error)) throw error
+          engine.connectivity.markOffline(error as CausewayError)
+          yield* this.#localScan({ from, after, total, withContext: withContext === true })
+          return
+        }
         for (const item of reply.elements) {
           if (withContext === true) {
             const e = item as Partial<SetElement>
             if (typeof e?.element !== 'string' || typeof e.ctx !== 'string')
               throw malformed('scan', reply.body)
+            seen?.push({ element: e.element, ctx: e.ctx })
             yield { element: e.element, ctx: e.ctx }
           } else {
             if (typeof item !== 'string') throw malformed('scan', reply.body)
+            seen?.push({ element: item })
             yield item
           }
+          if (seen !== undefined && seen.length > MAX_CACHED_SCAN) seen = undefined
           returned++
         }
-        if (reply.next === undefined) return
+        if (reply.next === undefined) {
+          if (seen !== undefined) {
+            const entry = setFromScan(seen)
+            engine?.recordSet(this.name, () => entry)
+          }
+          return
+        }
         cursor = { after: reply.next }
       }
     }
     return { [Symbol.asyncIterator]: () => pages.call(this) }
   }
 
+  /** A whole scan from this device's entry (offline), or `OFFLINE` when it has none. */
+  async *#localScan(range: {
+    from: string | undefined
+    after: string | undefined
+    total: number
+    withContext: boolean
+  }): AsyncGenerator<string | SetElement> {
+    const entry = await this.#localEntry()
+    if (entry === undefined || !entry.complete) {
+      this.#parts.offline?.connectivity.probeSoon()
+      throw new OfflineError(
+        `offline, and this device never scanned set ${JSON.stringify(this.name)} whole`,
+        { set: this.name },
+      )
+    }
+    let elements = Object.keys(entry.members).sort(byCodePoint)
+    if (range.from !== undefined) elements = elements.filter((e) => byCodePoint(e, range.from!) >= 0)
+    if (range.after !== undefined)
+      elements = elements.filter((e) => byCodePoint(e, range.after!) > 0)
+    let returned = 0
+    for (const element of elements) {
+      if (returned++ >= range.total) return
+      if (!range.withContext) yield element
+      else yield { element, ctx: entry.members[element] ?? '' }
+    }
+  }
+
   async #write(
     op: 'add' | 'remove',
     items: readonly (string | SetElement)[],
     options: SetWriteOptions | undefined,
-  ): Promise<WriteResult> {
+  ): Promise<WriteResult | PendingWrite> {
     if (items.length === 0) throw new CausewayError('INVALID_ELEMENT', `${op} needs an element`)
-    let result: WriteResult | undefined
+    let result: WriteResult | PendingWrite | undefined
     for (let i = 0; i < items.length; i += MAX_SET_WRITE_ELEMENTS) {
       const chunk = items.slice(i, i + MAX_SET_WRITE_ELEMENTS)
-      result = await writeCall(this.#parts, {
+      result = await this.#writeChunk(op, chunk, options)
+    }
+    return result!
+  }
+
+  async #writeChunk(
+    op: 'add' | 'remove',
+    chunk: readonly (string | SetElement)[],
+    options: SetWriteOptions | undefined,
+  ): Promise<WriteResult | PendingWrite> {
+    const send = (elements: readonly (string | { element: string; ctx?: string })[], opId: string) =>
+      writeCall(this.#parts, {
         method: 'POST',
         partition: this.partition,
         path: `${this.#path}/${op}`,
-        body: JSON.stringify({ elements: chunk }),
+        body: JSON.stringify({ elements }),
         what: `${op} in set ${JSON.stringify(this.name)}`,
         options,
         // A remove without a context removes what the leader holds once it covers the session.
-        withVector: op === 'remove' && chunk.some((e) => typeof e === 'string'),
+        withVector: op === 'remove' && elements.some((e) => typeof e === 'string'),
         leaderWaits: true,
+        opId,
       })
+    const engine = this.#parts.offline
+    if (engine === undefined) return send(chunk, this.#parts.nextOpId())
+    const elements = op === 'remove' ? await this.#observedContexts(chunk) : [...chunk]
+    const scope = writeScope(this.#parts, options)
+    const stored: StoredOp = {
+      opId: engine.nextOpId(),
+      kind: op === 'add' ? 'set-add' : 'set-remove',
+      key: this.name,
+      elements,
+      partition: this.partition,
+      level: scope.level,
+      dt: this.#parts.session.writeDependency(scope.level),
+      durability: scope.durability,
+      region: scope.region.id,
+      queuedAt: Date.now(),
     }
-    return result!
+    return engine.write(stored, (sent) => send(sent.elements ?? [], sent.opId), scope.timeoutMs)
+  }
+
+  /**
+   * Add wins, offline too: a remove of a plain element carries the context this device observed
+   * of it (from `has` or a scan), so it removes exactly those insertions and a concurrent add
+   * made elsewhere survives. An element this device added itself and has not read since goes
+   * without one (the leader removes what it holds, as online).
+   */
+  async #observedContexts(
+    chunk: readonly (string | SetElement)[],
+  ): Promise<(string | SetElement)[]> {
+    if (chunk.every((e) => typeof e !== 'string')) return [...chunk]
+    const entry = await this.#localEntry()
+    return chunk.map((e) => {
+      if (typeof e !== 'string') return e
+      const ctx = entry?.members[e]
+      return typeof ctx === 'string' && ctx !== '' ? { element: e, ctx } : e
+    })
   }
 }
 
@@ -325,6 +538,21 @@ function checkScanPage(body: unknown, regions: number): CheckedRead<ScanPage> {
     reply: { elements: page.elements, next: page.next as string | undefined, body },
     observed,
   }
+}
+
+/** Most elements of a whole scan kept for offline reads. */
+const MAX_CACHED_SCAN = 10_000
+
+/** Code point order, the order of a set's elements. */
+function byCodePoint(a: string, b: string): number {
+  if (a === b) return 0
+  const x = [...a]
+  const y = [...b]
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!
+    if (d !== 0) return d
+  }
+  return x.length - y.length
 }
 
 function isCount(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number {
