@@ -28,13 +28,7 @@ import {
   partitionOf,
   utf8Length,
 } from '@causeway/core'
-import {
-  type CheckedRead,
-  type ClientParts,
-  readCall,
-  writeCall,
-  writeScope,
-} from './client-access.js'
+import { type CheckedRead, type ClientParts, readCall, writeCall } from './client-access.js'
 import type { OfflineEngine } from './offline/engine.js'
 import {
   EventHub,
@@ -43,8 +37,7 @@ import {
 } from './offline/events.js'
 import { randomId } from './offline/ids.js'
 import { isUnreachable } from './offline/outcome.js'
-import type { FailedOp, PendingOp, PendingWrite, StoredOp, SyncResult } from './offline/outbox-types.js'
-import type { KeyEntry } from './offline/read-cache.js'
+import type { FailedOp, PendingOp, PendingWrite, SyncResult } from './offline/outbox-types.js'
 import { WatchHandle, type ChangeStream, type WatchListener, type WatchOptions, type WatchTarget } from './watch/watch-handle.js'
 import { CausewaySet } from './set.js'
 import {
@@ -389,12 +382,8 @@ export class Causeway<Offline extends boolean = false> {
       pending: false,
     }
     if (engine === undefined) return result
-    const entry = entryOfRead(reply)
-    engine.recordKey(key, entry)
-    if (engine.pendingCount === 0) return result
-    const queued = await engine.queuedFor(key, 'kv')
-    if (queued.length === 0) return result
-    const shown = engine.overlay<T>(key, entry, queued, 'remote', result)
+    const shown = await engine.afterRemoteRead(key, reply, result)
+    if (shown === undefined) return result
     this.#remember(key, shown.value, shown.context)
     return shown
   }
@@ -463,22 +452,9 @@ export class Causeway<Offline extends boolean = false> {
         context: context.context,
         opId: this.#nextOpId(),
       })
-    const scope = writeScope(this.#parts, options)
-    const op: StoredOp = {
-      opId: engine.nextOpId(),
-      kind,
-      key,
-      ...(kind === 'put' ? { value } : {}),
-      ...context,
-      partition,
-      level: scope.level,
-      dt: this.session.writeDependency(scope.level),
-      durability: scope.durability,
-      region: scope.region.id,
-      queuedAt: Date.now(),
-    }
-    return engine.write(
-      op,
+    return engine.writeKey(
+      { kind, key, ...(kind === 'put' ? { value } : {}), ...context, partition },
+      options,
       (sent) =>
         writeCall(this.#parts, {
           method,
@@ -490,7 +466,6 @@ export class Causeway<Offline extends boolean = false> {
           context: sent.context,
           opId: sent.opId,
         }),
-      scope.timeoutMs,
     )
   }
 
@@ -784,28 +759,4 @@ function siblingsOf<T>(reply: ReadReply): Pick<ReadResult<T>, 'siblings' | 'vers
     versions,
     context: reply.context,
   }
-}
-
-/** A read reply as a read-cache entry. */
-function entryOfRead(reply: ReadReply): KeyEntry {
-  const entry: KeyEntry = {
-    t: 'k',
-    found: reply.found,
-    epoch: reply.epoch,
-    region: reply.region,
-    replica: reply.replica,
-  }
-  if (reply.found) entry.value = reply.value
-  if (reply.ts !== undefined) entry.ts = reply.ts
-  if (reply.dc !== undefined) entry.dc = reply.dc
-  if (reply.idx !== undefined) entry.idx = reply.idx
-  if (reply.context !== undefined) entry.context = reply.context
-  if (reply.siblings !== undefined)
-    entry.versions = reply.siblings.map((s) => ({
-      ...('value' in s ? { value: s.value } : {}),
-      deleted: !('value' in s),
-      ts: s.ts,
-      dc: s.dc,
-    }))
-  return entry
 }

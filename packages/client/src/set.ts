@@ -12,7 +12,6 @@
 import {
   CausewayError,
   MAX_SET_WRITE_ELEMENTS,
-  OfflineError,
   SET_SCAN_PAGE,
   checkElement,
   isHlc,
@@ -21,16 +20,10 @@ import {
   type ReadObservation,
 } from '@causeway/core'
 import type { WriteOutcome, WriteResult } from './client.js'
-import {
-  readCall,
-  writeCall,
-  writeScope,
-  type CheckedRead,
-  type ClientParts,
-} from './client-access.js'
-import type { PendingWrite, StoredOp } from './offline/outbox-types.js'
+import { readCall, writeCall, type CheckedRead, type ClientParts } from './client-access.js'
+import type { PendingWrite } from './offline/outbox-types.js'
 import { isUnreachable } from './offline/outcome.js'
-import { setFromScan, setWithHas, type SetEntry } from './offline/read-cache.js'
+import type { SetEntry } from './offline/read-cache.js'
 import type { ReadOptions, WriteOptions } from './options.js'
 
 /** Options of a set read (`has`, `size`): those of `get`. */
@@ -196,9 +189,7 @@ export class CausewaySet<Offline extends boolean = false> {
       }
     }
     const { reply, attempts } = outcome
-    this.#parts.offline?.recordSet(this.name, (old) =>
-      setWithHas(old, element, reply.found, reply.ctx),
-    )
+    this.#parts.offline?.recordSetHas(this.name, element, reply.found, reply.ctx)
     return {
       found: reply.found,
       element,
@@ -250,41 +241,7 @@ export class CausewaySet<Offline extends boolean = false> {
         engine.connectivity.markOffline(error as CausewayError)
       }
     }
-    const entry = await this.#localEntry()
-    const answer = entry === undefined ? undefined : local(entry)
-    if (answer === undefined) {
-      engine.connectivity.probeSoon()
-      throw new OfflineError(`offline, and this device cannot tell ${what}`, { set: this.name })
-    }
-    return { local: answer }
-  }
-
-  /** This device's entry of the set with its queued writes laid over it. */
-  async #localEntry(): Promise<SetEntry | undefined> {
-    const engine = this.#parts.offline!
-    const [entry, ops] = await Promise.all([
-      engine.cachedSet(this.name),
-      engine.queuedFor(this.name, 'set'),
-    ])
-    if (entry === undefined && ops.length === 0) return undefined
-    let next: SetEntry = entry ?? { t: 's', complete: false, members: {}, absent: [] }
-    for (const op of ops) {
-      const elements = (op.elements ?? []).map((e) => (typeof e === 'string' ? e : e.element))
-      next = {
-        t: 's',
-        complete: next.complete,
-        members: { ...next.members },
-        absent: next.absent.filter((e) => !elements.includes(e)),
-      }
-      for (const e of elements) {
-        if (op.kind === 'set-add') next.members[e] = null
-        else {
-          delete next.members[e]
-          if (!next.complete) next.absent.push(e)
-        }
-      }
-    }
-    return next
+    return { local: await engine.readSetLocally(this.name, local, what) }
   }
 
   /**
@@ -314,7 +271,7 @@ export class CausewaySet<Offline extends boolean = false> {
     ): AsyncGenerator<string | SetElement> {
       const engine = this.#parts.offline
       if (engine !== undefined && !engine.connectivity.online) {
-        yield* this.#localScan({ from, after, total, withContext: withContext === true })
+        yield* await engine.scanSetLocally(this.name, { from, after, total, withContext: withContext === true })
         return
       }
       let cursor: { from?: string; after?: string } =
@@ -342,7 +299,7 @@ export class CausewaySet<Offline extends boolean = false> {
         } catch (error) {
           if (engine === undefined || returned > 0 || !isUnreachable(error)) throw error
           engine.connectivity.markOffline(error as CausewayError)
-          yield* this.#localScan({ from, after, total, withContext: withContext === true })
+          yield* await engine.scanSetLocally(this.name, { from, after, total, withContext: withContext === true })
           return
         }
         for (const item of reply.elements) {
@@ -361,43 +318,13 @@ export class CausewaySet<Offline extends boolean = false> {
           returned++
         }
         if (reply.next === undefined) {
-          if (seen !== undefined) {
-            const entry = setFromScan(seen)
-            engine?.recordSet(this.name, () => entry)
-          }
+          if (seen !== undefined) engine?.recordSetScan(this.name, seen)
           return
         }
         cursor = { after: reply.next }
       }
     }
     return { [Symbol.asyncIterator]: () => pages.call(this) }
-  }
-
-  /** A whole scan from this device's entry (offline), or `OFFLINE` when it has none. */
-  async *#localScan(range: {
-    from: string | undefined
-    after: string | undefined
-    total: number
-    withContext: boolean
-  }): AsyncGenerator<string | SetElement> {
-    const entry = await this.#localEntry()
-    if (entry === undefined || !entry.complete) {
-      this.#parts.offline?.connectivity.probeSoon()
-      throw new OfflineError(
-        `offline, and this device never scanned set ${JSON.stringify(this.name)} whole`,
-        { set: this.name },
-      )
-    }
-    let elements = Object.keys(entry.members).sort(byCodePoint)
-    if (range.from !== undefined) elements = elements.filter((e) => byCodePoint(e, range.from!) >= 0)
-    if (range.after !== undefined)
-      elements = elements.filter((e) => byCodePoint(e, range.after!) > 0)
-    let returned = 0
-    for (const element of elements) {
-      if (returned++ >= range.total) return
-      if (!range.withContext) yield element
-      else yield { element, ctx: entry.members[element] ?? '' }
-    }
   }
 
   async #write(
@@ -434,39 +361,9 @@ export class CausewaySet<Offline extends boolean = false> {
       })
     const engine = this.#parts.offline
     if (engine === undefined) return send(chunk, this.#parts.nextOpId())
-    const elements = op === 'remove' ? await this.#observedContexts(chunk) : [...chunk]
-    const scope = writeScope(this.#parts, options)
-    const stored: StoredOp = {
-      opId: engine.nextOpId(),
-      kind: op === 'add' ? 'set-add' : 'set-remove',
-      key: this.name,
-      elements,
-      partition: this.partition,
-      level: scope.level,
-      dt: this.#parts.session.writeDependency(scope.level),
-      durability: scope.durability,
-      region: scope.region.id,
-      queuedAt: Date.now(),
-    }
-    return engine.write(stored, (sent) => send(sent.elements ?? [], sent.opId), scope.timeoutMs)
-  }
-
-  /**
-   * Add wins, offline too: a remove of a plain element carries the context this device observed
-   * of it (from `has` or a scan), so it removes exactly those insertions and a concurrent add
-   * made elsewhere survives. An element this device added itself and has not read since goes
-   * without one (the leader removes what it holds, as online).
-   */
-  async #observedContexts(
-    chunk: readonly (string | SetElement)[],
-  ): Promise<(string | SetElement)[]> {
-    if (chunk.every((e) => typeof e !== 'string')) return [...chunk]
-    const entry = await this.#localEntry()
-    return chunk.map((e) => {
-      if (typeof e !== 'string') return e
-      const ctx = entry?.members[e]
-      return typeof ctx === 'string' && ctx !== '' ? { element: e, ctx } : e
-    })
+    return engine.writeSet(this.name, this.partition, op, chunk, options, (sent) =>
+      send(sent.elements ?? [], sent.opId),
+    )
   }
 }
 
@@ -542,18 +439,6 @@ function checkScanPage(body: unknown, regions: number): CheckedRead<ScanPage> {
 
 /** Most elements of a whole scan kept for offline reads. */
 const MAX_CACHED_SCAN = 10_000
-
-/** Code point order, the order of a set's elements. */
-function byCodePoint(a: string, b: string): number {
-  if (a === b) return 0
-  const x = [...a]
-  const y = [...b]
-  for (let i = 0; i < Math.min(x.length, y.length); i++) {
-    const d = x[i]!.codePointAt(0)! - y[i]!.codePointAt(0)!
-    if (d !== 0) return d
-  }
-  return x.length - y.length
-}
 
 function isCount(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max

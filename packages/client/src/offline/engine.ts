@@ -31,10 +31,13 @@ import {
   type Session,
   type ConflictMode,
   type ErrorBody,
-  type Hlc,
+  type ReadReply,
   type Topology,
 } from '@causeway/core'
-import type { ClientParts } from '../client-access.js'
+import { writeScope, type ClientParts } from '../client-access.js'
+import type { WriteOptions } from '../options.js'
+import type { SetElement, SetWriteOptions } from '../set.js'
+import { scanView, setView, withObservedContexts } from './set-local.js'
 import type { ReadResult, Sibling, WriteResult } from '../client.js'
 import { sendWithRateLimitBackoff } from '../rate-limit-backoff.js'
 import { CallDeadline } from '../call-deadline.js'
@@ -59,7 +62,9 @@ import {
   isAtLeastAsNew,
   keyEntryId,
   setEntryId,
+  setFromScan,
   setWithAdds,
+  setWithHas,
   setWithRemoves,
 } from './read-cache.js'
 import { openTabChannel, type OpOutcome, type TabChannel, type TabMessage } from './tab-channel.js'
@@ -846,6 +851,118 @@ export class OfflineEngine {
     this.#keyChains.set(id, tail)
   }
 
+  /** Records a set's `has` reply. */
+  recordSetHas(name: string, element: string, found: boolean, ctx: string | undefined): void {
+    this.recordSet(name, (old) => setWithHas(old, element, found, ctx))
+  }
+
+  /** Records a whole scan of a set. */
+  recordSetScan(name: string, elements: { element: string; ctx?: string }[]): void {
+    const entry = setFromScan(elements)
+    this.recordSet(name, () => entry)
+  }
+
+  /** This device's view of a set: its entry with its queued writes laid over it. */
+  async setView(name: string): Promise<SetEntry | undefined> {
+    const [entry, ops] = await Promise.all([this.cachedSet(name), this.queuedFor(name, 'set')])
+    return setView(entry, ops)
+  }
+
+  /** A set read answered from {@link setView}, or `OFFLINE` when it cannot tell (`answer`). */
+  async readSetLocally<L>(
+    name: string,
+    answer: (view: SetEntry) => L | undefined,
+    what: string,
+  ): Promise<L> {
+    this.connectivity.probeSoon()
+    const view = await this.setView(name)
+    const local = view === undefined ? undefined : answer(view)
+    if (local === undefined)
+      throw new OfflineError(`offline, and this device cannot tell ${what}`, { set: name })
+    return local
+  }
+
+  /** A scan answered from {@link setView}: only a set this device scanned whole. */
+  async scanSetLocally(
+    name: string,
+    range: { from?: string | undefined; after?: string | undefined; total: number; withContext: boolean },
+  ): Promise<Iterable<string | SetElement>> {
+    this.connectivity.probeSoon()
+    const view = await this.setView(name)
+    if (view === undefined || !view.complete)
+      throw new OfflineError(
+        `offline, and this device never scanned set ${JSON.stringify(name)} whole`,
+        { set: name },
+      )
+    return scanView(view, range)
+  }
+
+  /** A set write through the outbox; removes carry the contexts this device observed. */
+  async writeSet(
+    name: string,
+    partition: number,
+    op: 'add' | 'remove',
+    chunk: readonly (string | SetElement)[],
+    options: SetWriteOptions | undefined,
+    send: (op: StoredOp) => Promise<WriteResult>,
+  ): Promise<WriteResult | PendingWrite> {
+    const elements =
+      op === 'remove' && chunk.some((e) => typeof e === 'string')
+        ? withObservedContexts(await this.setView(name), chunk)
+        : [...chunk]
+    const scope = writeScope(this.#host.parts, options)
+    const stored: StoredOp = {
+      opId: this.nextOpId(),
+      kind: op === 'add' ? 'set-add' : 'set-remove',
+      key: name,
+      elements,
+      partition,
+      level: scope.level,
+      dt: this.#session.writeDependency(scope.level),
+      durability: scope.durability,
+      region: scope.region.id,
+      queuedAt: Date.now(),
+    }
+    return this.write(stored, send, scope.timeoutMs)
+  }
+
+  /** A put or delete through the outbox. */
+  writeKey(
+    fields: Pick<StoredOp, 'kind' | 'key' | 'value' | 'context' | 'afterOp' | 'partition'>,
+    options: WriteOptions | undefined,
+    send: (op: StoredOp) => Promise<WriteResult>,
+  ): Promise<WriteResult | PendingWrite> {
+    const scope = writeScope(this.#host.parts, options)
+    const op: StoredOp = {
+      ...fields,
+      opId: this.nextOpId(),
+      level: scope.level,
+      dt: this.#session.writeDependency(scope.level),
+      durability: scope.durability,
+      region: scope.region.id,
+      queuedAt: Date.now(),
+    }
+    if (op.kind !== 'put') delete op.value
+    return this.write(op, send, scope.timeoutMs)
+  }
+
+  /**
+   * Records a remote read of `key` and, when the key has queued writes, the read with them laid
+   * over it (undefined when it has none).
+   */
+  async afterRemoteRead<T>(
+    key: string,
+    reply: ReadReply,
+    result: ReadResult<T>,
+  ): Promise<ReadResult<T> | undefined> {
+    const entry = entryOfRead(reply)
+    this.recordKey(key, entry)
+    if (this.#count === 0) return undefined
+    const queued = await this.queuedFor(key, 'kv')
+    if (queued.length === 0) return undefined
+    return this.overlay<T>(key, entry, queued, 'remote', result)
+  }
+
   /** Records what a change of the feed says of a set. */
   recordSetChange(name: string, added: string[], removed: string[]): void {
     this.recordSet(name, (old) => setWithRemoves(setWithAdds(old, added), removed))
@@ -1057,4 +1174,28 @@ export function storedOp(
   fields: Omit<StoredOp, 'queuedAt'>,
 ): StoredOp {
   return { ...fields, queuedAt: Date.now() }
+}
+
+/** A read reply as a read-cache entry. */
+function entryOfRead(reply: ReadReply): KeyEntry {
+  const entry: KeyEntry = {
+    t: 'k',
+    found: reply.found,
+    epoch: reply.epoch,
+    region: reply.region,
+    replica: reply.replica,
+  }
+  if (reply.found) entry.value = reply.value
+  if (reply.ts !== undefined) entry.ts = reply.ts
+  if (reply.dc !== undefined) entry.dc = reply.dc
+  if (reply.idx !== undefined) entry.idx = reply.idx
+  if (reply.context !== undefined) entry.context = reply.context
+  if (reply.siblings !== undefined)
+    entry.versions = reply.siblings.map((s) => ({
+      ...('value' in s ? { value: s.value } : {}),
+      deleted: !('value' in s),
+      ts: s.ts,
+      dc: s.dc,
+    }))
+  return entry
 }
