@@ -566,6 +566,8 @@ export class OfflineEngine {
       this.#report([...this.#waiters.keys()].map((opId) => ({ opId, pending: true as const })))
     }
     for (const key of refresh) await this.#host.refresh(key).catch(() => {})
+    // Their cache entries (and conflict events) are in before the sync says it is done.
+    await Promise.allSettled([...this.#keyChains.values()])
     const result: SyncResult = {
       applied,
       failed: failedCount,
