@@ -164,6 +164,8 @@ export class OfflineEngine {
   readonly #inflight = new Map<string, Promise<unknown>>()
   /** Ops in the outbox, as last counted. */
   #count = 0
+  /** Ops applied whose removal from the outbox is being written: no longer pending. */
+  readonly #removing = new Set<string>()
   readonly #waiters = new Map<string, Waiter>()
   readonly #syncWaiters: ((result: SyncResult) => void)[] = []
   #syncing: Promise<SyncResult> | undefined
@@ -268,22 +270,40 @@ export class OfflineEngine {
     return this.#count - this.#inflight.size
   }
 
-  /** The owner's fast path: written ahead, sent alone, removed with its result. */
+  /**
+   * The owner's fast path: queued and sent at once, side by side (the reply waits for the
+   * queueing only when the write fails), and removed with its result in the background, in the
+   * batch that queues the next write. A crash before the removal leaves it queued: the replay
+   * finds it applied (its op id). The session records the result before the call returns.
+   */
   async #sendAhead(
     key: string,
     op: StoredOp,
     send: (op: StoredOp) => Promise<WriteResult>,
   ): Promise<WriteResult | PendingWrite> {
-    await this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
+    const queued = this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
+    queued.catch(() => {})
     this.#count++
-    const sending = send(op)
-    this.#inflight.set(op.opId, sending)
+    let settle!: () => void
+    this.#inflight.set(op.opId, new Promise<void>((resolve) => (settle = resolve)))
+    const release = () => {
+      this.#inflight.delete(op.opId)
+      settle()
+    }
     let result: WriteResult
     try {
-      result = await sending
+      result = await send(op)
     } catch (error) {
-      this.#inflight.delete(op.opId)
+      try {
+        await queued
+      } catch (storeError) {
+        // Not queued: the write failed as a whole, and says why it could not wait.
+        this.#count--
+        release()
+        throw isTransient(error) ? storeError : error
+      }
       if (isTransient(error) || !(error instanceof CausewayError)) {
+        release()
         // It may or may not have been applied: the replay sends it again, under the same id.
         this.#countChanged()
         if (isUnreachable(error)) this.connectivity.markOffline(error as CausewayError)
@@ -292,15 +312,31 @@ export class OfflineEngine {
         return { pending: true, opId: op.opId }
       }
       await this.#store.commit([{ type: 'del', in: 'outbox', key }]).catch(() => {})
+      release()
       this.#counted(-1)
       throw error
     }
-    try {
-      await this.#applied([{ key, op, result }])
-    } finally {
-      this.#inflight.delete(op.opId)
-    }
+    this.#observe(op, result)
+    this.#removing.add(op.opId)
+    void queued
+      .then(
+        () => this.#applied([{ key, op, result }], true, [], false),
+        () => {
+          this.#count--
+        },
+      )
+      .finally(() => {
+        this.#removing.delete(op.opId)
+        release()
+      })
     return result
+  }
+
+  /** Records an applied write in the session (NuKV: hwm, dtW), before its call returns. */
+  #observe(op: StoredOp, result: WriteResult): void {
+    this.#session.observeWrite(op.partition, result)
+    this.#appliedContexts.set(op.opId, result.context ?? op.context)
+    this.#host.parts.changed()
   }
 
   /** A tab that does not own the outbox, with nothing queued: send at once, queue on failure. */
@@ -320,7 +356,8 @@ export class OfflineEngine {
       this.#channel.post({ t: 'kick' })
       return { pending: true, opId: op.opId }
     }
-    await this.#applied([{ key, op, result }], false)
+    this.#observe(op, result)
+    void this.#applied([{ key, op, result }], false, [], false)
     return result
   }
 
@@ -362,16 +399,19 @@ export class OfflineEngine {
     done: { key: string; op: StoredOp; result: WriteResult }[],
     queued = true,
     failed: { key: string; op: StoredOp; error: CausewayError }[] = [],
+    observe = true,
   ): Promise<void> {
     const changes: StoreChange[] = []
-    for (const { op, result } of done) {
-      this.#session.observeWrite(op.partition, result)
-      this.#appliedContexts.set(op.opId, result.context ?? op.context)
+    if (observe) {
+      for (const { op, result } of done) {
+        this.#session.observeWrite(op.partition, result)
+        this.#appliedContexts.set(op.opId, result.context ?? op.context)
+      }
+      if (done.length > 0) this.#host.parts.changed()
     }
     while (this.#appliedContexts.size > 1000) {
       this.#appliedContexts.delete(this.#appliedContexts.keys().next().value!)
     }
-    if (done.length > 0) this.#host.parts.changed()
     if (queued) for (const { key } of done) changes.push({ type: 'del', in: 'outbox', key })
     for (const { key, op, error } of failed) {
       changes.push({ type: 'del', in: 'outbox', key })
@@ -715,11 +755,12 @@ export class OfflineEngine {
 
   /** The queued ops of `key` (a key or a set's name), oldest first. */
   async queuedFor(key: string, kinds: 'kv' | 'set'): Promise<StoredOp[]> {
-    if (this.#count === 0) return []
+    if (this.#count <= this.#removing.size) return []
+    const removing = new Set(this.#removing)
     const out: StoredOp[] = []
     for (const [, value] of await this.#store.entries('outbox')) {
       const op = value as StoredOp
-      if (op.key !== key) continue
+      if (op.key !== key || removing.has(op.opId)) continue
       if ((op.kind === 'put' || op.kind === 'delete') === (kinds === 'kv')) out.push(op)
     }
     return out
@@ -987,7 +1028,9 @@ export class OfflineEngine {
   // ---- the outbox as the app sees it ----
 
   async pending(): Promise<PendingOp[]> {
-    return (await this.#store.outbox()).map(publicOp)
+    // Taken before the read: a removal that lands during it must still be left out.
+    const removing = new Set(this.#removing)
+    return (await this.#store.outbox()).filter((op) => !removing.has(op.opId)).map(publicOp)
   }
 
   async failed(): Promise<FailedOp[]> {
