@@ -171,6 +171,7 @@ export class OfflineEngine {
   #syncing: Promise<SyncResult> | undefined
   #closed = false
   #sessionSave: ReturnType<typeof setTimeout> | undefined
+  #changedPost: ReturnType<typeof setTimeout> | undefined
   readonly #keyChains = new Map<string, Promise<void>>()
   /** Result contexts of ops applied lately, for a write made over one of them. */
   readonly #appliedContexts = new Map<string, string | undefined>()
@@ -1056,7 +1057,13 @@ export class OfflineEngine {
   #counted(delta: number): void {
     this.#count = Math.max(0, this.#count + delta)
     this.#countChanged()
-    this.#channel.post({ t: 'changed' })
+    // Other tabs recount from the store: once per burst is enough (a post per write costs).
+    if (this.#changedPost !== undefined) return
+    this.#changedPost = setTimeout(() => {
+      this.#changedPost = undefined
+      this.#channel.post({ t: 'changed' })
+    }, 20)
+    ;(this.#changedPost as { unref?: () => void }).unref?.()
   }
 
   #countChanged(): void {
@@ -1105,6 +1112,7 @@ export class OfflineEngine {
     this.#closed = true
     this.connectivity.close()
     clearTimeout(this.#sessionSave)
+    clearTimeout(this.#changedPost)
     for (const [opId, waiter] of this.#waiters) {
       clearTimeout(waiter.timer)
       waiter.resolve({ pending: true, opId })
