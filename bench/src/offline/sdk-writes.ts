@@ -100,7 +100,8 @@ export const replayThroughput: OfflineCase<ReplayRow> = {
           const runReplay = async () => {
             transport.offline = true
             const t0 = performance.now()
-            for (let i = 0; i < WRITES; i++) await queued.put(`off${r}:${i % 100}`, { i, at: 'x'.repeat(32) })
+            for (let i = 0; i < WRITES; i++)
+              await queued.put(`off${r}:${i % 100}`, { i, at: 'x'.repeat(32) })
             queue.push(performance.now() - t0)
             transport.offline = false
             const started = performance.now()
@@ -140,8 +141,22 @@ export const replayThroughput: OfflineCase<ReplayRow> = {
         '(`POST /v1/ops`, up to 500 ops a request). Target: replay >= 0.8x online.',
       '',
       table(
-        ['online writes/s', 'replay writes/s', 'replay / online', 'queueing 1,000 offline', 'rounds'],
-        [[fixed(r.onlinePerS, 0), fixed(r.replayPerS, 0), times(r.ratio), `${fixed(r.queueMs, 0)} ms`, String(r.rounds)]],
+        [
+          'online writes/s',
+          'replay writes/s',
+          'replay / online',
+          'queueing 1,000 offline',
+          'rounds',
+        ],
+        [
+          [
+            fixed(r.onlinePerS, 0),
+            fixed(r.replayPerS, 0),
+            times(r.ratio),
+            `${fixed(r.queueMs, 0)} ms`,
+            String(r.rounds),
+          ],
+        ],
       ),
     ].join('\n')
   },

@@ -29,16 +29,18 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { type CheckedRead, type ClientParts, readCall, writeCall } from './client-access.js'
-import type { OfflineEngine } from './offline/engine.js'
-import {
-  EventHub,
-  type CausewayEventName,
-  type CausewayListener,
-} from './offline/events.js'
+import type { EngineHost, OfflineEngine } from './offline/engine.js'
+import { EventHub, type CausewayEventName, type CausewayListener } from './offline/events.js'
 import { randomId } from './offline/ids.js'
 import { isUnreachable } from './offline/outcome.js'
 import type { FailedOp, PendingOp, PendingWrite, SyncResult } from './offline/outbox-types.js'
-import { WatchHandle, type ChangeStream, type WatchListener, type WatchOptions, type WatchTarget } from './watch/watch-handle.js'
+import {
+  WatchHandle,
+  type ChangeStream,
+  type WatchListener,
+  type WatchOptions,
+  type WatchTarget,
+} from './watch/watch-handle.js'
 import { CausewaySet } from './set.js'
 import {
   type ReadOptions,
@@ -262,7 +264,7 @@ export class Causeway<Offline extends boolean = false> {
   }
 
   /** @internal What the offline engine reaches of this client. */
-  get engineHost(): import('./offline/engine.js').EngineHost {
+  get engineHost(): EngineHost {
     return {
       parts: this.#parts,
       events: this.#events,
@@ -345,7 +347,8 @@ export class Causeway<Offline extends boolean = false> {
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const engine = this.#offline
-    if (engine !== undefined && !engine.connectivity.online) return engine.localRead<T>(key, undefined)
+    if (engine !== undefined && !engine.connectivity.online)
+      return engine.localRead<T>(key, undefined)
     let outcome
     try {
       outcome = await readCall(this.#parts, {
@@ -356,7 +359,12 @@ export class Causeway<Offline extends boolean = false> {
         check: checkKeyRead,
       })
     } catch (error) {
-      if (engine !== undefined && isUnreachable(error) && !this.closed && !options?.signal?.aborted) {
+      if (
+        engine !== undefined &&
+        isUnreachable(error) &&
+        !this.closed &&
+        !options?.signal?.aborted
+      ) {
         engine.connectivity.markOffline(error as CausewayError)
         return engine.localRead<T>(key, error as CausewayError)
       }
@@ -424,7 +432,14 @@ export class Causeway<Offline extends boolean = false> {
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const context = this.#contextFor(key, undefined, options?.context)
-    return (await this.#write('delete', key, undefined, undefined, context, options)) as WriteOutcome<Offline>
+    return (await this.#write(
+      'delete',
+      key,
+      undefined,
+      undefined,
+      context,
+      options,
+    )) as WriteOutcome<Offline>
   }
 
   /** A put or delete: sent at once, or through the outbox with `persist`. */

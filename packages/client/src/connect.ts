@@ -8,7 +8,6 @@ import { CallDeadline } from './call-deadline.js'
 import { Causeway } from './client.js'
 import { type ConnectOptions, checkTimeout, resolveDefaults } from './options.js'
 import { baseUrl, checkTopology, findRegion, regionRoutes, scopeOf } from './topology.js'
-import type { OpenedStore } from './offline/engine.js'
 import type { PersistStore } from './offline/outbox-types.js'
 import { type Transport, fetchTransport } from './transport.js'
 
@@ -198,7 +197,12 @@ async function openOnline(
   const transport: Transport = options.transport ?? defaultTransport()
   try {
     const topology = await fetchTopology(options, url, headers, transport)
-    return buildClient(options, url, headers, { topology, transport, ownsTransport, persist: false })
+    return buildClient(options, url, headers, {
+      topology,
+      transport,
+      ownsTransport,
+      persist: false,
+    })
   } catch (error) {
     if (ownsTransport) await transport.close?.()
     throw error

@@ -271,7 +271,12 @@ export class CausewaySet<Offline extends boolean = false> {
     ): AsyncGenerator<string | SetElement> {
       const engine = this.#parts.offline
       if (engine !== undefined && !engine.connectivity.online) {
-        yield* await engine.scanSetLocally(this.name, { from, after, total, withContext: withContext === true })
+        yield* await engine.scanSetLocally(this.name, {
+          from,
+          after,
+          total,
+          withContext: withContext === true,
+        })
         return
       }
       let cursor: { from?: string; after?: string } =
@@ -299,7 +304,12 @@ export class CausewaySet<Offline extends boolean = false> {
         } catch (error) {
           if (engine === undefined || returned > 0 || !isUnreachable(error)) throw error
           engine.connectivity.markOffline(error as CausewayError)
-          yield* await engine.scanSetLocally(this.name, { from, after, total, withContext: withContext === true })
+          yield* await engine.scanSetLocally(this.name, {
+            from,
+            after,
+            total,
+            withContext: withContext === true,
+          })
           return
         }
         for (const item of reply.elements) {
@@ -346,7 +356,10 @@ export class CausewaySet<Offline extends boolean = false> {
     chunk: readonly (string | SetElement)[],
     options: SetWriteOptions | undefined,
   ): Promise<WriteResult | PendingWrite> {
-    const send = (elements: readonly (string | { element: string; ctx?: string })[], opId: string) =>
+    const send = (
+      elements: readonly (string | { element: string; ctx?: string })[],
+      opId: string,
+    ) =>
       writeCall(this.#parts, {
         method: 'POST',
         partition: this.partition,

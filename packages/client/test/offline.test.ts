@@ -9,7 +9,6 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startDevCluster, type DevCluster } from '@causeway/gateway'
 import { encodeCausalContext } from '@causeway/core'
-import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { openSse, type SseStream } from '../../../gateway/test/support/sse-client.js'
@@ -135,7 +134,11 @@ describe('offline writes and reads', () => {
         value: { n: 1 },
       })
       await db.delete(p + 'seen')
-      expect(await db.get(p + 'seen')).toMatchObject({ source: 'local', pending: true, found: false })
+      expect(await db.get(p + 'seen')).toMatchObject({
+        source: 'local',
+        pending: true,
+        found: false,
+      })
       const started = Date.now()
       const error = await db.get(p + 'never').catch((e: unknown) => e)
       expect(error).toBeInstanceOf(OfflineError)
@@ -147,7 +150,11 @@ describe('offline writes and reads', () => {
     const result = await db.sync()
     expect(result).toMatchObject({ applied: 2, failed: 0, pending: 0, owner: true })
     expect(await db.pending()).toEqual([])
-    expect(await db.get(p + 'a')).toMatchObject({ source: 'remote', pending: false, value: { n: 2 } })
+    expect(await db.get(p + 'a')).toMatchObject({
+      source: 'remote',
+      pending: false,
+      value: { n: 2 },
+    })
     expect(await db.get(p + 'seen')).toMatchObject({ source: 'remote', found: false })
   })
 
@@ -324,12 +331,17 @@ describe('conflicts', () => {
     a.on('conflict', (e) => conflicts.push(e.key))
     proxy.setOffline(true)
     try {
-      expect(await a.put(key, { name: 'milk', qty: 2 }, { context: (await a.get(key)).context! }))
-        .toMatchObject({ pending: true })
-      expect(await b.put(key, { name: 'oat milk' }, { context: (await b.get(key)).context! }))
-        .toMatchObject({ pending: true })
+      expect(
+        await a.put(key, { name: 'milk', qty: 2 }, { context: (await a.get(key)).context! }),
+      ).toMatchObject({ pending: true })
+      expect(
+        await b.put(key, { name: 'oat milk' }, { context: (await b.get(key)).context! }),
+      ).toMatchObject({ pending: true })
       // Locally each sees its own edit, superseding what it read.
-      expect(await a.get(key)).toMatchObject({ source: 'local', siblings: [{ name: 'milk', qty: 2 }] })
+      expect(await a.get(key)).toMatchObject({
+        source: 'local',
+        siblings: [{ name: 'milk', qty: 2 }],
+      })
     } finally {
       proxy.setOffline(false)
     }
@@ -342,7 +354,10 @@ describe('conflicts', () => {
       expect.arrayContaining([{ name: 'milk', qty: 2 }, { name: 'oat milk' }]),
     )
     await b.resolve<{ name: string; qty?: number }>(key, (values) => ({
-      name: values.map((v) => v.name).sort().join(' / '),
+      name: values
+        .map((v) => v.name)
+        .sort()
+        .join(' / '),
     }))
     await until(async () => (await a.get(key)).siblings?.length === 1)
     expect((await a.get(key)).value).toEqual({ name: 'milk / oat milk' })
@@ -424,7 +439,7 @@ describe('the change feed', () => {
     const db = await client(store())
     const seen: number[] = []
     const started: number[] = []
-    const feedOf = db.watch(p, (c) => seen.push(Date.now() - started[0]!), { region: 1 })
+    const feedOf = db.watch(p, () => seen.push(Date.now() - started[0]!), { region: 1 })
     await feedOf.ready
     started.push(Date.now())
     await db.put(p + 'k', 1)
@@ -436,18 +451,20 @@ describe('the change feed', () => {
 
 describe('storage limits', () => {
   it('a store that refuses writes surfaces STORAGE_FULL on the write that hit it; what was queued stays', async () => {
-    class FullLevel extends MemoryLevel {
-      full = false
-      override async _batch(...args: Parameters<MemoryLevel['_batch']>) {
-        if (this.full) {
-          const error = new Error('the quota is exceeded')
-          error.name = 'QuotaExceededError'
-          throw error
-        }
-        return super._batch(...args)
+    // An abstract-level store whose private _batch fails as IndexedDB does when full.
+    const level = new MemoryLevel() as MemoryLevel & { full: boolean }
+    type Batch = (...args: unknown[]) => Promise<void>
+    const store = level as unknown as { _batch: Batch }
+    const inner = store._batch.bind(level)
+    level.full = false
+    store._batch = async (...args) => {
+      if (level.full) {
+        const error = new Error('the quota is exceeded')
+        error.name = 'QuotaExceededError'
+        throw error
       }
+      return inner(...args)
     }
-    const level = new FullLevel()
     const db = await client(level as unknown as PersistStore)
     const p = fresh('q')
     proxy.setOffline(true)

@@ -93,7 +93,6 @@ export interface OpenedStore {
   name: string
 }
 
-
 // Names of stores without a location of their own (memory-level): one per store object, so two
 // clients given the same object share its outbox, as two tabs share one IndexedDB database.
 const anonymousNames = new WeakMap<object, string>()
@@ -437,9 +436,7 @@ export class OfflineEngine {
   }
 
   /** The cache entries the applied writes leave. */
-  async #cacheAfterWrites(
-    done: { op: StoredOp; result: WriteResult }[],
-  ): Promise<StoreChange[]> {
+  async #cacheAfterWrites(done: { op: StoredOp; result: WriteResult }[]): Promise<StoreChange[]> {
     if (done.length === 0) return []
     const ids = [...new Set(done.map(({ op }) => cacheIdOf(op)))]
     const old = new Map<string, unknown>()
@@ -489,7 +486,8 @@ export class OfflineEngine {
 
   /** Replays the outbox now (see `db.sync()`). */
   sync(): Promise<SyncResult> {
-    if (this.#closed) return Promise.reject(new CausewayError('SHUTTING_DOWN', 'the client is closed'))
+    if (this.#closed)
+      return Promise.reject(new CausewayError('SHUTTING_DOWN', 'the client is closed'))
     if (!this.owner) {
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
@@ -699,7 +697,10 @@ export class OfflineEngine {
       if (batch.length === 1) return { kind: 'done', results: [], error: { index: 0, error } }
       return { kind: 'done', results: [], error: { index: -1, error } }
     }
-    const reply = res.body as { results?: unknown; error?: Partial<ErrorBody> & { index?: unknown } }
+    const reply = res.body as {
+      results?: unknown
+      error?: Partial<ErrorBody> & { index?: unknown }
+    }
     const results: WriteResult[] = []
     const raw = Array.isArray(reply?.results) ? reply.results : []
     for (const [i, r] of raw.entries()) {
@@ -929,7 +930,12 @@ export class OfflineEngine {
   /** A scan answered from {@link setView}: only a set this device scanned whole. */
   async scanSetLocally(
     name: string,
-    range: { from?: string | undefined; after?: string | undefined; total: number; withContext: boolean },
+    range: {
+      from?: string | undefined
+      after?: string | undefined
+      total: number
+      withContext: boolean
+    },
   ): Promise<Iterable<string | SetElement>> {
     this.connectivity.probeSoon()
     const view = await this.setView(name)
@@ -1045,9 +1051,7 @@ export class OfflineEngine {
   /** Forgets failed ops (all, or those named); resolves how many. */
   async discardFailed(opIds?: readonly string[]): Promise<number> {
     const rows = await this.#store.entries('failed')
-    const drop = rows.filter(
-      ([, v]) => opIds === undefined || opIds.includes((v as StoredOp).opId),
-    )
+    const drop = rows.filter(([, v]) => opIds === undefined || opIds.includes((v as StoredOp).opId))
     await this.#store.commit(drop.map(([key]) => ({ type: 'del', in: 'failed', key })))
     return drop.length
   }
@@ -1135,12 +1139,7 @@ function cacheIdOf(op: StoredOp): string {
 }
 
 /** The cache entry after `op` was applied with `result`. */
-function entryAfter(
-  old: unknown,
-  op: StoredOp,
-  result: WriteResult,
-  mode: ConflictMode,
-): unknown {
+function entryAfter(old: unknown, op: StoredOp, result: WriteResult, mode: ConflictMode): unknown {
   if (op.kind === 'set-add' || op.kind === 'set-remove') {
     const elements = (op.elements ?? []).map((e) => (typeof e === 'string' ? e : e.element))
     const set = (old as SetEntry | undefined)?.t === 's' ? (old as SetEntry) : undefined
@@ -1167,8 +1166,7 @@ function entryAfter(
   }
   // Exact when the write superseded what the cache holds: then it is the only version. Otherwise
   // it is one more, and the sync reads the key again to learn the rest.
-  const exact =
-    result.context !== undefined && (prev === undefined || prev.context === op.context)
+  const exact = result.context !== undefined && (prev === undefined || prev.context === op.context)
   const versions = exact ? [version] : [...(prev?.versions ?? []), version]
   const live = versions.filter((v) => !v.deleted)
   const next: KeyEntry = {
@@ -1223,9 +1221,7 @@ function asCausewayError(error: unknown): CausewayError {
 }
 
 /** Builds the stored form of a write (the client checks the input first). */
-export function storedOp(
-  fields: Omit<StoredOp, 'queuedAt'>,
-): StoredOp {
+export function storedOp(fields: Omit<StoredOp, 'queuedAt'>): StoredOp {
   return { ...fields, queuedAt: Date.now() }
 }
 

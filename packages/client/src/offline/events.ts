@@ -27,7 +27,12 @@ export interface CausewayEvents {
    * A key of a siblings namespace is known to hold more than one live version (after a sync, a
    * read or a change of the feed); settle it with `db.resolve`.
    */
-  conflict: { key: string; siblings: unknown[]; versions: ConflictSibling[]; context: string | undefined }
+  conflict: {
+    key: string
+    siblings: unknown[]
+    versions: ConflictSibling[]
+    context: string | undefined
+  }
   /**
    * Something failed that no call is waiting for: a queued operation refused for good (it is now
    * in `db.failed()`: `op` is set), the local store refusing a write of the read cache or the

@@ -93,7 +93,10 @@ async function refreshTopology(
     fresh = await hooks.fetchTopology(transport)
   } catch (error) {
     if (db.closed) return
-    if (error instanceof CausewayError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT'))
+    if (
+      error instanceof CausewayError &&
+      (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT')
+    )
       engine.connectivity.markOffline(error)
     return
   }

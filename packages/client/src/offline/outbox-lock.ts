@@ -49,7 +49,8 @@ export class InProcessLock implements OutboxLock {
   async start(onOwner: () => void): Promise<void> {
     this.#onOwner = onOwner
     let state = localLocks.get(this.#name)
-    if (state === undefined) localLocks.set(this.#name, (state = { holder: undefined, waiting: [] }))
+    if (state === undefined)
+      localLocks.set(this.#name, (state = { holder: undefined, waiting: [] }))
     if (state.holder === undefined) this.#grant(state)
     else state.waiting.push(this)
   }
@@ -117,9 +118,7 @@ export class WebLock implements OutboxLock {
       .catch(() => {})
     if (got || this.#abort.signal.aborted) return
     // Held elsewhere: queue for it (the browser grants it when the holder goes).
-    this.#locks
-      .request(this.#name, { signal: this.#abort.signal }, () => hold())
-      .catch(() => {})
+    this.#locks.request(this.#name, { signal: this.#abort.signal }, () => hold()).catch(() => {})
   }
 
   release(): void {
@@ -227,8 +226,9 @@ export function outboxLock(name: string, id: string, channel: ChannelLike | unde
   const locks = (globalThis as { navigator?: { locks?: LockManagerLike } }).navigator?.locks
   if (locks !== undefined && typeof locks.request === 'function') return new WebLock(name, locks)
   // A browser without Web Locks (no `process`): the lease. Node: one process owns its store.
-  const isNode = typeof (globalThis as { process?: { versions?: { node?: string } } }).process
-    ?.versions?.node === 'string'
+  const isNode =
+    typeof (globalThis as { process?: { versions?: { node?: string } } }).process?.versions
+      ?.node === 'string'
   if (!isNode && channel !== undefined) return new ChannelLease(id, channel)
   return new InProcessLock(name)
 }

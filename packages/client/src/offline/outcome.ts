@@ -29,5 +29,7 @@ export function isTransient(error: unknown): boolean {
 
 /** Whether a failure means the gateway could not be reached at all. */
 export function isUnreachable(error: unknown): boolean {
-  return error instanceof CausewayError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT')
+  return (
+    error instanceof CausewayError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT')
+  )
 }

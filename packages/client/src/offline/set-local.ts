@@ -7,7 +7,10 @@ import type { StoredOp } from './outbox-types.js'
 import type { SetEntry } from './read-cache.js'
 
 /** A set's entry with queued set writes `ops` laid over it (undefined when nothing is known). */
-export function setView(entry: SetEntry | undefined, ops: readonly StoredOp[]): SetEntry | undefined {
+export function setView(
+  entry: SetEntry | undefined,
+  ops: readonly StoredOp[],
+): SetEntry | undefined {
   if (entry === undefined && ops.length === 0) return undefined
   let next: SetEntry = entry ?? { t: 's', complete: false, members: {}, absent: [] }
   for (const op of ops) {
@@ -45,7 +48,12 @@ export function byCodePoint(a: string, b: string): number {
 /** The elements of a complete view, in order, from/after a bound, at most `total`. */
 export function* scanView(
   view: SetEntry,
-  range: { from?: string | undefined; after?: string | undefined; total: number; withContext: boolean },
+  range: {
+    from?: string | undefined
+    after?: string | undefined
+    total: number
+    withContext: boolean
+  },
 ): Generator<string | SetElement> {
   let elements = Object.keys(view.members).sort(byCodePoint)
   if (range.from !== undefined) elements = elements.filter((e) => byCodePoint(e, range.from!) >= 0)

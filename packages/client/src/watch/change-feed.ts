@@ -62,14 +62,16 @@ export async function runFeed(
     if (target.keys.length === 0 || target.keys.length > MAX_WATCH_KEYS)
       throw new CausewayError('INVALID_OPTION', `watch 1 to ${MAX_WATCH_KEYS} keys, or a prefix`)
     for (const k of target.keys)
-      if (typeof k !== 'string' || k === '') throw new CausewayError('INVALID_KEY', 'a watched key must be a non-empty string')
+      if (typeof k !== 'string' || k === '')
+        throw new CausewayError('INVALID_KEY', 'a watched key must be a non-empty string')
   }
   const level: ReadLevel =
     options.read === undefined ? parts.defaults.read : checkRead(options.read)
   const heartbeatMs = options.heartbeatMs ?? 15_000
   if (!Number.isInteger(heartbeatMs) || heartbeatMs < 1000 || heartbeatMs > 60_000)
     throw new CausewayError('INVALID_OPTION', 'heartbeatMs must be an integer in 1000..60000')
-  const region = options.region === undefined ? parts.home : findRegion(parts.regions, options.region)
+  const region =
+    options.region === undefined ? parts.home : findRegion(parts.regions, options.region)
   const doFetch = options.fetch ?? globalThis.fetch
   const partitions =
     'prefix' in target
@@ -196,7 +198,8 @@ function changeOf(data: string, cursor: string, host: WatchHost): Change | undef
   } catch {
     return undefined
   }
-  if (typeof e?.key !== 'string' || typeof e.p !== 'number' || typeof e.dc !== 'number') return undefined
+  if (typeof e?.key !== 'string' || typeof e.p !== 'number' || typeof e.dc !== 'number')
+    return undefined
   const { parts, topology } = host
   const epoch = parts.session.row(e.p)?.epoch ?? topology.epochs[e.p] ?? 1
   parts.session.observeRead(e.p, { epoch, dc: e.dc, idx: e.idx, ts: e.ts })

@@ -10,7 +10,8 @@ import type { KeyEntry } from '../offline/read-cache.js'
 import type { RegionRef } from '../topology.js'
 
 /** What to watch: a key prefix (a string), or a list of keys. */
-export type WatchTarget = string | readonly string[] | { prefix: string } | { keys: readonly string[] }
+export type WatchTarget =
+  string | readonly string[] | { prefix: string } | { keys: readonly string[] }
 
 /** Options of `db.watch`. */
 export interface WatchOptions {
