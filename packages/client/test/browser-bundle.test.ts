@@ -22,6 +22,14 @@ function builtinDetector(found: string[]): Plugin {
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (!isBuiltin(args.path)) return undefined
+        // abstract-level (the IndexedDB store's chunk, loaded only with persist) imports `events`
+        // and `buffer`: in a browser bundle those are the npm packages of the same names, which
+        // the SDK and abstract-level depend on.
+        if (
+          (args.path === 'events' || args.path === 'buffer') &&
+          args.importer.includes('/node_modules/')
+        )
+          return undefined
         found.push(`${args.path} (imported by ${args.importer})`)
         return { path: args.path, external: true }
       })
