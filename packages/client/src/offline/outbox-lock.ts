@@ -107,15 +107,20 @@ export class WebLock implements OutboxLock {
       onOwner()
       return new Promise<void>((resolve) => (this.#let = resolve))
     }
-    // First without waiting, so a lone tab owns the outbox as soon as connect() resolves.
+    // First without waiting, so a lone tab owns the outbox as soon as connect() resolves. The
+    // promise `request` returns settles only when the lock is released (the callback's promise
+    // settles): wait for the callback to have run, not for that.
     let got = false
-    await this.#locks
-      .request(this.#name, { ifAvailable: true }, (lock) => {
-        if (lock === null) return
-        got = true
-        return hold()
-      })
-      .catch(() => {})
+    await new Promise<void>((answered) => {
+      this.#locks
+        .request(this.#name, { ifAvailable: true }, (lock) => {
+          answered()
+          if (lock === null) return
+          got = true
+          return hold()
+        })
+        .catch(() => answered())
+    })
     if (got || this.#abort.signal.aborted) return
     // Held elsewhere: queue for it (the browser grants it when the holder goes).
     this.#locks.request(this.#name, { signal: this.#abort.signal }, () => hold()).catch(() => {})
