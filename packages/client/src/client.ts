@@ -560,7 +560,9 @@ export class Causeway<Offline extends boolean = false> {
    * It also runs by itself on reconnect (the browser's `online` event, any call that reaches the
    * gateway after a failure, a retry with backoff). A transient failure stops it (`error` set,
    * the rest kept queued); ops refused for good move to {@link Causeway.failed}. In a tab that
-   * does not own the outbox, it asks the owner and resolves what the owner reports.
+   * does not own the outbox, it asks the owner and resolves what the owner reports. Offline
+   * with nothing queued, it asks the gateway whether it answers again (the `online` event when
+   * it does): call it when the app knows the network is back.
    */
   async sync(): Promise<SyncResult> {
     this.#throwIfClosed()

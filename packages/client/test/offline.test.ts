@@ -317,6 +317,28 @@ describe('replay', () => {
     await synced
     expect(await db.pending()).toEqual([])
   })
+
+  it('sync() with nothing queued while offline asks the gateway: online again when it returns', async () => {
+    const p = fresh('probe')
+    const db = await client(store())
+    await db.put(p + 'seen', 0)
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(p + 'seen')).toMatchObject({ source: 'local' })
+      expect(db.online).toBe(false)
+      // Still offline: the probe fails, sync says so without a wait.
+      await db.sync()
+      expect(db.online).toBe(false)
+    } finally {
+      proxy.setOffline(false)
+    }
+    const online = new Promise((resolve) => db.on('online', resolve))
+    // No timer has to fire first: the call itself finds the gateway.
+    await db.sync()
+    expect(db.online).toBe(true)
+    await online
+    expect(await db.get(p + 'seen')).toMatchObject({ source: 'remote', value: 0 })
+  })
 })
 
 describe('conflicts', () => {

@@ -485,9 +485,11 @@ export class OfflineEngine {
   // ---- replay ----
 
   /** Replays the outbox now (see `db.sync()`). */
-  sync(): Promise<SyncResult> {
-    if (this.#closed)
-      return Promise.reject(new CausewayError('SHUTTING_DOWN', 'the client is closed'))
+  async sync(): Promise<SyncResult> {
+    if (this.#closed) throw new CausewayError('SHUTTING_DOWN', 'the client is closed')
+    // Known offline with nothing to replay: the replay would send nothing, so nothing would find
+    // out that the network is back (an app's "retry" button, a network switch): ask the gateway.
+    if (!this.connectivity.online && this.#count === 0) await this.connectivity.probeNow()
     if (!this.owner) {
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
