@@ -619,6 +619,7 @@ export class Causeway<Offline extends boolean = false> {
         conflictMode: (key) => this.conflictMode(key),
         recordKey: (key, entry) => this.#offline?.recordKey(key, entry),
         recordSet: (name, added, removed) => this.#offline?.recordSetChange(name, added, removed),
+        onOnline: (listener) => this.#events.on('online', listener),
       },
       target,
       options,

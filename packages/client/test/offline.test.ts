@@ -456,6 +456,32 @@ describe('the change feed', () => {
     await writer.close()
   })
 
+  it('a watch whose retries backed off while offline resumes as soon as the client is online again', async () => {
+    const p = fresh('wb')
+    const db = await client(store())
+    await db.put(p + 'seen', 0)
+    const seen: unknown[] = []
+    const feedOf = db.watch(p + 'k', (change) => seen.push(change.value), { heartbeatMs: 1000 })
+    await feedOf.ready
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(p + 'seen')).toMatchObject({ source: 'local' })
+      // Retries at 0.25, 0.75, 1.75 and 3.75 s failed: the next one would wait 4 s more.
+      await new Promise((r) => setTimeout(r, 3900))
+    } finally {
+      proxy.setOffline(false)
+    }
+    const writer = await connect({ url: cluster.urls[0]! })
+    await writer.put(p + 'k', 'back')
+    const back = Date.now()
+    await db.sync() // the app's way of saying "the network is back": online, the watch resumes
+    await until(() => seen.length === 1, 3000)
+    expect(seen).toEqual(['back'])
+    expect(Date.now() - back).toBeLessThan(2000)
+    feedOf.close()
+    await writer.close()
+  })
+
   it('a callback watch in region 1 sees a write made in region 0 within the WAN delay and a margin', async () => {
     const p = fresh('cb')
     const db = await client(store())

@@ -37,15 +37,33 @@ function targetOf(target: WatchTarget): { prefix: string } | { keys: string[] } 
   throw new CausewayError('INVALID_OPTION', 'watch a prefix (a string) or keys (an array)')
 }
 
-function wait(ms: number, signal: AbortSignal): Promise<void> {
+interface OnlineEvents {
+  addEventListener?(type: 'online', listener: () => void): void
+  removeEventListener?(type: 'online', listener: () => void): void
+}
+
+/**
+ * Waits `ms` before the next attempt, or less: until the watch is closed, the client finds the
+ * gateway again (its `online` event), or the browser says it is online. After a long offline
+ * spell the backoff has grown to many seconds; the other device's changes must not wait for it.
+ * Resolves whether it was woken by a return online.
+ */
+function wait(ms: number, signal: AbortSignal, host: WatchHost): Promise<boolean> {
   return new Promise((resolve) => {
-    const timer = setTimeout(done, ms)
-    function done() {
+    const scope = globalThis as OnlineEvents
+    const timer = setTimeout(() => done(false), ms)
+    const online = () => done(true)
+    const stop = () => done(false)
+    const offOnline = host.onOnline(online)
+    scope.addEventListener?.('online', online)
+    signal.addEventListener('abort', stop, { once: true })
+    function done(woken: boolean) {
       clearTimeout(timer)
-      signal.removeEventListener('abort', done)
-      resolve()
+      signal.removeEventListener('abort', stop)
+      offOnline()
+      scope.removeEventListener?.('online', online)
+      resolve(woken)
     }
-    signal.addEventListener('abort', done, { once: true })
   })
 }
 
@@ -185,8 +203,9 @@ export async function runFeed(
     }
     if (sink.closed) return
     // Ended or failed: resume from the cursor after a pause (longer each time it fails at once).
-    await wait(failure === undefined ? FIRST_BACKOFF_MS : backoff, sink.signal)
-    if (failure !== undefined) backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
+    const woken = await wait(failure === undefined ? FIRST_BACKOFF_MS : backoff, sink.signal, host)
+    if (woken) backoff = FIRST_BACKOFF_MS
+    else if (failure !== undefined) backoff = Math.min(MAX_BACKOFF_MS, backoff * 2)
   }
 }
 

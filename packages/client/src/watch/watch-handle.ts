@@ -93,6 +93,8 @@ export interface WatchHost {
   conflictMode(key: string): ConflictMode
   recordKey(key: string, entry: KeyEntry): void
   recordSet(name: string, added: string[], removed: string[]): void
+  /** Calls `listener` each time the client finds the gateway again (its `online` event). */
+  onOnline(listener: () => void): () => void
 }
 
 /** What the feed hands the handle. @internal */
