@@ -577,4 +577,28 @@ describe('clients sharing one store (tabs)', () => {
     expect(result).toMatchObject({ owner: false, applied: 1, pending: 0 })
     expect((await a.get(p + 'k')).value).toBe('from b')
   })
+
+  it('the pending count stays exact: a recount racing the first write, and ops another owner replayed (the lease fallback, for a moment)', async () => {
+    const p = fresh('t3')
+    const shared = new MemoryLevel<string, unknown>()
+    const db = await client(shared as unknown as PersistStore)
+    const counts: number[] = []
+    db.on('pending', ({ count }) => counts.push(count))
+    proxy.setOffline(true)
+    try {
+      await db.put(p + 'a', 1)
+      await db.put(p + 'b', 2)
+      expect(counts.at(-1)).toBe(2)
+      // What a second owner's replay leaves: the ops gone from the store under this client.
+      const json = { keyEncoding: 'utf8', valueEncoding: 'json' } as const
+      await shared.sublevel('causeway', json).sublevel('outbox', json).clear()
+      // Still offline: this client's replay finds nothing to send, and says so. (The first
+      // sync may join a retry that read the outbox before it was emptied.)
+      await db.sync()
+      expect(await db.sync()).toMatchObject({ applied: 0, pending: 0 })
+      expect(counts.at(-1)).toBe(0)
+    } finally {
+      proxy.setOffline(false)
+    }
+  })
 })

@@ -163,6 +163,15 @@ export class OfflineEngine {
   readonly #inflight = new Map<string, Promise<unknown>>()
   /** Ops in the outbox, as last counted. */
   #count = 0
+  /**
+   * Changes of the outbox this client made that are not reflected in both the store and
+   * `#count` yet (a commit asked, its count not adjusted). A recount from the store (what other
+   * tabs did) runs only when there are none, and is dropped when one ran during its read:
+   * otherwise it would count a write twice or not at all.
+   */
+  #mutations = 0
+  #countEpoch = 0
+  readonly #idle: (() => void)[] = []
   /** Ops applied whose removal from the outbox is being written: no longer pending. */
   readonly #removing = new Set<string>()
   readonly #waiters = new Map<string, Waiter>()
@@ -257,8 +266,7 @@ export class OfflineEngine {
       if (this.#count === 0 && (await this.#store.entries('outbox', { limit: 1 })).length === 0)
         return this.#sendUnqueued(key, op, send)
     }
-    await this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
-    this.#counted(+1)
+    await this.#queue(key, op)
     if (!online) return { pending: true, opId: op.opId }
     const outcome = this.#waitFor(op.opId, timeoutMs)
     this.#kick()
@@ -281,9 +289,18 @@ export class OfflineEngine {
     op: StoredOp,
     send: (op: StoredOp) => Promise<WriteResult>,
   ): Promise<WriteResult | PendingWrite> {
-    const queued = this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
-    queued.catch(() => {})
+    // Counted from now (silently: an online write that succeeds never shows as pending).
+    this.#begin()
     this.#count++
+    const queued = this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }]).then(
+      () => this.#end(),
+      (error: unknown) => {
+        this.#count--
+        this.#end()
+        throw error
+      },
+    )
+    queued.catch(() => {})
     let settle!: () => void
     this.#inflight.set(op.opId, new Promise<void>((resolve) => (settle = resolve)))
     const release = () => {
@@ -298,7 +315,6 @@ export class OfflineEngine {
         await queued
       } catch (storeError) {
         // Not queued: the write failed as a whole, and says why it could not wait.
-        this.#count--
         release()
         throw isTransient(error) ? storeError : error
       }
@@ -311,9 +327,11 @@ export class OfflineEngine {
         if (this.#closed || this.#host.parts.closing.aborted) throw error
         return { pending: true, opId: op.opId }
       }
+      this.#begin()
       await this.#store.commit([{ type: 'del', in: 'outbox', key }]).catch(() => {})
       release()
       this.#counted(-1)
+      this.#end()
       throw error
     }
     this.#observe(op, result)
@@ -321,9 +339,7 @@ export class OfflineEngine {
     void queued
       .then(
         () => this.#applied([{ key, op, result }], true, [], false),
-        () => {
-          this.#count--
-        },
+        () => {},
       )
       .finally(() => {
         this.#removing.delete(op.opId)
@@ -351,14 +367,24 @@ export class OfflineEngine {
     } catch (error) {
       if (!isTransient(error)) throw error
       if (isUnreachable(error)) this.connectivity.markOffline(error as CausewayError)
-      await this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
-      this.#counted(+1)
+      await this.#queue(key, op)
       this.#channel.post({ t: 'kick' })
       return { pending: true, opId: op.opId }
     }
     this.#observe(op, result)
     void this.#applied([{ key, op, result }], false, [], false)
     return result
+  }
+
+  /** Appends `op` to the outbox and counts it (`STORAGE_FULL` when the store refuses it). */
+  async #queue(key: string, op: StoredOp): Promise<void> {
+    this.#begin()
+    try {
+      await this.#store.commit([{ type: 'put', in: 'outbox', key, value: op }])
+      this.#counted(+1)
+    } finally {
+      this.#end()
+    }
   }
 
   #waitFor(opId: string, timeoutMs: number): Promise<WriteResult | PendingWrite> {
@@ -425,14 +451,16 @@ export class OfflineEngine {
     changes.push(...(await this.#cacheAfterWrites(done)))
     changes.push(...(await this.#rechain(done, failed)))
     changes.push({ type: 'put', in: 'meta', key: 'session', value: this.#session.toJSON() })
+    this.#begin()
     try {
       await this.#store.commit(changes)
+      if (queued && done.length + failed.length > 0) this.#counted(-(done.length + failed.length))
     } catch (error) {
       // The ops stay queued: a replay finds them applied (their ids) and removes them then.
       this.#host.events.emit('error', { error: error as CausewayError })
-      return
+    } finally {
+      this.#end()
     }
-    if (queued && done.length + failed.length > 0) this.#counted(-(done.length + failed.length))
   }
 
   /** The cache entries the applied writes leave. */
@@ -549,11 +577,13 @@ export class OfflineEngine {
     for (;;) {
       if (this.#closed) break
       const rows = await this.#store.entries('outbox', { limit: this.#maxBatch })
-      this.#count = Math.max(this.#count, rows.length)
       if (rows.length === 0) {
-        this.#count = 0
+        // Empty, whatever was counted: another client replayed them (a second owner of the
+        // lease fallback, for a moment). Say so, or the app's badge keeps the old count.
+        if (this.#mutations === 0) this.#setCount(0)
         break
       }
+      if (rows.length > this.#count && this.#mutations === 0) this.#setCount(rows.length)
       const batch = this.#cut(rows as [string, StoredOp][])
       const outcome = await this.#sendBatch(batch)
       if (outcome.kind === 'transient') {
@@ -1076,17 +1106,41 @@ export class OfflineEngine {
     this.#host.events.emit('pending', { count: this.#count })
   }
 
+  #setCount(count: number): void {
+    if (count === this.#count) return
+    this.#count = count
+    this.#countChanged()
+  }
+
   #becameOwner(): void {
     if (this.#closed) return
     // What the previous owner left (or this client queued before) replays now.
     void this.#recount().then(() => this.#kick())
   }
 
+  /** A change of the outbox's count begins (see `#mutations`). */
+  #begin(): void {
+    this.#mutations++
+  }
+
+  /** ... and is in the store and in `#count`. */
+  #end(): void {
+    this.#mutations--
+    this.#countEpoch++
+    if (this.#mutations === 0) for (const wake of this.#idle.splice(0)) wake()
+  }
+
+  /** Counts the outbox again from the store: what other clients of the store did. */
   async #recount(): Promise<void> {
-    const count = (await this.#store.entries('outbox')).length
-    if (count !== this.#count) {
-      this.#count = count
-      this.#countChanged()
+    for (let attempt = 0; attempt < 10 && !this.#closed; attempt++) {
+      while (this.#mutations > 0 && !this.#closed)
+        await new Promise<void>((resolve) => this.#idle.push(resolve))
+      const epoch = this.#countEpoch
+      const count = (await this.#store.entries('outbox')).length
+      if (epoch === this.#countEpoch && this.#mutations === 0) {
+        this.#setCount(count)
+        return
+      }
     }
   }
 
@@ -1116,6 +1170,7 @@ export class OfflineEngine {
   async close(): Promise<void> {
     if (this.#closed) return
     this.#closed = true
+    for (const wake of this.#idle.splice(0)) wake()
     this.connectivity.close()
     clearTimeout(this.#sessionSave)
     clearTimeout(this.#changedPost)

@@ -11,8 +11,12 @@ export interface NetProxy {
   setOffline(offline: boolean): void
   /** Cuts every open connection (the server's sockets too). */
   cutAll(): void
-  /** The next `count` replies to `POST /v1/ops` are dropped: the connection closes as they start. */
-  dropOpsReplies(count: number): void
+  /**
+   * The next `count` replies to `POST /v1/ops` are dropped: the connection closes (the server's
+   * socket too) as they start. With `skip`, that many requests pass untouched first. `onDrop` runs
+   * at each drop.
+   */
+  dropOpsReplies(count: number, skip?: number, onDrop?: () => void): void
   /** `POST /v1/ops` requests seen. */
   readonly opsRequests: number
   close(): Promise<void>
@@ -23,6 +27,8 @@ export async function startProxy(target: string): Promise<NetProxy> {
   const pairs = new Set<[net.Socket, net.Socket]>()
   let offline = false
   let dropReplies = 0
+  let skipReplies = 0
+  let dropped: (() => void) | undefined
   let opsRequests = 0
   const server = net.createServer((client) => {
     if (offline) {
@@ -41,7 +47,8 @@ export async function startProxy(target: string): Promise<NetProxy> {
     client.on('data', (chunk: Buffer) => {
       if (chunk.subarray(0, 16).toString('latin1').startsWith('POST /v1/ops')) {
         opsRequests++
-        if (dropReplies > 0) {
+        if (skipReplies > 0) skipReplies--
+        else if (dropReplies > 0) {
           dropReplies--
           dropNext = true
         }
@@ -51,6 +58,7 @@ export async function startProxy(target: string): Promise<NetProxy> {
     upstream.on('data', (chunk: Buffer) => {
       if (dropNext) {
         done()
+        dropped?.()
         return
       }
       client.write(chunk)
@@ -76,8 +84,10 @@ export async function startProxy(target: string): Promise<NetProxy> {
       if (value) cutAll()
     },
     cutAll,
-    dropOpsReplies(count) {
+    dropOpsReplies(count, skip = 0, onDrop) {
       dropReplies = count
+      skipReplies = skip
+      dropped = onDrop
     },
     get opsRequests() {
       return opsRequests
