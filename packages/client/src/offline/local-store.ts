@@ -38,7 +38,13 @@ export function storageFull(cause: unknown): StorageFullError {
   const e = cause as { name?: unknown; code?: unknown; message?: unknown; cause?: unknown }
   const inner = e?.cause as { name?: unknown } | undefined
   const quota = e?.name === 'QuotaExceededError' || inner?.name === 'QuotaExceededError'
-  const why = typeof e?.message === 'string' ? e.message : String(cause)
+  // IndexedDB's QuotaExceededError comes with an empty message in Chromium: name it then.
+  const why =
+    typeof e?.message === 'string' && e.message !== ''
+      ? e.message
+      : typeof e?.name === 'string'
+        ? e.name
+        : String(cause)
   return new StorageFullError(
     quota
       ? `the local store is full (quota exceeded): ${why}`
