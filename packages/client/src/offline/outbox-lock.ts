@@ -77,11 +77,12 @@ export class InProcessLock implements OutboxLock {
 }
 
 interface LockManagerLike {
+  /** Settles with the callback's result once the lock is released (not when it is granted). */
   request(
     name: string,
     options: { signal?: AbortSignal; ifAvailable?: boolean },
     callback: (lock: unknown) => Promise<void> | void,
-  ): Promise<void>
+  ): Promise<unknown>
 }
 
 /** The lock of the Web Locks API. */
