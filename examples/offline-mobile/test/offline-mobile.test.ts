@@ -40,6 +40,8 @@ import {
 } from './support/phones.js'
 
 const WAN_DELAY_MS = 100
+/** Each test's limit: a browser on a shared 2-core machine, with waits of up to 30 s inside. */
+const TEST_TIMEOUT_MS = 60_000
 
 let cluster: DevCluster
 let proxy: NetProxy
@@ -154,347 +156,391 @@ afterAll(async () => {
 })
 
 describeInChromium('the offline-mobile demo in Chromium', () => {
-  it('offline edits survive a reload and show as pending; connect() works offline after the reload', async () => {
-    const list = freshList()
-    const context = await newContext()
-    const a = await openPhone(context, app.origin, { phone: 'a', gateway: cluster.urls[0]!, list })
-    await addItem(a, 'Milk')
-    await waitForBadge(a, 0)
-    await waitForServiceWorker(a)
-    // Installable: a manifest with a standalone display and PNG icons the server has.
-    const installable = await a.evaluate(async () => {
-      const link = document.querySelector<HTMLLinkElement>('link[rel=manifest]')!
-      const manifest = (await (await fetch(link.href)).json()) as {
-        display: string
-        icons: { src: string; sizes: string }[]
+  it(
+    'offline edits survive a reload and show as pending; connect() works offline after the reload',
+    async () => {
+      const list = freshList()
+      const context = await newContext()
+      const a = await openPhone(context, app.origin, {
+        phone: 'a',
+        gateway: cluster.urls[0]!,
+        list,
+      })
+      await addItem(a, 'Milk')
+      await waitForBadge(a, 0)
+      await waitForServiceWorker(a)
+      // Installable: a manifest with a standalone display and PNG icons the server has.
+      const installable = await a.evaluate(async () => {
+        const link = document.querySelector<HTMLLinkElement>('link[rel=manifest]')!
+        const manifest = (await (await fetch(link.href)).json()) as {
+          display: string
+          icons: { src: string; sizes: string }[]
+        }
+        const icons = await Promise.all(
+          manifest.icons.map(
+            async (i) => `${i.sizes} ${(await fetch(new URL(i.src, link.href))).status}`,
+          ),
+        )
+        return { display: manifest.display, icons }
+      })
+      expect(installable).toEqual({
+        display: 'standalone',
+        icons: ['192x192 200', '512x512 200', 'any 200'],
+      })
+
+      await context.setOffline(true)
+      await addItem(a, 'Eggs')
+      await tick(a, 'Milk')
+      // Each edit is two writes: the item's key and its id in the list's set.
+      await waitForBadge(a, 4)
+      const queued = await pendingOps(a)
+      expect(queued.map((o) => o.kind)).toEqual(['put', 'set-add', 'put', 'set-add'])
+
+      await a.reload()
+      await ready(a)
+      // The page came from the service worker, the topology and the data from IndexedDB.
+      expect(
+        await a.evaluate(() => ({ online: window.app.db!.online, offline: !navigator.onLine })),
+      ).toEqual({ online: false, offline: true })
+      expect(await shownItems(a)).toEqual([
+        { text: 'Milk', done: true, pending: true, conflicted: false },
+        { text: 'Eggs', done: false, pending: true, conflicted: false },
+      ])
+      expect(await badge(a)).toBe(4)
+      expect(await a.textContent('#status')).toBe('4 changes waiting for the network')
+      expect(await pendingOps(a)).toEqual(queued)
+
+      await context.setOffline(false)
+      await waitForBadge(a, 0)
+      await a.waitForFunction(() => document.querySelectorAll('#items .item.pending').length === 0)
+      const ids = await a.evaluate(() => window.app.list!.items().map((i) => i.id))
+      const values = await Promise.all(
+        ids.map((id) => reader.get(`list:${list}:item:${id}`).then((r) => r.value)),
+      )
+      expect(values).toEqual([
+        { text: 'Milk', done: true },
+        { text: 'Eggs', done: false },
+      ])
+    },
+    TEST_TIMEOUT_MS,
+  )
+
+  it(
+    'reconnect: the queued edits apply in order; the other phone sees them through its change feed within 2 s',
+    async () => {
+      const list = freshList()
+      const a = await openPhone(await newContext(), app.origin, {
+        phone: 'a',
+        gateway: cluster.urls[0]!,
+        list,
+      })
+      const contextB = await newContext()
+      const b = await openPhone(contextB, app.origin, {
+        phone: 'b',
+        gateway: cluster.urls[1]!,
+        list,
+      })
+      await addItem(a, 'Bread')
+      await waitForTexts(b, ['Bread'])
+
+      await a.context().setOffline(true)
+      await addItem(a, 'Butter')
+      await rename(a, 'Bread', 'Rye bread')
+      await tick(a, 'Butter')
+      await addItem(a, 'Jam')
+      await removeItem(a, 'Jam')
+      await waitForBadge(a, 10)
+      const queued = await pendingOps(a)
+      // B, online all along, has seen none of it.
+      expect(await texts(b)).toEqual(['Bread'])
+
+      const feed = await gatewayFeed(`list:${list}:`, 0)
+      await a.context().setOffline(false)
+      // B's screen, through its feed from region 1: within 2 s of A's reconnect (its replay
+      // included).
+      await waitForTexts(b, ['Rye bread', 'Butter'], 5000)
+      const seenAt = await b.evaluate(() => Date.now())
+      const reconnected = (await events(a, 'online')).at(-1)!
+      expect(seenAt - reconnected.at).toBeLessThan(2000)
+      await a.waitForFunction(() => window.app.events.some((e) => e.name === 'synced'))
+      expect(await badge(a)).toBe(0)
+      expect((await shownItems(b)).map((i) => i.done)).toEqual([false, true])
+
+      // In order, each once: the gateway's stamps sort the changes as the outbox queued them.
+      const changes = await readChanges(feed, queued.length)
+      feed.close()
+      expect(changes).toHaveLength(queued.length)
+      const byStamp = [...changes].sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0))
+      expect(byStamp.map(changeLine)).toEqual(queued.map(opLine))
+    },
+    TEST_TIMEOUT_MS,
+  )
+
+  it(
+    'both phones edit one item offline: after sync both show its two versions; merging on one converges both',
+    async () => {
+      const list = freshList()
+      const contextA = await newContext()
+      const contextB = await newContext()
+      const a = await openPhone(contextA, app.origin, {
+        phone: 'a',
+        gateway: cluster.urls[0]!,
+        list,
+      })
+      const b = await openPhone(contextB, app.origin, {
+        phone: 'b',
+        gateway: cluster.urls[1]!,
+        list,
+      })
+      await addItem(a, 'Milk')
+      await waitForTexts(b, ['Milk'])
+
+      await contextA.setOffline(true)
+      await contextB.setOffline(true)
+      await rename(a, 'Milk', 'Oat milk')
+      await tick(b, 'Milk')
+      await contextA.setOffline(false)
+      await contextB.setOffline(false)
+
+      for (const phone of [a, b]) {
+        await phone.waitForSelector('#items .item.conflicted .versions-button', { timeout: 10_000 })
+        expect(await phone.textContent('#items .item.conflicted .versions-button')).toBe(
+          '2 versions',
+        )
       }
-      const icons = await Promise.all(
-        manifest.icons.map(
-          async (i) => `${i.sizes} ${(await fetch(new URL(i.src, link.href))).status}`,
+      await b.click('#items .item.conflicted .versions-button')
+      const versions = await b.$$eval('#versions .version', (rows) =>
+        rows.map(
+          (r) =>
+            `${r.querySelector('.text')!.textContent} (${r.querySelector('.state')!.textContent})`,
         ),
       )
-      return { display: manifest.display, icons }
-    })
-    expect(installable).toEqual({
-      display: 'standalone',
-      icons: ['192x192 200', '512x512 200', 'any 200'],
-    })
+      expect(versions.sort()).toEqual(['Milk (bought)', 'Oat milk (to buy)'])
+      await b.click('#merge')
 
-    await context.setOffline(true)
-    await addItem(a, 'Eggs')
-    await tick(a, 'Milk')
-    // Each edit is two writes: the item's key and its id in the list's set.
-    await waitForBadge(a, 4)
-    const queued = await pendingOps(a)
-    expect(queued.map((o) => o.kind)).toEqual(['put', 'set-add', 'put', 'set-add'])
-
-    await a.reload()
-    await ready(a)
-    // The page came from the service worker, the topology and the data from IndexedDB.
-    expect(
-      await a.evaluate(() => ({ online: window.app.db!.online, offline: !navigator.onLine })),
-    ).toEqual({ online: false, offline: true })
-    expect(await shownItems(a)).toEqual([
-      { text: 'Milk', done: true, pending: true, conflicted: false },
-      { text: 'Eggs', done: false, pending: true, conflicted: false },
-    ])
-    expect(await badge(a)).toBe(4)
-    expect(await a.textContent('#status')).toBe('4 changes waiting for the network')
-    expect(await pendingOps(a)).toEqual(queued)
-
-    await context.setOffline(false)
-    await waitForBadge(a, 0)
-    await a.waitForFunction(() => document.querySelectorAll('#items .item.pending').length === 0)
-    const ids = await a.evaluate(() => window.app.list!.items().map((i) => i.id))
-    const values = await Promise.all(
-      ids.map((id) => reader.get(`list:${list}:item:${id}`).then((r) => r.value)),
-    )
-    expect(values).toEqual([
-      { text: 'Milk', done: true },
-      { text: 'Eggs', done: false },
-    ])
-  })
-
-  it('reconnect: the queued edits apply in order; the other phone sees them through its change feed within 2 s', async () => {
-    const list = freshList()
-    const a = await openPhone(await newContext(), app.origin, {
-      phone: 'a',
-      gateway: cluster.urls[0]!,
-      list,
-    })
-    const contextB = await newContext()
-    const b = await openPhone(contextB, app.origin, { phone: 'b', gateway: cluster.urls[1]!, list })
-    await addItem(a, 'Bread')
-    await waitForTexts(b, ['Bread'])
-
-    await a.context().setOffline(true)
-    await addItem(a, 'Butter')
-    await rename(a, 'Bread', 'Rye bread')
-    await tick(a, 'Butter')
-    await addItem(a, 'Jam')
-    await removeItem(a, 'Jam')
-    await waitForBadge(a, 10)
-    const queued = await pendingOps(a)
-    // B, online all along, has seen none of it.
-    expect(await texts(b)).toEqual(['Bread'])
-
-    const feed = await gatewayFeed(`list:${list}:`, 0)
-    await a.context().setOffline(false)
-    // B's screen, through its feed from region 1: within 2 s of A's reconnect (its replay
-    // included).
-    await waitForTexts(b, ['Rye bread', 'Butter'], 5000)
-    const seenAt = await b.evaluate(() => Date.now())
-    const reconnected = (await events(a, 'online')).at(-1)!
-    expect(seenAt - reconnected.at).toBeLessThan(2000)
-    await a.waitForFunction(() => window.app.events.some((e) => e.name === 'synced'))
-    expect(await badge(a)).toBe(0)
-    expect((await shownItems(b)).map((i) => i.done)).toEqual([false, true])
-
-    // In order, each once: the gateway's stamps sort the changes as the outbox queued them.
-    const changes = await readChanges(feed, queued.length)
-    feed.close()
-    expect(changes).toHaveLength(queued.length)
-    const byStamp = [...changes].sort((x, y) => (x.ts < y.ts ? -1 : x.ts > y.ts ? 1 : 0))
-    expect(byStamp.map(changeLine)).toEqual(queued.map(opLine))
-  })
-
-  it('both phones edit one item offline: after sync both show its two versions; merging on one converges both', async () => {
-    const list = freshList()
-    const contextA = await newContext()
-    const contextB = await newContext()
-    const a = await openPhone(contextA, app.origin, { phone: 'a', gateway: cluster.urls[0]!, list })
-    const b = await openPhone(contextB, app.origin, { phone: 'b', gateway: cluster.urls[1]!, list })
-    await addItem(a, 'Milk')
-    await waitForTexts(b, ['Milk'])
-
-    await contextA.setOffline(true)
-    await contextB.setOffline(true)
-    await rename(a, 'Milk', 'Oat milk')
-    await tick(b, 'Milk')
-    await contextA.setOffline(false)
-    await contextB.setOffline(false)
-
-    for (const phone of [a, b]) {
-      await phone.waitForSelector('#items .item.conflicted .versions-button', { timeout: 10_000 })
-      expect(await phone.textContent('#items .item.conflicted .versions-button')).toBe('2 versions')
-    }
-    await b.click('#items .item.conflicted .versions-button')
-    const versions = await b.$$eval('#versions .version', (rows) =>
-      rows.map(
-        (r) =>
-          `${r.querySelector('.text')!.textContent} (${r.querySelector('.state')!.textContent})`,
-      ),
-    )
-    expect(versions.sort()).toEqual(['Milk (bought)', 'Oat milk (to buy)'])
-    await b.click('#merge')
-
-    for (const phone of [b, a]) {
-      await phone.waitForFunction(
-        () =>
-          document.querySelectorAll('#items .item').length === 1 &&
-          document.querySelector('#items .item.conflicted') === null &&
-          document.querySelector('#items .item.pending') === null,
-        null,
-        { timeout: 10_000, polling: 25 },
-      )
-    }
-    const [onA, onB] = [await shownItems(a), await shownItems(b)]
-    expect(onA).toEqual(onB)
-    expect(onA[0]!.done).toBe(true)
-    expect(onA[0]!.text.split(' / ').sort()).toEqual(['Milk', 'Oat milk'])
-    expect(await b.isHidden('#conflict')).toBe(true)
-  })
+      for (const phone of [b, a]) {
+        await phone.waitForFunction(
+          () =>
+            document.querySelectorAll('#items .item').length === 1 &&
+            document.querySelector('#items .item.conflicted') === null &&
+            document.querySelector('#items .item.pending') === null,
+          null,
+          { timeout: 10_000, polling: 25 },
+        )
+      }
+      const [onA, onB] = [await shownItems(a), await shownItems(b)]
+      expect(onA).toEqual(onB)
+      expect(onA[0]!.done).toBe(true)
+      expect(onA[0]!.text.split(' / ').sort()).toEqual(['Milk', 'Oat milk'])
+      expect(await b.isHidden('#conflict')).toBe(true)
+    },
+    TEST_TIMEOUT_MS,
+  )
 
   for (const locks of ['Web Locks', 'the BroadcastChannel lease'] as const) {
-    it(`two tabs of one phone (${locks}): one session, one outbox owner, each operation applied once, takeover on close`, async () => {
-      const list = freshList()
-      const context = await newContext({ withoutWebLocks: locks !== 'Web Locks' })
-      const spec = { phone: 'a', gateway: cluster.urls[0]!, list }
-      const tab1 = await openPhone(context, app.origin, spec)
-      const tab2 = await openPhone(context, app.origin, spec)
-      expect(await tab1.evaluate(() => 'locks' in navigator)).toBe(locks === 'Web Locks')
-      const owners = async () =>
-        Promise.all([tab1, tab2].map((t) => t.evaluate(() => window.app.db!.outboxOwner)))
-      await expect.poll(owners, { timeout: 5000 }).toEqual([true, false])
-      console.log(locks, 'step 1', Date.now() % 100000)
+    it(
+      `two tabs of one phone (${locks}): one session, one outbox owner, each operation applied once, takeover on close`,
+      async () => {
+        const list = freshList()
+        const context = await newContext({ withoutWebLocks: locks !== 'Web Locks' })
+        const spec = { phone: 'a', gateway: cluster.urls[0]!, list }
+        const tab1 = await openPhone(context, app.origin, spec)
+        const tab2 = await openPhone(context, app.origin, spec)
+        expect(await tab1.evaluate(() => 'locks' in navigator)).toBe(locks === 'Web Locks')
+        const owners = async () =>
+          Promise.all([tab1, tab2].map((t) => t.evaluate(() => window.app.db!.outboxOwner)))
+        await expect.poll(owners, { timeout: 5000 }).toEqual([true, false])
+        console.log(locks, 'step 1', Date.now() % 100000)
 
-      // One session: what tab 1 wrote, tab 2's session holds (shareSession), and both agree.
-      await addItem(tab1, 'Tea')
-      console.log(locks, 'step 2', Date.now() % 100000)
-      await waitForTexts(tab2, ['Tea'])
-      console.log(locks, 'step 3', Date.now() % 100000)
-      const session = (t: Page) => t.evaluate(() => JSON.stringify(window.app.db!.session))
-      await expect.poll(async () => (await session(tab1)) === (await session(tab2))).toBe(true)
-      console.log(locks, 'step 4', Date.now() % 100000)
+        // One session: what tab 1 wrote, tab 2's session holds (shareSession), and both agree.
+        await addItem(tab1, 'Tea')
+        console.log(locks, 'step 2', Date.now() % 100000)
+        await waitForTexts(tab2, ['Tea'])
+        console.log(locks, 'step 3', Date.now() % 100000)
+        const session = (t: Page) => t.evaluate(() => JSON.stringify(window.app.db!.session))
+        await expect
+          .poll(async () => (await session(tab1)) === (await session(tab2)), { timeout: 5000 })
+          .toBe(true)
+        console.log(locks, 'step 4', Date.now() % 100000)
 
-      // Offline, both tabs queue into the one outbox; both see all of it.
-      const feed = await gatewayFeed(`list:${list}:`, 0)
-      await context.setOffline(true)
-      console.log(locks, 'step 5', Date.now() % 100000)
-      await addItem(tab1, 'Coffee')
-      console.log(locks, 'step 6', Date.now() % 100000)
-      await addItem(tab2, 'Sugar')
-      console.log(locks, 'step 7', Date.now() % 100000)
-      await addItem(tab1, 'Honey')
-      console.log(locks, 'step 8', Date.now() % 100000)
-      await waitForBadge(tab1, 6)
-      console.log(locks, 'step 9', Date.now() % 100000)
-      await waitForBadge(tab2, 6)
-      console.log(locks, 'step 10', Date.now() % 100000)
-      await context.setOffline(false)
-      console.log(locks, 'step 11', Date.now() % 100000)
-      await waitForBadge(tab1, 0)
-      console.log(locks, 'step 12', Date.now() % 100000)
-      await waitForBadge(tab2, 0)
-      console.log(locks, 'step 13', Date.now() % 100000)
-      await waitForTexts(tab2, ['Tea', 'Coffee', 'Sugar', 'Honey'])
-      console.log(locks, 'step 14', Date.now() % 100000)
-      const changes = await readChanges(feed, 6)
-      expect(changes).toHaveLength(6)
-      expect(new Set(changes.map(changeLine)).size).toBe(6)
+        // Offline, both tabs queue into the one outbox; both see all of it.
+        const feed = await gatewayFeed(`list:${list}:`, 0)
+        await context.setOffline(true)
+        console.log(locks, 'step 5', Date.now() % 100000)
+        await addItem(tab1, 'Coffee')
+        console.log(locks, 'step 6', Date.now() % 100000)
+        await addItem(tab2, 'Sugar')
+        console.log(locks, 'step 7', Date.now() % 100000)
+        await addItem(tab1, 'Honey')
+        console.log(locks, 'step 8', Date.now() % 100000)
+        await waitForBadge(tab1, 6)
+        console.log(locks, 'step 9', Date.now() % 100000)
+        await waitForBadge(tab2, 6)
+        console.log(locks, 'step 10', Date.now() % 100000)
+        await context.setOffline(false)
+        console.log(locks, 'step 11', Date.now() % 100000)
+        await waitForBadge(tab1, 0)
+        console.log(locks, 'step 12', Date.now() % 100000)
+        await waitForBadge(tab2, 0)
+        console.log(locks, 'step 13', Date.now() % 100000)
+        await waitForTexts(tab2, ['Tea', 'Coffee', 'Sugar', 'Honey'])
+        console.log(locks, 'step 14', Date.now() % 100000)
+        const changes = await readChanges(feed, 6)
+        expect(changes).toHaveLength(6)
+        expect(new Set(changes.map(changeLine)).size).toBe(6)
 
-      // The owner closes with writes queued: the other tab takes the outbox over and replays it.
-      await context.setOffline(true)
-      console.log(locks, 'step 15', Date.now() % 100000)
-      await addItem(tab2, 'Salt')
-      console.log(locks, 'step 16', Date.now() % 100000)
-      await addItem(tab1, 'Pepper')
-      console.log(locks, 'step 17', Date.now() % 100000)
-      await waitForBadge(tab2, 4)
-      console.log(locks, 'step 18', Date.now() % 100000)
-      await tab1.close()
-      console.log(locks, 'step 19', Date.now() % 100000)
-      await expect
-        .poll(() => tab2.evaluate(() => window.app.db!.outboxOwner), { timeout: 8000 })
-        .toBe(true)
-      await context.setOffline(false)
-      console.log(locks, 'step 20', Date.now() % 100000)
-      await waitForBadge(tab2, 0)
-      console.log(locks, 'step 21', Date.now() % 100000)
-      await waitForTexts(tab2, ['Tea', 'Coffee', 'Sugar', 'Honey', 'Salt', 'Pepper'])
-      console.log(locks, 'step 22', Date.now() % 100000)
-      const more = await readChanges(feed, 4)
-      feed.close()
-      expect(more).toHaveLength(4)
-      expect(new Set([...changes, ...more].map(changeLine)).size).toBe(10)
-    })
+        // The owner closes with writes queued: the other tab takes the outbox over and replays it.
+        await context.setOffline(true)
+        console.log(locks, 'step 15', Date.now() % 100000)
+        await addItem(tab2, 'Salt')
+        console.log(locks, 'step 16', Date.now() % 100000)
+        await addItem(tab1, 'Pepper')
+        console.log(locks, 'step 17', Date.now() % 100000)
+        await waitForBadge(tab2, 4)
+        console.log(locks, 'step 18', Date.now() % 100000)
+        await tab1.close()
+        console.log(locks, 'step 19', Date.now() % 100000)
+        await expect
+          .poll(() => tab2.evaluate(() => window.app.db!.outboxOwner), { timeout: 8000 })
+          .toBe(true)
+        await context.setOffline(false)
+        console.log(locks, 'step 20', Date.now() % 100000)
+        await waitForBadge(tab2, 0)
+        console.log(locks, 'step 21', Date.now() % 100000)
+        await waitForTexts(tab2, ['Tea', 'Coffee', 'Sugar', 'Honey', 'Salt', 'Pepper'])
+        console.log(locks, 'step 22', Date.now() % 100000)
+        const more = await readChanges(feed, 4)
+        feed.close()
+        expect(more).toHaveLength(4)
+        expect(new Set([...changes, ...more].map(changeLine)).size).toBe(10)
+      },
+      TEST_TIMEOUT_MS,
+    )
   }
 
-  it('the connection is cut in the middle of a replay: after reconnect nothing is lost, nothing applied twice', async () => {
-    const list = freshList()
-    const context = await newContext()
-    // Through the proxy: its sockets to the gateway are the ones cut.
-    const a = await openPhone(context, app.origin, { phone: 'a', gateway: proxy.url, list })
-    const prefix = `cut-${list}:`
-    const total = 600
-    await context.setOffline(true)
-    await a.evaluate(
-      async ([p, count]) => {
-        const db = window.app.db!
-        await Promise.all(Array.from({ length: count }, (_, i) => db.put(`${p}${i}`, i)))
-      },
-      [prefix, total] as const,
-    )
-    await waitForBadge(a, total)
-    // Counted in region 1: region 0's sockets are cut, its feed with them.
-    const feed = await gatewayFeed(prefix, 1)
-    const before = proxy.opsRequests
-    let cuts = 0
-    // The first batch (500) passes; the second is applied, and every socket is closed as its
-    // reply starts: the phone never learns that it was.
-    proxy.dropOpsReplies(1, 1, () => {
-      cuts++
-      cluster.gateways[0]!.server.closeAllConnections()
-    })
-    await context.setOffline(false)
-    await waitForBadge(a, 0, 30_000)
-    expect(cuts).toBe(1)
-    expect(proxy.opsRequests - before).toBeGreaterThanOrEqual(3)
+  it(
+    'the connection is cut in the middle of a replay: after reconnect nothing is lost, nothing applied twice',
+    async () => {
+      const list = freshList()
+      const context = await newContext()
+      // Through the proxy: its sockets to the gateway are the ones cut.
+      const a = await openPhone(context, app.origin, { phone: 'a', gateway: proxy.url, list })
+      const prefix = `cut-${list}:`
+      const total = 600
+      await context.setOffline(true)
+      await a.evaluate(
+        async ([p, count]) => {
+          const db = window.app.db!
+          await Promise.all(Array.from({ length: count }, (_, i) => db.put(`${p}${i}`, i)))
+        },
+        [prefix, total] as const,
+      )
+      await waitForBadge(a, total)
+      // Counted in region 1: region 0's sockets are cut, its feed with them.
+      const feed = await gatewayFeed(prefix, 1)
+      const before = proxy.opsRequests
+      let cuts = 0
+      // The first batch (500) passes; the second is applied, and every socket is closed as its
+      // reply starts: the phone never learns that it was.
+      proxy.dropOpsReplies(1, 1, () => {
+        cuts++
+        cluster.gateways[0]!.server.closeAllConnections()
+      })
+      await context.setOffline(false)
+      await waitForBadge(a, 0, 30_000)
+      expect(cuts).toBe(1)
+      expect(proxy.opsRequests - before).toBeGreaterThanOrEqual(3)
 
-    const changes = await readChanges(feed, total, 1000)
-    feed.close()
-    const counts = new Map<string, number>()
-    for (const c of changes) counts.set(c.key, (counts.get(c.key) ?? 0) + 1)
-    expect(counts.size).toBe(total)
-    expect([...counts.values()].every((c) => c === 1)).toBe(true)
-    expect(await a.evaluate(() => window.app.db!.failed().then((f) => f.length))).toBe(0)
-    const last = await reader.get(`${prefix}${total - 1}`)
-    expect(last.value).toBe(total - 1)
-  })
+      const changes = await readChanges(feed, total, 1000)
+      feed.close()
+      const counts = new Map<string, number>()
+      for (const c of changes) counts.set(c.key, (counts.get(c.key) ?? 0) + 1)
+      expect(counts.size).toBe(total)
+      expect([...counts.values()].every((c) => c === 1)).toBe(true)
+      expect(await a.evaluate(() => window.app.db!.failed().then((f) => f.length))).toBe(0)
+      const last = await reader.get(`${prefix}${total - 1}`)
+      expect(last.value).toBe(total - 1)
+    },
+    TEST_TIMEOUT_MS,
+  )
 
-  it('a quota error surfaces as STORAGE_FULL at once; what was queued stays and syncs later', async () => {
-    const list = freshList()
-    // A profile on disk, its quota forced down before the app first stores anything (Chromium
-    // enforces a quota set through DevTools only outside incognito, and reads it when the
-    // origin's storage is first opened).
-    const profile = await mkdtemp(join(tmpdir(), 'offline-mobile-profile-'))
-    const context = await launchPersistentChromium(profile)
-    contexts.push(context)
-    cleanups.push(() => rm(profile, { recursive: true, force: true }))
-    const page = context.pages()[0] ?? (await context.newPage())
-    const cdp = await context.newCDPSession(page)
-    await cdp.send('Storage.overrideQuotaForOrigin', { origin: app.origin, quotaSize: 3_000_000 })
-    const a = await openPhone(
-      context,
-      app.origin,
-      { phone: 'a', gateway: cluster.urls[0]!, list },
-      page,
-    )
-    await addItem(a, 'Milk')
-    await context.setOffline(true)
-    await addItem(a, 'Eggs')
-    await waitForBadge(a, 2)
+  it(
+    'a quota error surfaces as STORAGE_FULL at once; what was queued stays and syncs later',
+    async () => {
+      const list = freshList()
+      // A profile on disk, its quota forced down before the app first stores anything (Chromium
+      // enforces a quota set through DevTools only outside incognito, and reads it when the
+      // origin's storage is first opened).
+      const profile = await mkdtemp(join(tmpdir(), 'offline-mobile-profile-'))
+      const context = await launchPersistentChromium(profile)
+      contexts.push(context)
+      cleanups.push(() => rm(profile, { recursive: true, force: true }))
+      const page = context.pages()[0] ?? (await context.newPage())
+      const cdp = await context.newCDPSession(page)
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: app.origin, quotaSize: 3_000_000 })
+      const a = await openPhone(
+        context,
+        app.origin,
+        { phone: 'a', gateway: cluster.urls[0]!, list },
+        page,
+      )
+      await addItem(a, 'Milk')
+      await context.setOffline(true)
+      await addItem(a, 'Eggs')
+      await waitForBadge(a, 2)
 
-    // Offline, the phone queues photos of receipts (700 kB each, incompressible) until the
-    // store is full: the write that does not fit fails at once; those before it stay queued.
-    const filled = await a.evaluate(async () => {
-      const photo = () => {
-        let binary = ''
-        for (let i = 0; i < 8; i++) {
-          const bytes = crypto.getRandomValues(new Uint8Array(65536))
-          binary += String.fromCharCode(...bytes)
+      // Offline, the phone queues photos of receipts (700 kB each, incompressible) until the
+      // store is full: the write that does not fit fails at once; those before it stay queued.
+      const filled = await a.evaluate(async () => {
+        const photo = () => {
+          let binary = ''
+          for (let i = 0; i < 8; i++) {
+            const bytes = crypto.getRandomValues(new Uint8Array(65536))
+            binary += String.fromCharCode(...bytes)
+          }
+          return btoa(binary)
         }
-        return btoa(binary)
-      }
-      const queued: string[] = []
-      for (let i = 0; i < 20; i++) {
-        const started = Date.now()
-        try {
-          const w = await window.app.db!.put(`receipt:${i}`, photo())
-          queued.push(w.opId)
-        } catch (e) {
-          const error = e as { code?: string; details?: Record<string, unknown> }
-          return {
-            queued,
-            code: error.code,
-            quota: error.details?.['quota'],
-            ms: Date.now() - started,
+        const queued: string[] = []
+        for (let i = 0; i < 20; i++) {
+          const started = Date.now()
+          try {
+            const w = await window.app.db!.put(`receipt:${i}`, photo())
+            queued.push(w.opId)
+          } catch (e) {
+            const error = e as { code?: string; details?: Record<string, unknown> }
+            return {
+              queued,
+              code: error.code,
+              quota: error.details?.['quota'],
+              ms: Date.now() - started,
+            }
           }
         }
-      }
-      return { queued, code: 'none' }
-    })
-    expect(filled).toMatchObject({ code: 'STORAGE_FULL', quota: true })
-    expect(filled.ms).toBeLessThan(5000)
-    expect(filled.queued.length).toBeGreaterThan(0)
-    const pending = await pendingOps(a)
-    expect(pending.map((o) => o.kind)).toEqual([
-      'put',
-      'set-add',
-      ...filled.queued.map(() => 'put'),
-    ])
-    expect(pending.slice(2).map((o) => o.opId)).toEqual(filled.queued)
-    expect(await badge(a)).toBe(2 + filled.queued.length)
+        return { queued, code: 'none' }
+      })
+      expect(filled).toMatchObject({ code: 'STORAGE_FULL', quota: true })
+      expect(filled.ms).toBeLessThan(5000)
+      expect(filled.queued.length).toBeGreaterThan(0)
+      const pending = await pendingOps(a)
+      expect(pending.map((o) => o.kind)).toEqual([
+        'put',
+        'set-add',
+        ...filled.queued.map(() => 'put'),
+      ])
+      expect(pending.slice(2).map((o) => o.opId)).toEqual(filled.queued)
+      expect(await badge(a)).toBe(2 + filled.queued.length)
 
-    await cdp.send('Storage.overrideQuotaForOrigin', { origin: app.origin })
-    await context.setOffline(false)
-    await waitForBadge(a, 0, 20_000)
-    await waitForText(a, 'Eggs')
-    const id = (await a.evaluate(() => window.app.list!.items().map((i) => i.id)))[1]!
-    expect((await reader.get(`list:${list}:item:${id}`)).value).toEqual({
-      text: 'Eggs',
-      done: false,
-    })
-    expect((await reader.get(`receipt:${filled.queued.length - 1}`)).found).toBe(true)
-  })
+      await cdp.send('Storage.overrideQuotaForOrigin', { origin: app.origin })
+      await context.setOffline(false)
+      await waitForBadge(a, 0, 20_000)
+      await waitForText(a, 'Eggs')
+      const id = (await a.evaluate(() => window.app.list!.items().map((i) => i.id)))[1]!
+      expect((await reader.get(`list:${list}:item:${id}`)).value).toEqual({
+        text: 'Eggs',
+        done: false,
+      })
+      expect((await reader.get(`receipt:${filled.queued.length - 1}`)).found).toBe(true)
+    },
+    TEST_TIMEOUT_MS,
+  )
 })
