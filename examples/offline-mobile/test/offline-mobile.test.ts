@@ -131,31 +131,31 @@ function pendingOps(page: Page) {
   )
 }
 
-beforeAll(async () => {
-  outDir = await mkdtemp(join(tmpdir(), 'offline-mobile-'))
-  cluster = await startDemoCluster({ port: 0, wanDelayMs: WAN_DELAY_MS })
-  proxy = await startProxy(cluster.urls[0]!)
-  await buildApp(outDir, cluster.urls)
-  app = await serveApp(outDir)
-  browser = await launchChromium()
-  reader = await connect({ url: cluster.urls[0]! })
-}, 120_000)
-
-afterEach(async () => {
-  for (const context of contexts.splice(0)) await context.close()
-  for (const cleanup of cleanups.splice(0)) await cleanup()
-})
-
-afterAll(async () => {
-  await reader?.close()
-  await browser?.close()
-  await app?.close()
-  await proxy?.close()
-  await cluster?.close()
-  if (outDir !== undefined) await rm(outDir, { recursive: true, force: true })
-})
-
 describeInChromium('the offline-mobile demo in Chromium', () => {
+  beforeAll(async () => {
+    browser = await launchChromium()
+    outDir = await mkdtemp(join(tmpdir(), 'offline-mobile-'))
+    cluster = await startDemoCluster({ port: 0, wanDelayMs: WAN_DELAY_MS })
+    proxy = await startProxy(cluster.urls[0]!)
+    await buildApp(outDir, cluster.urls)
+    app = await serveApp(outDir)
+    reader = await connect({ url: cluster.urls[0]! })
+  }, 120_000)
+
+  afterEach(async () => {
+    for (const context of contexts.splice(0)) await context.close()
+    for (const cleanup of cleanups.splice(0)) await cleanup()
+  })
+
+  afterAll(async () => {
+    await reader?.close()
+    await browser?.close()
+    await app?.close()
+    await proxy?.close()
+    await cluster?.close()
+    if (outDir !== undefined) await rm(outDir, { recursive: true, force: true })
+  })
+
   it(
     'offline edits survive a reload and show as pending; connect() works offline after the reload',
     async () => {
