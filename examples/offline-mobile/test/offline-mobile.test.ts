@@ -419,6 +419,53 @@ describeInChromium('the offline-mobile demo in Chromium', () => {
   }
 
   it(
+    'the demo page: two phones in one browser keep apart; a phone switched off queues, switched on it syncs and the other sees it',
+    async () => {
+      const list = freshList()
+      const context = await newContext()
+      const page = await context.newPage()
+      const query = new URLSearchParams({
+        'gateway-a': cluster.urls[0]!,
+        'gateway-b': cluster.urls[1]!,
+      })
+      await page.goto(`${app.origin}/demo.html?${query}`)
+      const frame = async (name: string) => {
+        const f = (await (await page.waitForSelector(`iframe[name=${name}]`)).contentFrame())!
+        await f.waitForFunction(() => window.app?.list !== undefined, null, { timeout: 15_000 })
+        return f
+      }
+      const [a, b] = [await frame('phone-a'), await frame('phone-b')]
+      expect(await a.evaluate(() => window.app.config)).toMatchObject({ store: 'shopping-a' })
+      expect(await b.evaluate(() => window.app.db!.home.id)).toBe(1)
+      // The demo page's list (the default one): what it shows now, and an item of this test's own.
+      const items = (f: typeof a) =>
+        f.$$eval('#items .item .text', (e) => e.map((x) => x.textContent))
+      const before = await items(a)
+      const mine = `Kiwis ${list}`
+      await b.click('#network')
+      expect(await b.textContent('#network-label')).toBe('offline')
+      await b.fill('#new-item', mine)
+      await b.click('#add button[type=submit]')
+      await b.waitForFunction(() => document.querySelector('#badge')?.textContent === '2')
+      // Phone A's store and outbox are its own: it has nothing waiting, and has not seen it.
+      expect(await a.textContent('#badge')).toBe('0')
+      expect(await items(a)).toEqual(before)
+      await b.click('#network')
+      await b.waitForFunction(() => document.querySelector('#badge')?.textContent === '0')
+      await b.waitForFunction(
+        () => document.querySelector('#network-label')?.textContent === 'online',
+      )
+      await a.waitForFunction(
+        (t) =>
+          [...document.querySelectorAll('#items .item .text')].some((e) => e.textContent === t),
+        mine,
+        { timeout: 5000 },
+      )
+    },
+    TEST_TIMEOUT_MS,
+  )
+
+  it(
     'the connection is cut in the middle of a replay: after reconnect nothing is lost, nothing applied twice',
     async () => {
       const list = freshList()
