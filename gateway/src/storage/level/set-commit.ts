@@ -1,0 +1,200 @@
+/**
+ * The set side of one replica commit: its set entries planned in order, then the compaction that
+ * waits, each with core's planners against the sets as the commit's earlier plans left them.
+ *
+ * - A set's head (`set-head.ts`) comes from the head cache or, once per commit, from the store.
+ * - An element's live dots are read from the store the first time the commit touches the element
+ *   (one seek, whatever the set's size; all seeks on one iterator per commit), and afterwards
+ *   taken from the previous plan (`WritePlan.live`). They keep the count exact and let an add
+ *   supersede the element's live dots.
+ *
+ * Nothing else writes the store while a commit plans (the replica's commit queue is the only
+ * writer), so what it reads is what its batch applies to.
+ */
+import {
+  hasSeen,
+  planApplyDelta,
+  planCompaction,
+  type BigsetDelta,
+  type DotClock,
+  type Dot,
+  type ElementKey,
+  type Hlc,
+  type KvWrite,
+  type WritePlan,
+} from '@causeway/core'
+import type { AbstractKeyIterator } from 'abstract-level'
+import { advanceStamp, type SetWrite } from '../set-replica.js'
+import { deltaElements, planLocalWrite } from '../set-writes.js'
+import {
+  SET_NAMESPACE,
+  SET_NAMESPACE_END,
+  elementRange,
+  levelSetKeys,
+  liveDots,
+  toStoreString,
+  type StoreOp,
+} from './level-set-kv.js'
+import type { StringLevel } from './level-replica.js'
+import type { SetHeadCache } from './set-head-cache.js'
+import { countAndStampOps, readHead, type SetHead } from './set-head.js'
+
+/** What an entry changes: a leader's write to plan (Algorithm 1) or a received delta (Algorithm 2). */
+export type SetChange =
+  { readonly write: SetWrite; readonly actor: number } | { readonly delta: BigsetDelta }
+
+/** The log position and time of an entry: what its set's stamp advances by. */
+export interface SetEntryStamp {
+  readonly origin: number
+  readonly idx: number
+  readonly ts: Hlc
+}
+
+/** A set's head while the commit plans, and whether an entry (not only compaction) wrote it. */
+interface Working {
+  head: SetHead
+  written: boolean
+}
+
+/** Keys read per step of a seek: an element usually has one key, and the next key ends it. */
+const SEEK_STEP = 2
+
+/** Plans the set writes of one commit (see the module comment). */
+export class SetCommit {
+  readonly #db: StringLevel
+  readonly #regions: number
+  readonly #cache: SetHeadCache
+  readonly #sets = new Map<string, Working>()
+  /** Per set, the live dots of the elements this commit touched, as its last plan left them. */
+  readonly #live = new Map<string, Map<string, readonly Dot[]>>()
+  /** The batch so far: a value, or `null` for a delete. */
+  readonly #ops = new Map<string, string | null>()
+  #iterator: AbstractKeyIterator<StringLevel, string> | undefined
+
+  constructor(db: StringLevel, regions: number, cache: SetHeadCache) {
+    this.#db = db
+    this.#regions = regions
+    this.#cache = cache
+  }
+
+  /**
+   * Plans one entry of set `name`. Returns the delta it applies (what a leader's write ships) and
+   * the set's tombstone after it.
+   */
+  async entry(
+    name: string,
+    at: SetEntryStamp,
+    change: SetChange,
+  ): Promise<{ delta: BigsetDelta; tombstone: DotClock }> {
+    const set = await this.#working(name)
+    const { keys, clocks } = set.head
+    let plan: WritePlan & { delta: BigsetDelta }
+    if ('write' in change) {
+      const elements = change.write.elements.map((e) => e.element)
+      const live = await this.#liveOf(name, set.head, elements)
+      plan = planLocalWrite(keys, clocks, change.write, live, change.actor)
+    } else {
+      const live = await this.#liveOf(name, set.head, deltaElements(change.delta))
+      plan = { ...planApplyDelta(keys, clocks, change.delta, { live }), delta: change.delta }
+    }
+    this.#write(plan.writes)
+    const touched = this.#live.get(name)!
+    for (const [element, dots] of plan.live ?? []) touched.set(element, dots)
+    set.head = {
+      keys,
+      clocks: plan.clocks,
+      size: set.head.size + (plan.sizeDelta ?? 0),
+      stamp: advanceStamp(set.head.stamp, at.origin, at.idx, at.ts),
+    }
+    set.written = true
+    return { delta: plan.delta, tombstone: plan.clocks.tombstone }
+  }
+
+  /**
+   * Plans the deletion of covered element keys of set `name` and trims its tombstone; with
+   * `passStart`, a full pass met every covered key of that tombstone, so all of it goes.
+   */
+  async compact(name: string, covered: readonly ElementKey[], passStart?: DotClock): Promise<void> {
+    const set = await this.#working(name)
+    const { keys, clocks, size, stamp } = set.head
+    // Keys met during a walk are covered unless compacted since (tombstones only lose dots so).
+    const still = covered.filter((k) => hasSeen(clocks.tombstone, k.dot))
+    if (still.length === 0 && passStart === undefined) return
+    const plan = planCompaction(keys, clocks.tombstone, still, passStart && { passStart })
+    this.#write(plan.writes)
+    set.head = { keys, clocks: { clock: clocks.clock, tombstone: plan.tombstone }, size, stamp }
+  }
+
+  /** The commit's store operations, and the head of every set it planned for. */
+  finish(): { ops: StoreOp[]; heads: Map<string, SetHead> } {
+    const heads = new Map<string, SetHead>()
+    for (const [name, set] of this.#sets) {
+      heads.set(name, set.head)
+      if (set.written) for (const op of countAndStampOps(set.head)) this.#ops.set(op.key, op.value)
+    }
+    const ops: StoreOp[] = []
+    for (const [key, value] of this.#ops)
+      ops.push(value === null ? { type: 'del', key } : { type: 'put', key, value })
+    return { ops, heads }
+  }
+
+  /** Releases the commit's iterator; call once planning is over, whether it succeeded or not. */
+  close(): void {
+    // Not awaited: the batch need not wait for it (the store closes what is left open).
+    this.#iterator?.close().catch(() => {})
+    this.#iterator = undefined
+  }
+
+  async #working(name: string): Promise<Working> {
+    let set = this.#sets.get(name)
+    if (set === undefined) {
+      const head =
+        this.#cache.get(name) ?? (await readHead(this.#db, levelSetKeys(name), this.#regions))
+      set = { head, written: false }
+      this.#sets.set(name, set)
+      this.#live.set(name, new Map())
+    }
+    return set
+  }
+
+  // The live dots of `elements` before the entry being planned.
+  async #liveOf(
+    name: string,
+    head: SetHead,
+    elements: readonly string[],
+  ): Promise<Map<string, readonly Dot[]>> {
+    const touched = this.#live.get(name)!
+    const live = new Map<string, readonly Dot[]>()
+    for (const element of elements) {
+      let dots = touched.get(element)
+      if (dots === undefined) {
+        const stored = await this.#storedKeys(elementRange(head.keys, element))
+        touched.set(element, (dots = liveDots(head.keys, stored, head.clocks.tombstone)))
+      }
+      live.set(element, dots)
+    }
+    return live
+  }
+
+  // The store's keys in `[gte, lt)`: a seek on the commit's iterator over every set key.
+  async #storedKeys(range: { gte: string; lt: string }): Promise<string[]> {
+    this.#iterator ??= this.#db.keys({ gte: SET_NAMESPACE, lt: SET_NAMESPACE_END })
+    this.#iterator.seek(range.gte)
+    const out: string[] = []
+    for (;;) {
+      const step = await this.#iterator.nextv(SEEK_STEP)
+      for (const key of step) {
+        if (key >= range.lt) return out
+        out.push(key)
+      }
+      if (step.length === 0) return out
+    }
+  }
+
+  #write(writes: readonly KvWrite[]): void {
+    for (const w of writes) {
+      const key = toStoreString(w.key)
+      this.#ops.set(key, w.type === 'put' ? toStoreString(w.value) : null)
+    }
+  }
+}
