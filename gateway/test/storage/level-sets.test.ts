@@ -165,6 +165,32 @@ describe('LevelDB sets', () => {
     expect((await setsOf(r).size('s')).size).toBe(12)
   })
 
+  it('reads a store that changed while the replica was closed as it is now', async () => {
+    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+    const shape = { region: 0, partition: 0, replica: 0, regions: 2, db }
+    const r = new LevelPartitionReplica(shape)
+    cleanup.push(() => r.close())
+    await r.open()
+    // A write still queued when the replica closes is committed by the close (and its set's
+    // head kept in memory).
+    const queued = setsOf(r).write('s', { op: 'add', elements: [{ element: 'x' }] }, HLC_ZERO)
+    await r.close()
+    await queued
+    // Another replica over the same store changes the set meanwhile.
+    await db.open()
+    const other = new LevelPartitionReplica(shape)
+    await other.open()
+    await setsOf(other).write('s', { op: 'add', elements: [{ element: 'y' }] }, HLC_ZERO)
+    await setsOf(other).write('s', { op: 'remove', elements: [{ element: 'x' }] }, HLC_ZERO)
+    await other.close()
+    await r.open()
+    expect((await setsOf(r).has('s', 'x')).dots).toEqual([])
+    expect((await setsOf(r).has('s', 'y')).dots).toHaveLength(1)
+    expect((await setsOf(r).size('s')).size).toBe(1)
+    await setsOf(r).write('s', { op: 'add', elements: [{ element: 'z' }] }, HLC_ZERO)
+    expect(await elementsOf(r, 's')).toEqual(['y', 'z'])
+  })
+
   it('commits concurrent set writes in few batches (group commit)', async () => {
     const { r, db } = await replica()
     let batches = 0

@@ -16,6 +16,7 @@ import {
   planApplyDelta,
   planCompaction,
   type BigsetDelta,
+  type BigsetKeys,
   type DotClock,
   type Dot,
   type ElementKey,
@@ -78,14 +79,14 @@ export class SetCommit {
   }
 
   /**
-   * Plans one entry of set `name`. Returns the delta it applies (what a leader's write ships) and
-   * the set's tombstone after it.
+   * Plans one entry of set `name`. Returns the delta it applies (what a leader's write ships), and
+   * the set's keys and tombstone after it.
    */
   async entry(
     name: string,
     at: SetEntryStamp,
     change: SetChange,
-  ): Promise<{ delta: BigsetDelta; tombstone: DotClock }> {
+  ): Promise<{ delta: BigsetDelta; keys: BigsetKeys; tombstone: DotClock }> {
     const set = await this.#working(name)
     const { keys, clocks } = set.head
     let plan: WritePlan & { delta: BigsetDelta }
@@ -107,7 +108,7 @@ export class SetCommit {
       stamp: advanceStamp(set.head.stamp, at.origin, at.idx, at.ts),
     }
     set.written = true
-    return { delta: plan.delta, tombstone: plan.clocks.tombstone }
+    return { delta: plan.delta, keys, tombstone: plan.clocks.tombstone }
   }
 
   /**
