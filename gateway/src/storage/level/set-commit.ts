@@ -51,10 +51,13 @@ export interface SetEntryStamp {
   readonly ts: Hlc
 }
 
-/** A set's head while the commit plans, and whether an entry (not only compaction) wrote it. */
+/** A set while the commit plans. */
 interface Working {
   head: SetHead
+  /** Whether an entry (not only compaction) wrote it: its count and stamp are written too. */
   written: boolean
+  /** The live dots of the elements the commit touched, as its last plan left them. */
+  readonly live: Map<string, readonly Dot[]>
 }
 
 /** Keys read per step of a seek: an element usually has one key, and the next key ends it. */
@@ -66,8 +69,6 @@ export class SetCommit {
   readonly #regions: number
   readonly #cache: SetHeadCache
   readonly #sets = new Map<string, Working>()
-  /** Per set, the live dots of the elements this commit touched, as its last plan left them. */
-  readonly #live = new Map<string, Map<string, readonly Dot[]>>()
   /** The batch so far: a value, or `null` for a delete. */
   readonly #ops = new Map<string, string | null>()
   #iterator: AbstractKeyIterator<StringLevel, string> | undefined
@@ -92,15 +93,14 @@ export class SetCommit {
     let plan: WritePlan & { delta: BigsetDelta }
     if ('write' in change) {
       const elements = change.write.elements.map((e) => e.element)
-      const live = await this.#liveOf(name, set.head, elements)
+      const live = await this.#liveOf(set, elements)
       plan = planLocalWrite(keys, clocks, change.write, live, change.actor)
     } else {
-      const live = await this.#liveOf(name, set.head, deltaElements(change.delta))
+      const live = await this.#liveOf(set, deltaElements(change.delta))
       plan = { ...planApplyDelta(keys, clocks, change.delta, { live }), delta: change.delta }
     }
     this.#write(plan.writes)
-    const touched = this.#live.get(name)!
-    for (const [element, dots] of plan.live ?? []) touched.set(element, dots)
+    for (const [element, dots] of plan.live ?? []) set.live.set(element, dots)
     set.head = {
       keys,
       clocks: plan.clocks,
@@ -151,26 +151,21 @@ export class SetCommit {
     if (set === undefined) {
       const head =
         this.#cache.get(name) ?? (await readHead(this.#db, levelSetKeys(name), this.#regions))
-      set = { head, written: false }
+      set = { head, written: false, live: new Map() }
       this.#sets.set(name, set)
-      this.#live.set(name, new Map())
     }
     return set
   }
 
   // The live dots of `elements` before the entry being planned.
-  async #liveOf(
-    name: string,
-    head: SetHead,
-    elements: readonly string[],
-  ): Promise<Map<string, readonly Dot[]>> {
-    const touched = this.#live.get(name)!
+  async #liveOf(set: Working, elements: readonly string[]): Promise<Map<string, readonly Dot[]>> {
+    const { keys, clocks } = set.head
     const live = new Map<string, readonly Dot[]>()
     for (const element of elements) {
-      let dots = touched.get(element)
+      let dots = set.live.get(element)
       if (dots === undefined) {
-        const stored = await this.#storedKeys(elementRange(head.keys, element))
-        touched.set(element, (dots = liveDots(head.keys, stored, head.clocks.tombstone)))
+        const stored = await this.#storedKeys(elementRange(keys, element))
+        set.live.set(element, (dots = liveDots(keys, stored, clocks.tombstone)))
       }
       live.set(element, dots)
     }
