@@ -12,7 +12,7 @@ import {
   type KvRange,
   type OrderedKv,
 } from '@causeway/core'
-import type { AbstractSnapshot } from 'abstract-level'
+import type { AbstractKeyIterator, AbstractSnapshot } from 'abstract-level'
 import type { StringLevel } from './level-replica.js'
 
 /** Every set key starts with these bytes; the replica's other keys never do. */
@@ -58,10 +58,57 @@ export function liveDots(keys: BigsetKeys, stored: readonly string[], tombstone:
   return dots
 }
 
+/** A key range `[gte, lt)` of the store. */
+export interface StoreRange {
+  readonly gte: string
+  readonly lt: string
+}
+
 /** The store's key range of one element's keys. */
-export function elementRange(keys: BigsetKeys, element: string): { gte: string; lt: string } {
+export function elementRange(keys: BigsetKeys, element: string): StoreRange {
   const { gte, lt } = keys.elementRange(element)
   return { gte: toStoreString(gte), lt: toStoreString(lt) }
+}
+
+/** Keys read per step: an element usually has one key, and the next key ends the range. */
+const STEP = 2
+
+/**
+ * The keys of one element's range, at `snapshot` when given. The iterator reads on past the range
+ * (to the namespace's end) and stops at the first key beyond it, usually the second one read: on
+ * classic-level, an iterator bounded by the range itself needs a second read to learn that it
+ * ended, and that read can cost ten times the first (measured with large values in the store:
+ * 0.24 ms against 0.04 ms).
+ */
+export async function elementKeys(
+  db: StringLevel,
+  range: StoreRange,
+  snapshot?: AbstractSnapshot,
+): Promise<string[]> {
+  const bounds = { gte: range.gte, lt: SET_NAMESPACE_END }
+  const iterator = db.keys(snapshot === undefined ? bounds : { ...bounds, snapshot })
+  try {
+    return await keysBefore(iterator, range.lt)
+  } finally {
+    // Not awaited: nothing waits on it (closing fails only when the store closed it already).
+    iterator.close().catch(() => {})
+  }
+}
+
+/** The keys from an iterator's position up to `lt`. */
+export async function keysBefore(
+  iterator: AbstractKeyIterator<StringLevel, string>,
+  lt: string,
+): Promise<string[]> {
+  const out: string[] = []
+  for (;;) {
+    const step = await iterator.nextv(STEP)
+    for (const key of step) {
+      if (key >= lt) return out
+      out.push(key)
+    }
+    if (step.length === 0) return out
+  }
 }
 
 /**

@@ -9,7 +9,8 @@
  * - `set-commit.ts` plans a commit's set entries with core's planners (a leader's write runs
  *   Algorithm 1, a received entry Algorithm 2 on its delta) and the compaction that waits;
  * - `set-compaction.ts` decides which covered keys a commit deletes, and asks for that commit;
- * - `set-reads.ts` answers `has`, `size`, `scan` and `stream`;
+ * - `set-reads.ts` answers `has`, `size`, `scan` and `stream` (`has` seeks in iterators kept
+ *   open, `element-seeker.ts`);
  * - `set-head.ts` reads a set's head (clocks, count, stamp) and `set-head-cache.ts` keeps the
  *   heads of the sets used last, for commits and reads (the one cache, measured in docs/sets.md).
  */
@@ -122,6 +123,7 @@ export class LevelSets {
   /** The replica is closing: background compaction stops (covered keys stay hidden). */
   close(): void {
     this.#compaction.close()
+    this.#reads.close()
     this.#cache.clear()
     this.#written = undefined
   }
@@ -161,6 +163,7 @@ export class LevelSets {
   committed(): void {
     if (this.#written !== undefined) this.#cache.committed(this.#written)
     this.#written = undefined
+    this.#reads.committed()
   }
 
   /** See `ReplicaSets.has`. */

@@ -31,10 +31,12 @@ import {
   SET_NAMESPACE,
   SET_NAMESPACE_END,
   elementRange,
+  keysBefore,
   levelSetKeys,
   liveDots,
   toStoreString,
   type StoreOp,
+  type StoreRange,
 } from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
 import type { SetHeadCache } from './set-head-cache.js'
@@ -59,9 +61,6 @@ interface Working {
   /** The live dots of the elements the commit touched, as its last plan left them. */
   readonly live: Map<string, readonly Dot[]>
 }
-
-/** Keys read per step of a seek: an element usually has one key, and the next key ends it. */
-const SEEK_STEP = 2
 
 /** Plans the set writes of one commit (see the module comment). */
 export class SetCommit {
@@ -150,7 +149,7 @@ export class SetCommit {
     let set = this.#sets.get(name)
     if (set === undefined) {
       const head =
-        this.#cache.get(name) ?? (await readHead(this.#db, levelSetKeys(name), this.#regions))
+        this.#cache.get(name)?.head ?? (await readHead(this.#db, levelSetKeys(name), this.#regions))
       set = { head, written: false, live: new Map() }
       this.#sets.set(name, set)
     }
@@ -172,19 +171,11 @@ export class SetCommit {
     return live
   }
 
-  // The store's keys in `[gte, lt)`: a seek on the commit's iterator over every set key.
-  async #storedKeys(range: { gte: string; lt: string }): Promise<string[]> {
+  // The store's keys in `range`: a seek on the commit's iterator over every set key.
+  #storedKeys(range: StoreRange): Promise<string[]> {
     this.#iterator ??= this.#db.keys({ gte: SET_NAMESPACE, lt: SET_NAMESPACE_END })
     this.#iterator.seek(range.gte)
-    const out: string[] = []
-    for (;;) {
-      const step = await this.#iterator.nextv(SEEK_STEP)
-      for (const key of step) {
-        if (key >= range.lt) return out
-        out.push(key)
-      }
-      if (step.length === 0) return out
-    }
+    return keysBefore(this.#iterator, range.lt)
   }
 
   #write(writes: readonly KvWrite[]): void {

@@ -30,10 +30,25 @@ export interface SetHeadCacheOptions {
   maxSets?: number
   /** Most dots in the cached clocks' clouds, summed over sets. @default 100_000 */
   maxCloudDots?: number
+  /**
+   * Iterators `has` keeps open between calls (`element-seeker.ts`), which this cache proves
+   * current; 0 opens one per call.
+   * @default 4
+   */
+  openIterators?: number
 }
 
-interface Entry {
+/** A cached head, and the number of the commit as of which it is current. */
+export interface CachedHead {
   readonly head: SetHead
+  /**
+   * The head is the set's state in every view of the store that holds commit `since` and was
+   * taken while the cache still {@link SetHeadCache.holds} it (no later commit touched the set).
+   */
+  readonly since: number
+}
+
+interface Entry extends CachedHead {
   readonly weight: number
 }
 
@@ -41,6 +56,8 @@ interface Entry {
 export class SetHeadCache {
   readonly #maxSets: number
   readonly #maxCloudDots: number
+  /** See {@link SetHeadCacheOptions.openIterators}. */
+  readonly openIterators: number
   /** By set name, least recently used first (a Map keeps insertion order). */
   readonly #entries = new Map<string, Entry>()
   #cloudDots = 0
@@ -51,6 +68,7 @@ export class SetHeadCache {
   constructor(options: SetHeadCacheOptions = {}) {
     this.#maxSets = options.maxSets ?? 4096
     this.#maxCloudDots = options.maxCloudDots ?? 100_000
+    this.openIterators = this.#maxSets === 0 ? 0 : (options.openIterators ?? 4)
   }
 
   /** Sets cached now. */
@@ -59,12 +77,12 @@ export class SetHeadCache {
   }
 
   /** The cached head of set `name`, if any (it becomes the most recently used). */
-  get(name: string): SetHead | undefined {
+  get(name: string): CachedHead | undefined {
     const entry = this.#entries.get(name)
     if (entry === undefined) return undefined
     this.#entries.delete(name)
     this.#entries.set(name, entry)
-    return entry.head
+    return entry
   }
 
   /** Whether `head`, taken by {@link get}, is still set `name`'s entry: no commit touched it since. */
@@ -77,10 +95,15 @@ export class SetHeadCache {
     return this.#writing ? -1 : this.#commits
   }
 
+  /** The last commit a view of the store taken from now on holds for certain. */
+  view(): number {
+    return this.#writing ? this.#commits - 1 : this.#commits
+  }
+
   /** Caches a head read from the store after {@link token} gave `token`, if it is still current. */
   remember(name: string, head: SetHead, token: number): void {
     if (token !== this.token() || this.#entries.has(name)) return
-    this.#put(name, head)
+    this.#put(name, head, token)
   }
 
   /** A commit writing sets `names` is about to be written: their heads go. */
@@ -92,7 +115,7 @@ export class SetHeadCache {
 
   /** The commit announced by {@link starting} is written; `heads` are the heads it left. */
   committed(heads: ReadonlyMap<string, SetHead>): void {
-    for (const [name, head] of heads) this.#put(name, head)
+    for (const [name, head] of heads) this.#put(name, head, this.#commits)
     this.#writing = false
   }
 
@@ -104,11 +127,11 @@ export class SetHeadCache {
     this.#writing = false
   }
 
-  #put(name: string, head: SetHead): void {
+  #put(name: string, head: SetHead, since: number): void {
     this.#drop(name)
     const weight = cloudSize(head.clocks.clock) + cloudSize(head.clocks.tombstone)
     if (this.#maxSets === 0 || weight > this.#maxCloudDots) return
-    this.#entries.set(name, { head, weight })
+    this.#entries.set(name, { head, since, weight })
     this.#cloudDots += weight
     for (const [oldest] of this.#entries) {
       if (this.#entries.size <= this.#maxSets && this.#cloudDots <= this.#maxCloudDots) break

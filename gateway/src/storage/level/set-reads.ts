@@ -1,9 +1,10 @@
 /**
  * Reads of a LevelDB replica's sets (see `ReplicaSets` in `../set-replica.ts`), each returning
  * what it found with the stamp of the same state:
- * - `has`: the element's keys (one seek, whatever the set's size) with the head from the head
- *   cache, which proves the seek saw the state the head describes (`set-head-cache.ts`); when the
- *   set is not cached, or a commit touched it meanwhile, both from one snapshot;
+ * - `has`: the element's keys (one seek on an open iterator, `element-seeker.ts`, whatever the
+ *   set's size) with the head from the head cache, which proves the seek saw the state the head
+ *   describes (`set-head-cache.ts`); when the set is not cached, or a commit touched it
+ *   meanwhile, both from one snapshot;
  * - `size`: the head, from the cache or the store;
  * - `scan` and `stream`: the head and a walk of the element keys from one snapshot. A scan hands
  *   the covered keys it walks over to compaction.
@@ -23,8 +24,9 @@ import type {
   SetSize,
   SetStamp,
 } from '../set-replica.js'
-import { SnapshotKv, elementRange, levelSetKeys, liveDots } from './level-set-kv.js'
+import { SnapshotKv, elementKeys, elementRange, levelSetKeys, liveDots } from './level-set-kv.js'
 import type { StringLevel } from './level-replica.js'
+import { ElementSeeker } from './element-seeker.js'
 import type { SetHeadCache } from './set-head-cache.js'
 import { readHead, type SetHead } from './set-head.js'
 
@@ -43,19 +45,32 @@ export class SetReads {
   readonly #regions: number
   readonly #cache: SetHeadCache
   readonly #onCovered: SetReadsOptions['onCovered']
+  readonly #seeker: ElementSeeker
 
   constructor(options: SetReadsOptions) {
     this.#db = options.db
     this.#regions = options.regions
     this.#cache = options.cache
     this.#onCovered = options.onCovered
+    this.#seeker = new ElementSeeker(options.db, options.cache)
+  }
+
+  /** A commit was written: iterators too old to keep are closed. */
+  committed(): void {
+    this.#seeker.prune()
+  }
+
+  /** The replica closes: so do the iterators. */
+  close(): void {
+    this.#seeker.close()
   }
 
   /** The element's live dots and the stamp, of one state. */
   async has(name: string, element: string): Promise<SetMembership> {
-    const head = this.#cache.get(name)
-    if (head !== undefined) {
-      const stored = await this.#db.keys(elementRange(head.keys, element)).all()
+    const cached = this.#cache.get(name)
+    if (cached !== undefined) {
+      const { head, since } = cached
+      const stored = await this.#seeker.keys(elementRange(head.keys, element), since)
       if (this.#cache.holds(name, head)) return membership(head, stored)
     }
     const keys = levelSetKeys(name)
@@ -64,7 +79,7 @@ export class SetReads {
     try {
       const [atSnapshot, stored] = await Promise.all([
         readHead(this.#db, keys, this.#regions, snapshot),
-        this.#db.keys({ ...elementRange(keys, element), snapshot }).all(),
+        elementKeys(this.#db, elementRange(keys, element), snapshot),
       ])
       this.#cache.remember(name, atSnapshot, token)
       return membership(atSnapshot, stored)
@@ -75,7 +90,7 @@ export class SetReads {
 
   /** The element count and the stamp. */
   async size(name: string): Promise<SetSize> {
-    let head = this.#cache.get(name)
+    let head = this.#cache.get(name)?.head
     if (head === undefined) {
       const token = this.#cache.token()
       head = await readHead(this.#db, levelSetKeys(name), this.#regions)
