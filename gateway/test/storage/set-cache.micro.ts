@@ -1,8 +1,9 @@
 /**
  * Micro-benchmark: what the sets' head cache (`set-head-cache.ts`) buys, measured with and
  * without it in the same run, on LevelDB replicas in process: memory-level, and classic-level on
- * disk without fsync (with fsync, the sync dwarfs what is measured here). Per store, two replicas
- * side by side, one with the cache and one with `setCache: { maxSets: 0 }`, each with:
+ * disk without fsync (with fsync, the sync dwarfs what is measured here). Per store, three
+ * replicas side by side: `on` (the default), `fresh` (the cache, but a new iterator for each
+ * `has`: `setCache: { openIterators: 0 }`) and `off` (`setCache: { maxSets: 0 }`), each with:
  * - single-element inserts into a 1k-element set (a fresh one each round) and into a set of 50k
  *   elements (growing by the inserts), from 1 client and from 16 at once: the growth ratio;
  * - `has` of a random element of the 50k set against a read of a random one of 50k keys.
@@ -41,10 +42,17 @@ const element = (i: number) => ((i * 2654435761) >>> 0).toString(36).padStart(7,
 
 type Case = (i: number) => Promise<unknown>
 
+/** The replicas compared, by variant (see the module comment). */
+const VARIANTS = {
+  on: {},
+  fresh: { openIterators: 0 },
+  off: { maxSets: 0 },
+} as const
+type Variant = keyof typeof VARIANTS
+
 interface Replicas {
   label: string
-  on: LevelPartitionReplica
-  off: LevelPartitionReplica
+  replicas: Record<Variant, LevelPartitionReplica>
   close: () => Promise<void>
 }
 
@@ -101,13 +109,9 @@ async function measure(r: Replicas): Promise<Map<string, number[]>> {
   const perRound = new Map<string, number[]>()
   for (let round = 0; round <= ROUNDS; round++) {
     const small = `small-${round}`
-    await fill(r.on, small, SMALL)
-    await fill(r.off, small, SMALL)
+    for (const replica of Object.values(r.replicas)) await fill(replica, small, SMALL)
     const all: [string, Case, number][] = []
-    for (const [mode, replica] of [
-      ['on', r.on],
-      ['off', r.off],
-    ] as const) {
+    for (const [mode, replica] of Object.entries(r.replicas)) {
       for (const [name, run] of Object.entries(cases(replica, () => small))) {
         // A call of 16 clients is 16 inserts: it runs a 16th as many times.
         const calls = name.includes('16 clients') ? Math.ceil(CALLS / CLIENTS) : CALLS
@@ -138,7 +142,7 @@ function report(label: string, rounds: Map<string, number[]>): void {
   }
   const at = (name: string) => rounds.get(name)!
   console.log(`${label}: ratios, round by round, median`)
-  for (const mode of ['on', 'off']) {
+  for (const mode of Object.keys(VARIANTS)) {
     for (const clients of ['1 client', '16 clients']) {
       // Rate at 50k over rate at 1k: µs at 1k over µs at 50k.
       const growth = ratio(
@@ -160,34 +164,31 @@ function report(label: string, rounds: Map<string, number[]>): void {
     const gain = ratio(at(`off ${name}`), at(`on ${name}`))
     console.log(`  ${name}: µs without the cache ÷ with it: ${gain.toFixed(2)}×`)
   }
+  const iterators = ratio(at('fresh has 50k'), at('on has 50k'))
+  console.log(
+    `  has 50k: µs with a new iterator per call ÷ with open ones: ${iterators.toFixed(2)}×`,
+  )
 }
 
-async function memoryReplicas(): Promise<Replicas> {
+async function replicas(store: string): Promise<Replicas> {
   const shape = { region: 0, partition: 0, replica: 0, regions: 2 }
-  const on = new LevelPartitionReplica(shape)
-  const off = new LevelPartitionReplica({ ...shape, setCache: { maxSets: 0 } })
-  return {
-    label: 'memory-level',
-    on,
-    off,
-    close: async () => void (await Promise.all([on.close(), off.close()])),
+  const dirs: string[] = []
+  const made = {} as Record<Variant, LevelPartitionReplica>
+  for (const [variant, setCache] of Object.entries(VARIANTS)) {
+    let location: string | undefined
+    if (store === 'classic')
+      dirs.push((location = await mkdtemp(join(tmpdir(), 'causeway-cache-'))))
+    made[variant as Variant] = new LevelPartitionReplica({
+      ...shape,
+      setCache,
+      ...(location === undefined ? {} : { location, sync: false }),
+    })
   }
-}
-
-async function classicReplicas(): Promise<Replicas> {
-  const shape = { region: 0, partition: 0, replica: 0, regions: 2, sync: false }
-  const dirs = [
-    await mkdtemp(join(tmpdir(), 'causeway-cache-')),
-    await mkdtemp(join(tmpdir(), 'causeway-cache-')),
-  ]
-  const on = new LevelPartitionReplica({ ...shape, location: dirs[0]! })
-  const off = new LevelPartitionReplica({ ...shape, location: dirs[1]!, setCache: { maxSets: 0 } })
   return {
-    label: 'classic-level (no fsync)',
-    on,
-    off,
+    label: store === 'classic' ? 'classic-level (no fsync)' : 'memory-level',
+    replicas: made,
     close: async () => {
-      await Promise.all([on.close(), off.close()])
+      for (const replica of Object.values(made)) await replica.close()
       for (const dir of dirs) await rm(dir, { recursive: true, force: true })
     },
   }
@@ -195,10 +196,9 @@ async function classicReplicas(): Promise<Replicas> {
 
 const stores = values.store === 'both' ? ['memory', 'classic'] : [values.store!]
 for (const store of stores) {
-  const r = store === 'memory' ? await memoryReplicas() : await classicReplicas()
+  const r = await replicas(store)
   try {
-    await prepare(r.on)
-    await prepare(r.off)
+    for (const replica of Object.values(r.replicas)) await prepare(replica)
     report(r.label, await measure(r))
   } finally {
     await r.close()

@@ -4,7 +4,7 @@
  *
  * - A set's head (`set-head.ts`) comes from the head cache or, once per commit, from the store.
  * - An element's live dots are read from the store the first time the commit touches the element
- *   (one seek, whatever the set's size; all seeks on one iterator per commit), and afterwards
+ *   (one seek, whatever the set's size; the seeks of a commit share an iterator), and afterwards
  *   taken from the previous plan (`WritePlan.live`). They keep the count exact and let an add
  *   supersede the element's live dots.
  *
@@ -28,7 +28,6 @@ import type { AbstractKeyIterator } from 'abstract-level'
 import { advanceStamp, type SetWrite } from '../set-replica.js'
 import { deltaElements, planLocalWrite } from '../set-writes.js'
 import {
-  SET_NAMESPACE,
   SET_NAMESPACE_END,
   elementRange,
   keysBefore,
@@ -70,7 +69,7 @@ export class SetCommit {
   readonly #sets = new Map<string, Working>()
   /** The batch so far: a value, or `null` for a delete. */
   readonly #ops = new Map<string, string | null>()
-  #iterator: AbstractKeyIterator<StringLevel, string> | undefined
+  #iterator: { keys: AbstractKeyIterator<StringLevel, string>; from: string } | undefined
 
   constructor(db: StringLevel, regions: number, cache: SetHeadCache) {
     this.#db = db
@@ -141,7 +140,7 @@ export class SetCommit {
   /** Releases the commit's iterator; call once planning is over, whether it succeeded or not. */
   close(): void {
     // Not awaited: the batch need not wait for it (the store closes what is left open).
-    this.#iterator?.close().catch(() => {})
+    this.#iterator?.keys.close().catch(() => {})
     this.#iterator = undefined
   }
 
@@ -171,11 +170,18 @@ export class SetCommit {
     return live
   }
 
-  // The store's keys in `range`: a seek on the commit's iterator over every set key.
+  // The store's keys in `range`, on the commit's one iterator. It opens at the first range (the
+  // store seeks off the main thread then; a later `seek` runs on it) and again when a range lies
+  // before where it opened (a seek there would end it).
   #storedKeys(range: StoreRange): Promise<string[]> {
-    this.#iterator ??= this.#db.keys({ gte: SET_NAMESPACE, lt: SET_NAMESPACE_END })
-    this.#iterator.seek(range.gte)
-    return keysBefore(this.#iterator, range.lt)
+    if (this.#iterator === undefined || range.gte < this.#iterator.from) {
+      this.#iterator?.keys.close().catch(() => {})
+      const keys = this.#db.keys({ gte: range.gte, lt: SET_NAMESPACE_END })
+      this.#iterator = { keys, from: range.gte }
+    } else {
+      this.#iterator.keys.seek(range.gte)
+    }
+    return keysBefore(this.#iterator.keys, range.lt)
   }
 
   #write(writes: readonly KvWrite[]): void {
