@@ -11,7 +11,7 @@ import { HttpShippingLink } from '../replication/http-shipping-link.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
-import type { RegionConfig, ShippingConfig } from './cluster-config.js'
+import type { RegionConfig, ShippingConfig } from '../config/cluster-config.js'
 import { DelayedShippingLink } from './delayed-shipping-link.js'
 import { RedisLease } from './shipping-lease.js'
 
