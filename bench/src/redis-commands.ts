@@ -1,0 +1,221 @@
+/**
+ * What one call through the gateway costs its Redis servers, counted: every server of a Redis
+ * deployment is watched with `MONITOR` while session GETs or PUTs run through the SDK, and each
+ * command it executed is sorted by who sent it:
+ *
+ * - **round trips**: commands a gateway sent (each one a request and a reply on the wire);
+ * - **in scripts**: commands a Lua script ran (`redis.call`, no round trip, but server CPU);
+ * - **replicated**: commands a follower's server applied from its leader's replication stream.
+ *
+ * The shipping-lease renewals (timers, not calls) are left out. A second pass of the same calls
+ * without `MONITOR` measures the CPU time the gateway processes and the Redis servers spent per
+ * call (Linux: `/proc/<pid>/stat`).
+ */
+import { readFile, readdir } from 'node:fs/promises'
+import { connect } from '@causeway/client'
+import { Redis } from 'ioredis'
+
+/** A Redis deployment as the counter sees it. */
+export interface RedisDeployment {
+  /** Every redis-server of the cluster, `redis://host:port`. */
+  servers: string[]
+  /** The base URL of the region the calls go to. */
+  url: string
+  /** Process ids of the cluster's gateway processes (for their CPU time). */
+  gatewayPids: number[]
+}
+
+/** Commands per call, by command name (lower case). */
+export type PerCall = Record<string, number>
+
+/** What one kind of call cost. */
+export interface CallCost {
+  op: 'GET' | 'PUT'
+  /** Calls in flight at once (each from its own SDK client and session). */
+  concurrency: number
+  calls: number
+  roundTrips: PerCall
+  inScripts: PerCall
+  replicated: PerCall
+  /** CPU ms per 1,000 calls, in the gateway processes and in all the redis-servers. */
+  gatewayCpuMs: number | undefined
+  redisCpuMs: number | undefined
+}
+
+/** Sum of a {@link PerCall}. */
+export function total(perCall: PerCall): number {
+  return Object.values(perCall).reduce((sum, n) => sum + n, 0)
+}
+
+// Commands that are no part of a call: the monitor itself, replication's heartbeats.
+const IGNORED = new Set(['monitor', 'ping', 'replconf', 'info', 'select', 'client', 'hello'])
+const LEASE_KEY = /lease:ship$/
+
+interface Tally {
+  roundTrips: Map<string, number>
+  inScripts: Map<string, number>
+  replicated: Map<string, number>
+}
+
+/**
+ * Counts the commands of `calls` session calls of `op` (run `concurrency` at a time through the
+ * SDK against `deployment.url`, after a first pass that writes the keys a GET reads), and
+ * measures their CPU time in a second pass.
+ */
+export async function costOfCalls(
+  deployment: RedisDeployment,
+  op: 'GET' | 'PUT',
+  calls: number,
+  concurrency: number,
+  valueBytes: number,
+): Promise<CallCost> {
+  const ports = new Set(deployment.servers.map((u) => new URL(u).port))
+  const value = 'v'.repeat(Math.max(0, valueBytes - 2))
+  const run = makeRunner(deployment.url, op, calls, concurrency, value)
+  await run.prepare()
+  const tally: Tally = { roundTrips: new Map(), inScripts: new Map(), replicated: new Map() }
+  const monitors = await Promise.all(
+    deployment.servers.map(async (url) => {
+      const client = new Redis(url, { lazyConnect: true })
+      await client.connect()
+      const monitor = await client.monitor()
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        const name = String(args[0]).toLowerCase()
+        if (IGNORED.has(name) || args.some((a) => LEASE_KEY.test(String(a)))) return
+        const port = source.slice(source.lastIndexOf(':') + 1)
+        const into =
+          source === 'lua' ? tally.inScripts : ports.has(port) ? tally.replicated : tally.roundTrips
+        into.set(name, (into.get(name) ?? 0) + 1)
+      })
+      return { client, monitor }
+    }),
+  )
+  try {
+    await run.calls()
+    // What a call set going finishes meanwhile: shipping to the other region, replication.
+    await settle(deployment.servers)
+  } finally {
+    for (const { client, monitor } of monitors) {
+      monitor.disconnect()
+      client.disconnect()
+    }
+  }
+  const perCall = (m: Map<string, number>): PerCall =>
+    Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, n / calls]))
+
+  // The CPU pass: the same calls, no MONITOR.
+  const redisPids = await pidsOfRedis(ports)
+  const gatewaysBefore = await cpuMs(deployment.gatewayPids)
+  const redisBefore = await cpuMs(redisPids)
+  await run.calls()
+  await settle(deployment.servers)
+  const gatewaysAfter = await cpuMs(deployment.gatewayPids)
+  const redisAfter = await cpuMs(redisPids)
+  const per1000 = (after: number | undefined, before: number | undefined) =>
+    after === undefined || before === undefined ? undefined : ((after - before) * 1000) / calls
+  await run.close()
+  return {
+    op,
+    concurrency,
+    calls,
+    roundTrips: perCall(tally.roundTrips),
+    inScripts: perCall(tally.inScripts),
+    replicated: perCall(tally.replicated),
+    gatewayCpuMs: per1000(gatewaysAfter, gatewaysBefore),
+    redisCpuMs: per1000(redisAfter, redisBefore),
+  }
+}
+
+function makeRunner(
+  url: string,
+  op: 'GET' | 'PUT',
+  calls: number,
+  concurrency: number,
+  value: string,
+): { prepare(): Promise<void>; calls(): Promise<void>; close(): Promise<void> } {
+  const keys = Array.from({ length: calls }, (_, i) => `cost:${String(i).padStart(11, '0')}`)
+  let clients: Awaited<ReturnType<typeof connect>>[] = []
+  const each = async (call: (db: (typeof clients)[number], key: string) => Promise<unknown>) => {
+    let next = 0
+    await Promise.all(
+      clients.map(async (db) => {
+        while (next < keys.length) await call(db, keys[next++]!)
+      }),
+    )
+  }
+  return {
+    async prepare() {
+      clients = await Promise.all(Array.from({ length: concurrency }, () => connect({ url })))
+      // Every client writes its keys first, so its GETs carry a session vector and find values.
+      await each((db, key) => db.put(key, value))
+    },
+    calls: () => each((db, key) => (op === 'PUT' ? db.put(key, value) : db.get(key))),
+    async close() {
+      await Promise.all(clients.map((db) => db.close()))
+    },
+  }
+}
+
+/**
+ * Waits until every server's commandstats stop moving for a moment (shipping and replication
+ * done), at most 5 s.
+ */
+async function settle(servers: string[]): Promise<void> {
+  const clients = servers.map((url) => new Redis(url))
+  try {
+    const calls = async () => {
+      const infos = await Promise.all(clients.map((c) => c.info('commandstats')))
+      return infos
+        .join('\n')
+        .split('\n')
+        .filter((l) => !/^cmdstat_(info|ping|replconf|evalsha|get|pexpire|pexpireat):/.test(l))
+        .join('\n')
+    }
+    let last = await calls()
+    for (let i = 0; i < 50; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      const now = await calls()
+      if (now === last && i >= 2) return
+      last = now
+    }
+  } finally {
+    for (const c of clients) c.disconnect()
+  }
+}
+
+/** The pids of the redis-servers listening on `ports` (their process title names the port). */
+async function pidsOfRedis(ports: Set<string>): Promise<number[]> {
+  const pids: number[] = []
+  let entries: string[]
+  try {
+    entries = await readdir('/proc')
+  } catch {
+    return []
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry)) continue
+    const cmdline = await readFile(`/proc/${entry}/cmdline`, 'utf8').catch(() => '')
+    const m = /^redis-server [^\s:]+:(\d+)/.exec(cmdline.replace(/\0/g, ' '))
+    if (m && ports.has(m[1]!)) pids.push(Number(entry))
+  }
+  return pids
+}
+
+/** User + system CPU time of `pids` in ms, from `/proc/<pid>/stat`; undefined off Linux. */
+async function cpuMs(pids: number[]): Promise<number | undefined> {
+  if (pids.length === 0) return undefined
+  let ticks = 0
+  for (const pid of pids) {
+    let stat: string
+    try {
+      stat = await readFile(`/proc/${pid}/stat`, 'utf8')
+    } catch {
+      return undefined
+    }
+    // Fields after the command (which may hold spaces) in parentheses; utime, stime are 14, 15.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    ticks += Number(fields[11]) + Number(fields[12])
+  }
+  // USER_HZ is 100 on every Linux this runs on.
+  return ticks * 10
+}
