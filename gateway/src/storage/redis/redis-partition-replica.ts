@@ -4,15 +4,17 @@
  *
  * Mutations are Lua scripts (see `replica-scripts.ts`), atomic at the leader and, as Redis 7
  * replicates a script's effects in MULTI/EXEC, at every follower. `sv` is kept in memory from the
- * scripts' replies and from pushes the server sends when the `sv` key changes; `waitFor` is woken
+ * scripts' replies and from the messages the server publishes when it changes; `waitFor` is woken
  * by them, never by polling.
  *
- * The pushes come from client-side-caching invalidation (`CLIENT TRACKING ... BCAST PREFIX <sv
- * key>`, redirected to a RESP2 connection subscribed to `__redis__:invalidate`). Measured on
- * Redis 7.0 (see the follower tests): a replica sends them for writes replicated from its leader,
- * Lua script effects included, like keyspace notifications do; unlike keyspace notifications it
- * also sends one (a flush) when a full resync replaces the replica's data, which notifications
- * never report, and it needs no `notify-keyspace-events` configuration on the server.
+ * Every script that advances `sv` publishes the new value on the `sv` key's name (`sv-lua.ts`);
+ * Redis replicates the `PUBLISH` with the script's effects, so a follower's server publishes it
+ * once it has applied them (measured on Redis 7.0, see the follower tests). The message carries
+ * the vector, so learning it costs no read. What no script publishes is a full resync, which
+ * replaces a follower's data wholesale: client-side-caching invalidation reports that one
+ * (`CLIENT TRACKING ... BCAST PREFIX` on a prefix no key has, so a flush is the only push,
+ * redirected to the RESP2 subscriber connection on `__redis__:invalidate`), and the replica then
+ * reads `sv` again. Neither needs any `notify-keyspace-events` configuration on the server.
  *
  * Connections: one for writes, one for reads, one for the pushes, and, from the first
  * `waitReplicas`, one for `WAIT` (which blocks its connection). None queues commands while the server is away: calls fail at once with
@@ -70,6 +72,7 @@ import {
   svOf,
 } from './replica-scripts.js'
 import { StableVector } from './stable-vector.js'
+import { parsePublishedSv } from './sv-lua.js'
 import {
   DEFAULT_OP_RETENTION_MS,
   type OpCheck,
@@ -248,8 +251,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await Promise.all(all.map((r) => r.connect()))
       this.#connections = connections
       if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
-      connections.subscriber.on('message', (channel: string) => {
-        if (channel === INVALIDATE_CHANNEL) this.#catchUp()
+      connections.subscriber.on('message', (channel: string, message: string) => {
+        if (channel === this.keys.sv) {
+          const sv = parsePublishedSv(message, this.#options.regions)
+          if (sv) this.#stable.advance(sv)
+          else this.#catchUp()
+        } else if (channel === INVALIDATE_CHANNEL) this.#catchUp()
       })
       await this.#watch(connections.subscriber)
       await this.#loadScripts(connections.reader)
@@ -865,16 +872,26 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   }
 
   /**
-   * Has the server push an invalidation to `subscriber` whenever the `sv` key changes (or the
-   * whole dataset is replaced). Run on every new subscriber connection, before it subscribes:
-   * in RESP2 a subscribed connection takes no other command.
+   * Subscribes `subscriber` to the `sv` the scripts publish, and has the server push an
+   * invalidation to it when a full resync replaces the whole dataset (see the module comment).
+   * Run on every new subscriber connection, before it subscribes: in RESP2 a subscribed
+   * connection takes no other command.
    */
   async #watch(subscriber: Redis): Promise<void> {
     const id = await this.#run(subscriber, 'watch', (r) => r.client('ID'))
     await this.#run(subscriber, 'watch', (r) =>
-      r.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', this.keys.sv),
+      r.call(
+        'CLIENT',
+        'TRACKING',
+        'ON',
+        'REDIRECT',
+        String(id),
+        'BCAST',
+        'PREFIX',
+        this.keys.resync,
+      ),
     )
-    await this.#run(subscriber, 'watch', (r) => r.subscribe(INVALIDATE_CHANNEL))
+    await this.#run(subscriber, 'watch', (r) => r.subscribe(INVALIDATE_CHANNEL, this.keys.sv))
   }
 
   /** Loads the scripts (a restarted server forgot them), so calls need no NOSCRIPT round trip. */
