@@ -18,6 +18,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { CausewayError, type ShipEnvelope } from '@causeway/core'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
@@ -46,8 +47,8 @@ export interface RedisClusterOptions {
    * @default 24 hours
    */
   opRetentionMs?: number
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
    * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis

@@ -6,8 +6,12 @@
  *
  * FIFO: requests go one at a time, in the order they were made, so a batch never overtakes the
  * one before it (HTTP on several connections would reorder them, and the receiver would see gaps).
- * An envelope larger than `maxBatchBytes` goes as several envelopes, in order. When a gateway of
- * the destination fails, the next request goes to the next one.
+ * Envelopes sent while a request is on its way wait together and go as one envelope when their
+ * turn comes (they follow each other: the shipper sends consecutive batches), so a busy link makes
+ * fewer, larger requests instead of a queue of small ones; each sender gets the checkpoint of the
+ * request that carried its entries. An envelope larger than `maxBatchBytes` goes as several
+ * envelopes, in order. When a gateway of the destination fails, the next request goes to the next
+ * one.
  */
 import {
   type LogEntry,
@@ -16,6 +20,7 @@ import {
   envelopeToWire,
   shipEnvelope,
 } from '@causeway/core'
+import { type ShippingFetch, keepAliveFetch, shippingAgent } from './keep-alive-fetch.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
@@ -38,10 +43,21 @@ export interface HttpShippingLinkOptions {
    */
   maxBatchBytes?: number
   /**
-   * The fetch to use (tests inject one).
-   * @default globalThis.fetch
+   * The HTTP client (tests inject a `fetch`).
+   * @default a keep-alive `node:http` client of this link's own (`keep-alive-fetch.ts`)
    */
-  fetch?: typeof fetch
+  fetch?: ShippingFetch
+}
+
+/** Envelopes waiting for their turn together, to go as one (see the module comment). */
+interface WaitingBatch {
+  envelopes: ShipEnvelope[]
+  sent: Promise<number>
+}
+
+/** True when `next` carries the entries right after `last`'s, of the same sender and epoch. */
+function follows(last: ShipEnvelope, next: ShipEnvelope): boolean {
+  return next.from === last.from && next.epoch === last.epoch && next.first === last.last + 1
 }
 
 /** The path of the internal shipping endpoint of `partition`, for entries of `origin`. */
@@ -68,8 +84,11 @@ export class HttpShippingLink implements ShippingLink {
   readonly #secret: string
   readonly #timeoutMs: number
   readonly #maxBatchBytes: number
-  readonly #fetch: typeof fetch
+  readonly #fetch: ShippingFetch
+  readonly #close: () => void
   readonly #aborts = new Set<AbortController>()
+  /** The batch queued and not started yet, which later envelopes may join. */
+  #waiting: WaitingBatch | undefined
   #next = 0
   #tail: Promise<unknown> = Promise.resolve()
   /** Bumped by every failure: calls queued before it are dropped instead of sent. */
@@ -83,27 +102,56 @@ export class HttpShippingLink implements ShippingLink {
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? 10_000
     this.#maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024
-    this.#fetch = options.fetch ?? globalThis.fetch
+    if (options.fetch) {
+      this.#fetch = options.fetch
+      this.#close = () => {}
+    } else {
+      const agent = shippingAgent()
+      this.#fetch = keepAliveFetch(agent)
+      this.#close = () => agent.destroy()
+    }
   }
 
   checkpoint(): Promise<number> {
+    // Nothing queued before it may move behind it.
+    this.#waiting = undefined
     return this.#queue(() => this.#request('GET'))
   }
 
   send(envelope: ShipEnvelope): Promise<number> {
-    return this.#queue(async () => {
+    const waiting = this.#waiting
+    if (waiting !== undefined && follows(waiting.envelopes.at(-1)!, envelope)) {
+      waiting.envelopes.push(envelope)
+      return waiting.sent
+    }
+    const batch: WaitingBatch = { envelopes: [envelope], sent: Promise.resolve(0) }
+    batch.sent = this.#queue(async () => {
+      // Its turn: nothing joins it any more.
+      if (this.#waiting === batch) this.#waiting = undefined
+      const joined =
+        batch.envelopes.length === 1
+          ? envelope
+          : shipEnvelope(
+              envelope.from,
+              envelope.epoch,
+              batch.envelopes.flatMap((e) => e.entries),
+            )
       let checkpoint = 0
-      for (const chunk of this.#chunks(envelope)) {
+      for (const chunk of this.#chunks(joined)) {
         checkpoint = await this.#request('POST', envelopeToWire(chunk))
         // A gap at the destination: later chunks would be refused as well.
         if (checkpoint < chunk.last) break
       }
       return checkpoint
     })
+    this.#waiting = batch
+    return batch.sent
   }
 
   async close(): Promise<void> {
     this.#closed = true
+    this.#waiting = undefined
+    this.#close()
     for (const abort of this.#aborts) abort.abort(new Error('shipping link closed'))
     this.#aborts.clear()
   }
@@ -122,6 +170,8 @@ export class HttpShippingLink implements ShippingLink {
         return await call()
       } catch (error) {
         this.#generation++
+        // What waits behind a failure is dropped (below), so nothing may join it either.
+        this.#waiting = undefined
         throw error
       }
     })

@@ -51,6 +51,9 @@ export async function startRedisDeployment(partitions: number): Promise<RedisDep
       }),
     ),
   )
+  // A shipper that asked the other region before its gateway listened was refused and retries:
+  // how the gateways came up, not a failure of what the tests do.
+  events.length = 0
   return {
     grid,
     config,
