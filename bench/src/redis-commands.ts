@@ -47,6 +47,8 @@ export function total(perCall: PerCall): number {
   return Object.values(perCall).reduce((sum, n) => sum + n, 0)
 }
 
+const ignore = (): void => {}
+
 // Commands that are no part of a call: the monitor itself, replication's heartbeats.
 const IGNORED = new Set(['monitor', 'ping', 'replconf', 'info', 'select', 'client', 'hello'])
 const LEASE_KEY = /lease:ship$/
@@ -77,8 +79,11 @@ export async function costOfCalls(
   const monitors = await Promise.all(
     deployment.servers.map(async (url) => {
       const client = new Redis(url, { lazyConnect: true })
+      client.on('error', ignore)
       await client.connect()
       const monitor = await client.monitor()
+      // Lines still arriving while it disconnects make ioredis report a queue error: harmless.
+      monitor.on('error', ignore)
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         const name = String(args[0]).toLowerCase()
         if (IGNORED.has(name) || args.some((a) => LEASE_KEY.test(String(a)))) return
@@ -161,7 +166,7 @@ function makeRunner(
  * done), at most 5 s.
  */
 async function settle(servers: string[]): Promise<void> {
-  const clients = servers.map((url) => new Redis(url))
+  const clients = servers.map((url) => new Redis(url).on('error', ignore))
   try {
     const calls = async () => {
       const infos = await Promise.all(clients.map((c) => c.info('commandstats')))
