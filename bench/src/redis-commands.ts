@@ -11,7 +11,9 @@
  * without `MONITOR` measures the CPU time the gateway processes and the Redis servers spent per
  * call (Linux: `/proc/<pid>/stat`).
  */
+import { once } from 'node:events'
 import { readFile, readdir } from 'node:fs/promises'
+import { createConnection } from 'node:net'
 import { connect } from '@causeway/client'
 import { Redis } from 'ioredis'
 
@@ -77,33 +79,23 @@ export async function costOfCalls(
   await run.prepare()
   const tally: Tally = { roundTrips: new Map(), inScripts: new Map(), replicated: new Map() }
   const monitors = await Promise.all(
-    deployment.servers.map(async (url) => {
-      const client = new Redis(url, { lazyConnect: true })
-      client.on('error', ignore)
-      await client.connect()
-      const monitor = await client.monitor()
-      // Lines still arriving while it disconnects make ioredis report a queue error: harmless.
-      monitor.on('error', ignore)
-      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+    deployment.servers.map((url) =>
+      monitor(url, (args, source) => {
         const name = String(args[0]).toLowerCase()
-        if (IGNORED.has(name) || args.some((a) => LEASE_KEY.test(String(a)))) return
+        if (IGNORED.has(name) || args.some((a) => LEASE_KEY.test(a))) return
         const port = source.slice(source.lastIndexOf(':') + 1)
         const into =
           source === 'lua' ? tally.inScripts : ports.has(port) ? tally.replicated : tally.roundTrips
         into.set(name, (into.get(name) ?? 0) + 1)
-      })
-      return { client, monitor }
-    }),
+      }),
+    ),
   )
   try {
     await run.calls()
     // What a call set going finishes meanwhile: shipping to the other region, replication.
     await settle(deployment.servers)
   } finally {
-    for (const { client, monitor } of monitors) {
-      monitor.disconnect()
-      client.disconnect()
-    }
+    for (const stop of monitors) stop()
   }
   const perCall = (m: Map<string, number>): PerCall =>
     Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, n / calls]))
@@ -159,6 +151,42 @@ function makeRunner(
       await Promise.all(clients.map((db) => db.close()))
     },
   }
+}
+
+/**
+ * Watches `url` with `MONITOR` on a plain socket (ioredis's monitor mode mistakes lines that
+ * arrive with its `+OK` for replies) and hands `line` each command's arguments and source (`lua`
+ * for a script's, else the client's address); resolves once the server has started, to a stop.
+ */
+async function monitor(
+  url: string,
+  line: (args: string[], source: string) => void,
+): Promise<() => void> {
+  const { hostname, port } = new URL(url)
+  const socket = createConnection({ host: hostname, port: Number(port) })
+  socket.setEncoding('utf8')
+  socket.on('error', ignore)
+  await once(socket, 'connect')
+  socket.write('MONITOR\r\n')
+  let buffered = ''
+  let started: () => void = ignore
+  const ok = new Promise<void>((resolve) => (started = resolve))
+  socket.on('data', (chunk: string) => {
+    buffered += chunk
+    let end: number
+    while ((end = buffered.indexOf('\r\n')) >= 0) {
+      const text = buffered.slice(0, end)
+      buffered = buffered.slice(end + 2)
+      if (text === '+OK') started()
+      // +<time> [<db> <source>] "<command>" "<arg>" ...
+      const m = /^\+[\d.]+ \[\d+ ([^\]]+)\] (.*)$/.exec(text)
+      if (!m) continue
+      const args = [...m[2]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((a) => a[1]!)
+      line(args, m[1]!)
+    }
+  })
+  await ok
+  return () => socket.destroy()
 }
 
 /**
