@@ -48,9 +48,11 @@ function destination(
       const failure = options.fail?.(n)
       if (failure === 'refuse') throw new TypeError('fetch failed')
       if (failure === 'hang')
-        await new Promise((_, reject) =>
-          init.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
-        )
+        await new Promise((_, reject) => {
+          // Aborted already (a busy machine can take longer than the caller's wait): at once.
+          if (init.signal?.aborted) reject(init.signal.reason)
+          init.signal?.addEventListener('abort', () => reject(init.signal?.reason))
+        })
       if (failure === 'error')
         return Response.json({ code: 'BACKEND_UNAVAILABLE', message: 'down' }, { status: 503 })
       for (const e of body?.entries ?? []) if (e.idx === sv + 1) sv = e.idx

@@ -71,6 +71,7 @@ import {
   stringsOf,
   svOf,
 } from './replica-scripts.js'
+import { RecentLog } from './recent-log.js'
 import { StableVector } from './stable-vector.js'
 import { parsePublishedSv } from './sv-lua.js'
 import {
@@ -188,6 +189,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
+  /** This replica's latest own writes, for the shipper's reads (`recent-log.ts`). */
+  readonly #recent = new RecentLog()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(options: RedisPartitionReplicaOptions) {
@@ -226,6 +229,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       reader: () => this.#live().reader,
       run: (client, operation, call) => this.#run(client, operation, call),
       advance: (sv) => this.#stable.advance(sv),
+      written: (entry, sv) => this.#written(entry, sv),
     })
   }
 
@@ -275,8 +279,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     }
     // After a reconnection (e.g. the server restarted): the server forgot the tracking and the
     // scripts, and pushes were missed meanwhile, so set them up again and re-read `sv`.
-    const { reader, subscriber } = connections
+    const { reader, subscriber, writer } = connections
     subscriber.on('ready', () => void this.#watch(subscriber).then(() => this.#catchUp(), noop))
+    // The server may have restarted and lost the last writes (appendfsync everysec).
+    writer.on('ready', () => this.#recent.clear())
     reader.on('ready', () => {
       this.#loadScripts(reader).catch(noop)
       this.#catchUp()
@@ -288,6 +294,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     // New calls fail from here on; calls already sent still get their replies.
     this.#connections = undefined
     this.#stable.close()
+    this.#recent.clear()
     clearTimeout(this.#catchUpTimer)
     if (!c) return
     await Promise.allSettled([...this.#inFlight])
@@ -360,7 +367,6 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     )
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 3 + this.#options.regions)
-    this.#stable.advance(svOf(reply, 3, this.#options.regions))
     const head = {
       origin: this.region,
       idx: Number(reply[0]),
@@ -369,6 +375,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       at: Number(reply[2]),
     }
     const entry = keyEntry(head, value)
+    this.#written(entry, svOf(reply, 3, this.#options.regions))
     this.#whole(key) // the script replaced a version that did not decode, if there was one
     return entry
   }
@@ -422,7 +429,6 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     )
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 4 + this.#options.regions)
-    this.#stable.advance(svOf(reply, 4, this.#options.regions))
     const head = {
       origin: this.region,
       idx: Number(reply[0]),
@@ -430,7 +436,9 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       ts: reply[1]!,
       at: Number(reply[2]),
     }
-    return siblingsEntry(head, reply[3]!)
+    const entry = siblingsEntry(head, reply[3]!)
+    this.#written(entry, svOf(reply, 4, this.#options.regions))
+    return entry
   }
 
   protected async _writeOnce(
@@ -638,8 +646,20 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     })
   }
 
+  /**
+   * An own write's entry and the `sv` its script answered: remembered first, so a listener the
+   * advance wakes (the shipper) reads it from memory.
+   */
+  #written(entry: LogEntry, sv: number[]): void {
+    this.#recent.add(entry)
+    this.#stable.advance(sv)
+  }
+
   protected async _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
     const { reader } = this.#live()
+    // While the server is away, reads fail like every call (it may come back without them).
+    const recent = this.available ? this.#recent.after(origin, afterIdx, limit) : undefined
+    if (recent !== undefined) return recent
     const rows = await this.#run(reader, 'readLog', (r) =>
       r.xrange(this.keys.log(origin), `${afterIdx + 1}-0`, '+', 'COUNT', limit),
     )
