@@ -189,6 +189,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
+  /** The `WAIT` not sent yet for each (replicas, timeout), which calls join (`waitReplicas`). */
+  readonly #nextWaits = new Map<string, Promise<number>>()
+  /** The last `WAIT` sent or queued: the next one goes after it. */
+  #waitTail: Promise<unknown> = Promise.resolve()
   /** This replica's latest own writes, for the shipper's reads (`recent-log.ts`). */
   readonly #recent = new RecentLog()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
@@ -715,25 +719,38 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
    *
    * `WAIT` counts only the writes of its own connection and blocks it, so this runs on a
    * connection of its own: it bumps the `wait` key, whose place in the (single, ordered)
-   * replication stream is after every write acknowledged before the call, and `WAIT`s for that.
-   * Ordinary writes and reads never queue behind it; concurrent calls run one after another.
+   * replication stream is after every write acknowledged before the call, and `WAIT`s for that
+   * (both sent at once: one round trip). Ordinary writes and reads never queue behind it.
+   *
+   * Batched: a `WAIT` blocks its connection, so calls made while one is on its way wait for it to
+   * end anyway; those with the same arguments share the next one, whose bump comes after all
+   * their writes. Many majority writes at once cost a few `WAIT`s, not one each.
    */
-  async waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
+  waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
     if (!Number.isInteger(replicas) || replicas < 0)
-      throw new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer')
+      return Promise.reject(
+        new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer'),
+      )
     // WAIT 0 ms would block forever.
     const timeout = Math.max(1, Math.ceil(timeoutMs))
-    const waiter = await this.#waiter()
-    const acked = await this.#run(
-      waiter,
-      'wait',
-      async (r) => {
-        await r.incr(this.keys.wait)
-        return r.wait(replicas, timeout)
-      },
-      timeout + this.#options.commandTimeoutMs,
-    )
-    return Number(acked)
+    const key = `${replicas}/${timeout}`
+    const next = this.#nextWaits.get(key)
+    if (next !== undefined) return next
+    const wait = this.#waitTail.then(async () => {
+      // Sent from here on: a later call's writes may come after this bump.
+      this.#nextWaits.delete(key)
+      const waiter = await this.#waiter()
+      const [, acked] = await this.#run(
+        waiter,
+        'wait',
+        (r) => Promise.all([r.incr(this.keys.wait), r.wait(replicas, timeout)]),
+        timeout + this.#options.commandTimeoutMs,
+      )
+      return Number(acked)
+    })
+    this.#nextWaits.set(key, wait)
+    this.#waitTail = wait.catch(noop)
+    return wait
   }
 
   /**

@@ -330,6 +330,30 @@ describe('follower replica', () => {
     for (const f of follow) expect((await f.read('k')).sv).toEqual([1, 0])
   })
 
+  it('shares one WAIT among the calls made while it waits its turn', async () => {
+    const { lead, follow } = await group(leaderServer, followerServers)
+    const waits = async () => {
+      const info = await leaderServer.command('INFO', 'commandstats')
+      return Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? 0)
+    }
+    const before = await waits()
+    // Ten majority writes at once, each asking for its replicas when acknowledged.
+    const acked = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        await lead.write(`k${i}`, String(i), HLC_ZERO)
+        return lead.waitReplicas(2, 2000)
+      }),
+    )
+    expect(acked).toEqual(new Array(10).fill(2))
+    expect((await waits()) - before).toBeLessThan(10)
+    // Every write is on both replicas: each waited for a WAIT sent after it.
+    for (const f of follow) expect((await f.read('k9')).sv).toEqual([10, 0])
+    // Other arguments get a WAIT of their own.
+    const [two, one] = await Promise.all([lead.waitReplicas(2, 2000), lead.waitReplicas(1, 2000)])
+    expect(two).toBe(2)
+    expect(one).toBeGreaterThanOrEqual(1)
+  })
+
   it('reopens with the replicated sv', async () => {
     const { lead, follow, make } = await group(leaderServer, followerServers)
     for (let i = 0; i < 4; i++) await lead.write('k', String(i), HLC_ZERO)
