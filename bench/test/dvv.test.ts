@@ -1,6 +1,6 @@
 /** The `dvv` suite's pieces: the Riak-style VV baseline, its store, the workload's key skew. */
 import { DvvSet } from '@causeway/core'
-import { describe, expect, it } from 'vitest'
+import { describe, expect, it, vi } from 'vitest'
 import { BaselineCluster, BaselineRegion } from '../src/dvv/baseline-store.js'
 import {
   clientIdPerValueVvStore,
@@ -129,12 +129,12 @@ describe('the baseline store', () => {
       const [r0, r1, r2] = cluster.regions as [BaselineRegion, BaselineRegion, BaselineRegion]
       cluster.write(0, 'k', { value: '"a"', context: undefined, client: 1, seq: 1 })
       cluster.write(1, 'k', { value: '"b"', context: undefined, client: 2, seq: 1 })
-      await new Promise((resolve) => setTimeout(resolve, 30))
+      await vi.waitFor(() => expect([...r2.read('k').values].sort(), mode).toEqual(['"a"', '"b"']))
       const both = r2.read('k')
-      expect([...both.values].sort(), mode).toEqual(['"a"', '"b"'])
       cluster.write(2, 'k', { value: '"c"', context: both.context, client: 3, seq: 1 })
-      await new Promise((resolve) => setTimeout(resolve, 30))
-      for (const r of [r0, r1, r2]) expect(r.read('k').values, mode).toEqual(['"c"'])
+      await vi.waitFor(() => {
+        for (const r of [r0, r1, r2]) expect(r.read('k').values, mode).toEqual(['"c"'])
+      })
       cluster.close()
     }
   })

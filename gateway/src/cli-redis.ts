@@ -22,6 +22,7 @@ import {
   siblingNamespaces,
 } from './cli-args.js'
 import type { HttpLimits } from './http/http-limits.js'
+import type { Logger } from './log.js'
 import type { RedisDevClusterOptions } from './dev/redis-dev-cluster.js'
 
 /** Usage of `causeway gateway`. */
@@ -134,7 +135,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
 export async function runGatewayCommand(args: string[]): Promise<'help' | undefined> {
   const command = parseGateway(args)
   if (command === 'help') return 'help'
-  const { loadClusterConfig, findRegion } = await import('./cluster/cluster-config.js')
+  const { loadClusterConfig, findRegion } = await import('./config/cluster-config.js')
   const config = await loadClusterConfig(command.config)
   if (command.region === undefined && config.regions.length > 1)
     throw new UsageError(
@@ -161,7 +162,8 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
         .join(', ')}); never run a real cluster like this\n`,
     )
   const { startGateway } = await import('./gateway-server.js')
-  const log = throttled(name)
+  const { stderrLogger } = await import('./log.js')
+  const log = throttled(stderrLogger(command.logLevel).child({ region: region.name }))
   const starting = startGateway({
     config,
     region: region.id,
@@ -300,14 +302,12 @@ function isLoopback(host: string): boolean {
 
 // Background events, each kind at most once per 10 s (a region that is down for a while would
 // otherwise log every retry).
-function throttled(name: string): (message: string, error?: unknown) => void {
+function throttled(log: Logger): (message: string, error?: unknown) => void {
   const last = new Map<string, number>()
   return (message, error) => {
     const now = Date.now()
     if (now - (last.get(message) ?? -Infinity) < 10_000) return
     last.set(message, now)
-    const why =
-      error === undefined ? '' : `: ${error instanceof Error ? error.message : String(error)}`
-    process.stderr.write(`${name}: ${message}${why}\n`)
+    log.warn(error === undefined ? {} : { err: error }, message)
   }
 }

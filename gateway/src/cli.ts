@@ -199,7 +199,9 @@ async function runDev(command: DevCommand): Promise<void> {
   )
   // Loaded only now, so help and usage errors answer without loading the server.
   const { startDevCluster } = await import('./dev-server.js')
-  const starting = startDevCluster(options)
+  const { stderrLogger } = await import('./log.js')
+  // The cluster's background events go to a pino logger at the requests' level, on stderr too.
+  const starting = startDevCluster({ ...options, log: stderrLogger(command.logLevel) })
   let stopping = false
   const stop = (signal: NodeJS.Signals): void => {
     if (stopping) {

@@ -6,7 +6,7 @@
 import type { FastifyServerOptions } from 'fastify'
 import { Redis } from 'ioredis'
 import { withoutHlc } from './ablation/without-hlc.js'
-import type { ClusterConfig } from './cluster/cluster-config.js'
+import type { ClusterConfig } from './config/cluster-config.js'
 import type { ClusterService } from './cluster/cluster-service.js'
 import { RedisCluster, type RedisClusterOptions } from './cluster/redis-cluster.js'
 import { buildGateway, type Gateway } from './http/build-gateway.js'

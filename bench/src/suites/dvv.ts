@@ -488,7 +488,7 @@ export const dvvSuite: Suite<DvvSuiteResults> = {
       return { config, causeway, causewayLww, vv, dvvControl, interleaved, growth }
     } finally {
       await Promise.all(servers.map((s) => s.stop()))
-      transport.close?.()
+      await transport.close?.()
     }
   },
 }

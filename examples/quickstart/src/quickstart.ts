@@ -41,8 +41,8 @@ export async function quickstart(
   const r2 = await db2.get(key)
   log(`a second client with the restored session (${saved.length} bytes) reads found=${r2.found}`)
 
-  db.close()
-  db2.close()
+  await db.close()
+  await db2.close()
   return {
     regions,
     readInOtherRegion: { found: r.found, value: r.value, region: r.region, waitedMs: r.waitedMs },

@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path'
 import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@causeway/core'
+import { type Logger, processLogger } from '../log.js'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
@@ -77,15 +78,21 @@ export interface EmbeddedClusterOptions {
    */
   opRetentionMs?: number
   /**
+   * Where background events are logged (pino, `log.ts`): what `onError` and `onQuarantine` report
+   * when not given.
+   * @default the process's logger (pino at `warn` on stderr)
+   */
+  log?: Logger
+  /**
    * Told about background failures: a replica that failed, a shipping or replication step that
    * will be retried.
-   * @default logs them with `console.error`
+   * @default logs them as errors to `log`
    */
   onError?: (error: unknown, source: string) => void
   /**
    * Told, once per key and at most ten times a minute, about keys quarantined because their
    * stored value does not decode, and entries whose sibling set does not (`quarantine.ts`).
-   * @default logs them with `console.warn`
+   * @default logs them as warnings to `log`
    */
   onQuarantine?: (line: string) => void
   /**
@@ -182,12 +189,12 @@ export class EmbeddedCluster {
       const offset = offsets[d] ?? 0
       return offset === 0 ? Date.now : () => Date.now() + offset
     })
+    const log = options.log ?? processLogger()
     const onError =
-      options.onError ?? ((error, source) => console.error(`causeway: ${source}:`, error))
+      options.onError ?? ((error, source) => log.error({ err: error, source }, `${source} failed`))
+    const onQuarantine = options.onQuarantine ?? ((line: string) => log.warn(line))
     const dataDir = options.dataDir
-    const quarantines = regionNames.map(
-      () => new QuarantineRegistry(options.onQuarantine ? { log: options.onQuarantine } : {}),
-    )
+    const quarantines = regionNames.map(() => new QuarantineRegistry({ log: onQuarantine }))
     const manifest =
       dataDir === undefined ? newManifest(layout) : await openManifest(dataDir, layout)
 

@@ -12,7 +12,7 @@ import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
-import type { RegionConfig, ShippingConfig } from './cluster-config.js'
+import type { RegionConfig, ShippingConfig } from '../config/cluster-config.js'
 import { DelayedShippingLink } from './delayed-shipping-link.js'
 import { RedisLease } from './shipping-lease.js'
 

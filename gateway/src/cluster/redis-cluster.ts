@@ -20,9 +20,10 @@ import { createHmac } from 'node:crypto'
 import { CausewayError, type ShipEnvelope } from '@causeway/core'
 import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
-import type { ClusterConfig } from './cluster-config.js'
+import type { ClusterConfig } from '../config/cluster-config.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { RegionService } from './region-service.js'
 
@@ -54,9 +55,14 @@ export interface RedisClusterOptions {
    * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
    * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
    * per key, at most ten a minute).
-   * @default logs them with `console.error`
+   * @default logs them as warnings to `log`
    */
   onEvent?: (message: string, error?: unknown) => void
+  /**
+   * Where background events are logged (pino, `log.ts`) when `onEvent` is not given.
+   * @default the process's logger (pino at `warn` on stderr)
+   */
+  log?: Logger
 }
 
 /** One region of a Redis-backed cluster, served by this process. */
@@ -80,13 +86,10 @@ export class RedisCluster implements ShippingReceiver {
     this.config = config
     this.region = region
     this.#reopenMaxMs = options.reopenMaxMs ?? 2000
+    const log = options.log ?? processLogger()
     this.#onEvent =
       options.onEvent ??
-      ((message, error) =>
-        console.error(
-          `causeway: ${message}`,
-          error instanceof Error ? error.message : (error ?? ''),
-        ))
+      ((message, error) => log.warn(error === undefined ? {} : { err: error }, message))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(

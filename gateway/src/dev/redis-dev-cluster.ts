@@ -26,7 +26,7 @@ import {
   type ClusterConfig,
   type ClusterConfigFile,
   type ShippingConfig,
-} from '../cluster/cluster-config.js'
+} from '../config/cluster-config.js'
 import type { HttpLimits } from '../http/http-limits.js'
 import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'

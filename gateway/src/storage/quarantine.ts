@@ -18,6 +18,7 @@
  * still quarantined in `GET /v1/status`.
  */
 import { CausewayError, type QuarantineStatus } from '@causeway/core'
+import { processLogger } from '../log.js'
 
 /** Which stored form could not be decoded. */
 export type QuarantineKind = 'siblings' | 'version'
@@ -80,7 +81,7 @@ export const IGNORE_QUARANTINE: QuarantineSink = Object.freeze({
 export interface QuarantineRegistryOptions {
   /**
    * Where report lines go.
-   * @default console.warn
+   * @default a warning of `log.ts`'s process logger
    */
   log?: (line: string) => void
   /**
@@ -124,7 +125,7 @@ export class QuarantineRegistry implements QuarantineSink {
   #suppressed = 0
 
   constructor(options: QuarantineRegistryOptions = {}) {
-    this.#log = options.log ?? ((line) => console.warn(line))
+    this.#log = options.log ?? ((line) => processLogger().warn(line))
     this.#linesPerMinute = options.linesPerMinute ?? 10
     this.#maxListed = options.maxListed ?? 100
     this.#now = options.now ?? Date.now

@@ -52,15 +52,28 @@ export async function urlsOf(
   regions: number,
   timeoutMs = 20_000,
 ): Promise<string[]> {
-  const deadline = Date.now() + timeoutMs
-  while (Date.now() < deadline) {
-    const urls = [...cli.stdout().matchAll(/^region (\d+) \(\S+\) (http:\/\/\S+)$/gm)].map(
-      (m) => m[2]!,
-    )
-    if (urls.length === regions) return urls
-    if (cli.child.exitCode !== null) break
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
+  const printed = () =>
+    [...cli.stdout().matchAll(/^region (\d+) \(\S+\) (http:\/\/\S+)$/gm)].map((m) => m[2]!)
+  // On each chunk of output (after startCli's own listener kept it), until the exit or deadline.
+  const urls = await new Promise<string[] | undefined>((resolve) => {
+    const done = (found: string[] | undefined) => {
+      clearTimeout(timer)
+      cli.child.stdout.off('data', check)
+      cli.child.off('exit', exited)
+      resolve(found)
+    }
+    const check = () => {
+      const found = printed()
+      if (found.length === regions) done(found)
+    }
+    const exited = () => done(printed().length === regions ? printed() : undefined)
+    const timer = setTimeout(() => done(undefined), timeoutMs)
+    cli.child.stdout.on('data', check)
+    cli.child.once('exit', exited)
+    if (cli.child.exitCode !== null) exited()
+    else check()
+  })
+  if (urls !== undefined) return urls
   cli.child.kill('SIGKILL')
   throw new Error(
     `the CLI did not print ${regions} URLs; stdout: ${cli.stdout()} stderr: ${cli.stderr()}`,

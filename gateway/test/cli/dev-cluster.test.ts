@@ -5,7 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { afterAll, describe, expect, it } from 'vitest'
+import { afterAll, describe, expect, it, vi } from 'vitest'
 import { startCli, stopCli, urlsOf, type CliProcess } from './cli-process.js'
 
 const started: CliProcess[] = []
@@ -142,23 +142,22 @@ describe('causeway dev', () => {
       expect(gone.body).toMatchObject({ found: false, ts: tombstone.ts, dc: 1 })
     }
     // Shipping drained: no backlog left anywhere.
-    const deadline = Date.now() + 5_000
-    let backlog = -1
-    while (Date.now() < deadline && backlog !== 0) {
-      const all = await Promise.all(
-        again.map(
-          async (url) =>
-            (
-              (await (await fetch(`${url}/v1/status`)).json()) as {
-                shippers: { backlog: number }[]
-              }
-            ).shippers,
-        ),
-      )
-      backlog = all.flat().reduce((sum, s) => sum + s.backlog, 0)
-      if (backlog !== 0) await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-    expect(backlog).toBe(0)
+    await vi.waitFor(
+      async () => {
+        const all = await Promise.all(
+          again.map(
+            async (url) =>
+              (
+                (await (await fetch(`${url}/v1/status`)).json()) as {
+                  shippers: { backlog: number }[]
+                }
+              ).shippers,
+          ),
+        )
+        expect(all.flat().reduce((sum, s) => sum + s.backlog, 0)).toBe(0)
+      },
+      { timeout: 5000, interval: 100 },
+    )
     expect(await stopCli(second, 'SIGINT')).toBe(0)
   })
 })

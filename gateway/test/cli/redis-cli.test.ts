@@ -7,7 +7,7 @@ import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { createConnection } from 'node:net'
 import { join } from 'node:path'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { freePort, startRedis, stopAllRedis } from '../support/redis-server.js'
 import { runCli, startCli, stopCli, urlsOf, type CliProcess } from './cli-process.js'
 
@@ -28,21 +28,24 @@ function cli(args: string[]): CliProcess {
   return process
 }
 
-// Resolves once nothing accepts connections on `port` (bounded: 100 tries, 50 ms apart).
-async function closed(port: number): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    const open = await new Promise<boolean>((resolve) => {
-      const socket = createConnection({ host: '127.0.0.1', port })
-      socket.once('connect', () => {
-        socket.destroy()
-        resolve(true)
-      })
-      socket.once('error', () => resolve(false))
+/** Whether something accepts connections on `port` now. */
+function accepting(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = createConnection({ host: '127.0.0.1', port })
+    socket.once('connect', () => {
+      socket.destroy()
+      resolve(true)
     })
-    if (!open) return
-    await new Promise((r) => setTimeout(r, 50))
-  }
-  throw new Error(`port ${port} still accepts connections`)
+    socket.once('error', () => resolve(false))
+  })
+}
+
+// Resolves once nothing accepts connections on `port` (within 5 s).
+async function closed(port: number): Promise<void> {
+  await vi.waitFor(async () => expect(await accepting(port), `port ${port} closed`).toBe(false), {
+    timeout: 5000,
+    interval: 50,
+  })
 }
 
 async function writeConfig(name: string, config: unknown): Promise<string> {

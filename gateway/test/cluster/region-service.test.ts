@@ -7,7 +7,7 @@ import {
   hlcFrom,
   hlcMillis,
 } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import type { ReadRequest, WriteRequest } from '../../src/cluster/cluster-service.js'
 import { EmbeddedCluster, type EmbeddedClusterOptions } from '../../src/cluster/embedded-cluster.js'
 import { RegionService } from '../../src/cluster/region-service.js'
@@ -311,7 +311,10 @@ describe('RegionService', () => {
       const region = cluster.service(0)
       await region.write(write('a', '1'))
       await region.write(write('b', '1'))
-      await new Promise((resolve) => setTimeout(resolve, 30))
+      // Until the follower's missing entries are old enough to tell an age from none.
+      await vi.waitFor(async () =>
+        expect((await region.status()).replicas[1]!.lag.ms).toBeGreaterThanOrEqual(25),
+      )
       const status = await region.status()
       expect(status.cluster).toBe(cluster.id)
       expect(status.region).toBe(0)

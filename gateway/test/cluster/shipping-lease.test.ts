@@ -4,7 +4,7 @@
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import { RedisLease } from '../../src/cluster/shipping-lease.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../support/redis-server.js'
 
@@ -33,12 +33,7 @@ function lease(key: string, ttlMs: number) {
 }
 
 async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> {
-  const deadline = Date.now() + ms
-  for (let i = 0; i < 500 && Date.now() < deadline; i++) {
-    if (ok()) return
-    await new Promise((r) => setTimeout(r, 10))
-  }
-  throw new Error(`${what} did not happen within ${ms} ms`)
+  await vi.waitFor(() => expect(ok(), what).toBe(true), { timeout: ms, interval: 10 })
 }
 
 describe('RedisLease', () => {

@@ -8,8 +8,8 @@
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { hlcFrom, hlcMillis } from '@causeway/core'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, startRedis, stopAllRedis, type RedisServer } from '../support/redis-server.js'
 import { writeRequest } from '../support/write-request.js'
@@ -58,11 +58,14 @@ async function start(benchmark: { wanDelayMs: number; withoutHlc: boolean }) {
   }
   const [g0, g1] = gateways as [GatewayServer, GatewayServer]
   // Wait for both shipping leases, so shipping starts at once in the measurements below.
-  const deadline = Date.now() + 5000
-  while (g0.cluster.shippingLeases().length + g1.cluster.shippingLeases().length < 2) {
-    if (Date.now() > deadline) throw new Error('the shipping leases were never taken')
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  await vi.waitFor(
+    () =>
+      expect(
+        g0.cluster.shippingLeases().length + g1.cluster.shippingLeases().length,
+        'shipping leases taken',
+      ).toBe(2),
+    { timeout: 5000, interval: 20 },
+  )
   return { g0, g1 }
 }
 

@@ -4,8 +4,10 @@
  * region shipping to the other over the internal endpoint, and a `cart` siblings namespace.
  * Fails (never skips) when `redis-server` cannot be started.
  */
-import { parseClusterConfig, type ClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig, type ClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
+import { keysIn } from '../support/forged-context.js'
+import { afterWrite, getKey, putKey } from '../support/http-calls.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
 import { gridConfig, startRedisGrid, type RedisGrid } from './redis-grid.js'
 
@@ -51,8 +53,18 @@ export async function startRedisDeployment(partitions: number): Promise<RedisDep
       }),
     ),
   )
-  // A shipper that asked the other region before its gateway listened was refused and retries:
-  // how the gateways came up, not a failure of what the tests do.
+  // Each region's shippers start before the other region's gateway listens, so their first sends
+  // may fail and be retried. Once a write of each partition has crossed each way, shipping works
+  // and every such start-up failure has been reported: the tests count failures from there on.
+  for (const [d, from] of urls.entries())
+    for (let p = 0; p < partitions; p++) {
+      const [key] = keysIn(p, partitions, 1, `fixture:${d}:`)
+      const put = await putKey(from, key!, 'ready')
+      const read = await getKey(urls[1 - d]!, key!, '?timeoutMs=10000', {
+        'causeway-after': afterWrite(put),
+      })
+      if (read.status !== 200) throw new Error(`shipping from region ${d} never started`)
+    }
   events.length = 0
   return {
     grid,

@@ -5,8 +5,8 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
 import { gridConfig, keysOf, startRedisGrid, type RedisGrid } from './redis-grid.js'
@@ -67,12 +67,11 @@ async function call(
 }
 
 async function until(what: string, ok: () => Promise<boolean>, ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms
-  for (let i = 0; i < 1000 && Date.now() < deadline; i++) {
-    if (await ok()) return
-    await new Promise((r) => setTimeout(r, 25))
-  }
-  throw new Error(`${what} did not happen within ${ms} ms`)
+  await vi
+    .waitUntil(ok, { timeout: ms, interval: 25 })
+    .catch((error: unknown) =>
+      Promise.reject(new Error(`${what} did not happen within ${ms} ms`, { cause: error })),
+    )
 }
 
 describe('a Redis server that is away', () => {

@@ -10,8 +10,8 @@
 import { connect } from '@causeway/client'
 import { HLC_ZERO } from '@causeway/core'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { RedisPartitionReplica } from '../../src/storage/redis/index.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
@@ -94,14 +94,13 @@ async function call(
 
 const kv = (key: string) => `/v1/kv/${encodeURIComponent(key)}`
 
+/** Resolves to what `probe` answers once it answers something, within `ms`. */
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>, ms = 8000) {
-  const deadline = Date.now() + ms
-  for (let i = 0; i < 400 && Date.now() < deadline; i++) {
-    const value = await probe()
-    if (value !== undefined) return value
-    await new Promise((r) => setTimeout(r, 20))
-  }
-  throw new Error(`${what} did not happen within ${ms} ms`)
+  return vi
+    .waitUntil(probe, { timeout: ms, interval: 20 })
+    .catch((error: unknown) =>
+      Promise.reject(new Error(`${what} did not happen within ${ms} ms`, { cause: error })),
+    ) as Promise<T>
 }
 
 describe('gateways over Redis, two regions', () => {
@@ -210,17 +209,19 @@ describe('gateways over Redis, two regions', () => {
       expect(
         (await call(gateways[0]![0]!.url, kv(key!), { method: 'PUT', body: { value: 1 } })).status,
       ).toBe(200)
-      await new Promise((r) => setTimeout(r, 30))
-      const status = await call(gateways[0]![1]!.url, '/v1/status')
-      const lagging = (
-        status.body.replicas as {
-          partition: number
-          replica: number
-          lag: { entries: number; ms: number }
-        }[]
-      ).find((r) => r.partition === p && r.replica === 1)!
-      expect(lagging.lag.entries).toBeGreaterThanOrEqual(1)
-      expect(lagging.lag.ms).toBeGreaterThanOrEqual(20)
+      // The status shows the follower behind by the write, and for longer and longer.
+      await vi.waitFor(async () => {
+        const status = await call(gateways[0]![1]!.url, '/v1/status')
+        const lagging = (
+          status.body.replicas as {
+            partition: number
+            replica: number
+            lag: { entries: number; ms: number }
+          }[]
+        ).find((r) => r.partition === p && r.replica === 1)!
+        expect(lagging.lag.entries).toBeGreaterThanOrEqual(1)
+        expect(lagging.lag.ms).toBeGreaterThanOrEqual(20)
+      })
       // A majority (leader + 1 of 2) cannot confirm: 503, though the write is at the leader.
       const majority = await call(gateways[0]![0]!.url, kv(key!) + '?durability=majority', {
         method: 'PUT',

@@ -3,7 +3,7 @@
  * their leader) and the cluster config that names them, for tests of gateways over Redis.
  */
 import { partitionOf } from '@causeway/core'
-import type { ClusterConfigFile } from '../../src/cluster/cluster-config.js'
+import type { ClusterConfigFile } from '../../src/config/cluster-config.js'
 import { type RedisServer, startRedis } from '../support/redis-server.js'
 
 /** `grid[d][p][i]`: the server of replica `i` of partition `p` in region `d` (0 leads). */

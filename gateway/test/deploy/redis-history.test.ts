@@ -19,8 +19,8 @@ import {
   type WorkloadResult,
 } from '@causeway/history'
 import { Redis } from 'ioredis'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig, type ClusterConfig } from '../../src/cluster/cluster-config.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { parseClusterConfig, type ClusterConfig } from '../../src/config/cluster-config.js'
 import { ReplicaKeys } from '../../src/storage/redis/index.js'
 import { startCli, stopCli, urlsOf, type CliProcess } from '../cli/cli-process.js'
 
@@ -83,6 +83,13 @@ function workload(seed: number, opsPerClient: number): Promise<WorkloadResult> {
     timeoutMs: 8_000,
     convergence: { timeoutMs: 10_000 },
   })
+}
+
+/** How many entries the shippers of the gateway at `url` have had acknowledged so far. */
+async function shippedBy(url: string): Promise<number> {
+  const res = await fetch(`${url}/v1/status`)
+  const status = (await res.json()) as { shippers: { shipped: number }[] }
+  return status.shippers.reduce((sum, s) => sum + s.shipped, 0)
 }
 
 async function shippersOf(url: string): Promise<number[]> {
@@ -172,8 +179,13 @@ describe('causeway dev --backend redis, two gateway processes per region', () =>
     const victim = region0[held.findIndex((h) => h.length > 0)]!
     const survivor = region0.find((g) => g !== victim)!
 
+    const before = await shippedBy(victim.url)
     const running = workload(12, 90)
-    await new Promise((r) => setTimeout(r, 800))
+    // Mid-run: once the victim has shipped some of this run's writes.
+    await vi.waitFor(
+      async () => expect(await shippedBy(victim.url)).toBeGreaterThanOrEqual(before + 20),
+      { timeout: 5000, interval: 50 },
+    )
     process.kill(victim.pid, 'SIGKILL')
     const killedAt = performance.now()
     // How long until the survivor ships every partition (bounded: 200 polls of 50 ms).

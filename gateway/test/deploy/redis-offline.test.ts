@@ -6,7 +6,7 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway, type GatewayServer } from '../../src/gateway-server.js'
 import { freePort, stopAllRedis } from '../support/redis-server.js'
 import { type Deployment, SUITE_OPTIONS, offlineSuite } from '../http/offline-suite.js'

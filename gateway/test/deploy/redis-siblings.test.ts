@@ -14,7 +14,7 @@ import { partitionOf } from '@causeway/core'
 import { checkHistory, formatReport, isRead, runWorkload } from '@causeway/history'
 import { Redis } from 'ioredis'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { parseClusterConfig, type ClusterConfig } from '../../src/cluster/cluster-config.js'
+import { parseClusterConfig, type ClusterConfig } from '../../src/config/cluster-config.js'
 import { ReplicaKeys } from '../../src/storage/redis/index.js'
 import { startCli, stopCli, urlsOf, type CliProcess } from '../cli/cli-process.js'
 

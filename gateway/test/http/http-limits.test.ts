@@ -6,7 +6,7 @@
  * come in the gateway's error format too.
  */
 import { connect, type Socket } from 'node:net'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { buildGateway, type Gateway } from '../../src/http/build-gateway.js'
 import type { HttpLimits } from '../../src/http/http-limits.js'
 import { resolveHttpLimits } from '../../src/http/http-limits.js'
@@ -141,7 +141,7 @@ describe('http limits', () => {
     const first = await open(port)
     const second = await open(port)
     // Both are accepted and held (the server counts them before the third arrives).
-    await new Promise((r) => setTimeout(r, 100))
+    await vi.waitFor(async () => expect(await openConnections(app!)).toBe(2))
     const third = await open(port)
     const refused = await third.closed
     expect(refused.data).toBe('')

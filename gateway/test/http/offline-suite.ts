@@ -5,7 +5,7 @@
  * gateway (and, in the embedded cluster, reopens every replica from disk).
  */
 import { hlcFrom, partitionOf } from '@causeway/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { openSse, type SseEvent, type SseStream } from '../support/sse-client.js'
 
 /** A running two-region deployment. */
@@ -473,9 +473,8 @@ export function offlineSuite(name: string, deploy: () => Promise<Deployment>): v
         expect((await put(0, 'flood:1', 'still here')).status).toBe(200)
         expect(dataOf((await changes(held[0]!, 1))[0]!).key).toBe('flood:1')
         for (const s of held) s.close()
-        // Freed slots can be used again.
-        await new Promise((resolve) => setTimeout(resolve, 200))
-        const again = await stream(0, 'prefix=flood%3A')
+        // Freed slots can be used again, once the gateway has seen the feeds close.
+        const again = await vi.waitFor(() => stream(0, 'prefix=flood%3A'), { timeout: 5000 })
         again.close()
       }, 120_000)
 

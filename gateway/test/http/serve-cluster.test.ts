@@ -1,6 +1,6 @@
 /** Gateways listening for a whole cluster: URLs, topology across regions, graceful close. */
 import type { ReadRequest, ReadResult } from '../../src/cluster/cluster-service.js'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { serveCluster, type ServableCluster, type ServedCluster } from '../../src/dev-server.js'
 import { FakeClusterService } from './fake-cluster-service.js'
 
@@ -76,8 +76,8 @@ describe('serveCluster', () => {
     await inService
     let closedAt: number | undefined
     const closing = served.close().then(() => (closedAt = performance.now()))
-    // Let close() reach the point where the listener stops accepting.
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Until close() reached the point where the listener stops accepting.
+    await vi.waitFor(() => expect(served!.gateways[0]!.server.listening).toBe(false))
     const refused = await fetch(`${url}/healthz`).then(
       (res) => res.status,
       () => 'refused',

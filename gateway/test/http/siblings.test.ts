@@ -5,7 +5,7 @@
  * 400 `INVALID_CONTEXT` that writes nothing.
  */
 import { encodeCausalContext } from '@causeway/core'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { startDevCluster, type DevCluster } from '../../src/dev-server.js'
 
 let dev: DevCluster
@@ -65,14 +65,13 @@ const get = (base: string, key: string) => call(kv(base, key) + '?replica=leader
 
 const values = (reply: Reply) => (reply.body.siblings as { value?: unknown }[]).map((s) => s.value)
 
-/** Polls `key` in region `base` until `done`, for at most 3 s. */
+/** Polls `key` in region `base` until `done`, for at most 3 s; the last reply. */
 async function until(base: string, key: string, done: (r: Reply) => boolean): Promise<Reply> {
-  const deadline = Date.now() + 3000
-  for (;;) {
-    const r = await get(base, key)
-    if (done(r) || Date.now() > deadline) return r
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  let last: Reply | undefined
+  await vi
+    .waitUntil(async () => done((last = await get(base, key))), { timeout: 3000, interval: 20 })
+    .catch(() => undefined)
+  return last ?? get(base, key)
 }
 
 describe('siblings namespaces over HTTP', () => {

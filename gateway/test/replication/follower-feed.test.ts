@@ -1,7 +1,7 @@
 import { HLC_ZERO, hlcFrom } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { FollowerFeed } from '../../src/replication/follower-feed.js'
-import { Replicas, reach, sleep, writeMany } from './support.js'
+import { Replicas, reach, writeMany } from './support.js'
 import { entry, ship } from '../support/log-entries.js'
 
 describe('FollowerFeed', () => {
@@ -77,10 +77,10 @@ describe('FollowerFeed', () => {
     feed.start()
     expect(feed.lag()).toEqual({ entries: 0, ms: 0 })
     await writeMany(leader, 3)
-    await sleep(30)
+    // Its age grows while the entries are on their way (100 ms).
+    await vi.waitFor(() => expect(feed.lag().ms).toBeGreaterThanOrEqual(25))
     const behind = feed.lag()
     expect(behind.entries).toBe(3)
-    expect(behind.ms).toBeGreaterThanOrEqual(25)
     await reach(follower, 0, 3)
     expect(feed.lag()).toEqual({ entries: 0, ms: 0 })
   })

@@ -31,6 +31,7 @@ function destination(
   let sv = 0
   let active = 0
   let maxActive = 0
+  let hanging = 0
   const fetch = (async (url: string, init: RequestInit) => {
     const n = seen.length
     const body = init.body ? (JSON.parse(String(init.body)) as ShipEnvelopeWire) : undefined
@@ -47,12 +48,12 @@ function destination(
       await new Promise((r) => setTimeout(r, 2))
       const failure = options.fail?.(n)
       if (failure === 'refuse') throw new TypeError('fetch failed')
-      if (failure === 'hang')
-        await new Promise((_, reject) => {
-          // Aborted already (a busy machine can take longer than the caller's wait): at once.
-          if (init.signal?.aborted) reject(init.signal.reason)
-          init.signal?.addEventListener('abort', () => reject(init.signal?.reason))
-        })
+      if (failure === 'hang') {
+        hanging++
+        await new Promise((_, reject) =>
+          init.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
+        )
+      }
       if (failure === 'error')
         return Response.json({ code: 'BACKEND_UNAVAILABLE', message: 'down' }, { status: 503 })
       for (const e of body?.entries ?? []) if (e.idx === sv + 1) sv = e.idx
@@ -61,7 +62,7 @@ function destination(
       active--
     }
   }) as unknown as typeof globalThis.fetch
-  return { fetch, seen, maxActive: () => maxActive }
+  return { fetch, seen, maxActive: () => maxActive, hanging: () => hanging }
 }
 
 const GATEWAYS = ['http://a.example', 'http://b.example']
@@ -185,7 +186,7 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     const pending = link.send(ship(0, [entry(1)]))
-    await new Promise((r) => setTimeout(r, 10))
+    await vi.waitFor(() => expect(dest.hanging()).toBe(1))
     await link.close()
     await expect(pending).rejects.toThrow()
     await expect(link.checkpoint()).rejects.toThrow('closed')

@@ -1,5 +1,5 @@
 import { HLC_ZERO } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { InProcessLink } from '../../src/replication/in-process-link.js'
 import { Shipper, type ShipperOptions } from '../../src/replication/shipper.js'
 import type { LevelPartitionReplica } from '../../src/storage/level/level-replica.js'
@@ -59,7 +59,8 @@ describe('Shipper', () => {
       }
       expect(to.sv()).toEqual([48, 48, 48])
     }
-    await sleep(50) // the last acknowledgements are one delay behind the entries
+    // The last acknowledgements are one delay behind the entries.
+    for (const s of shippers) await vi.waitFor(() => expect(s.backlog()).toBe(0))
     // Nothing was sent twice, and batches left in idx order.
     for (const link of links)
       expect(link.sent.flat()).toEqual(Array.from({ length: 48 }, (_, i) => i + 1))
@@ -114,7 +115,7 @@ describe('Shipper', () => {
     expect(link.failures).toBeGreaterThan(0)
     expect(errors.length).toBeGreaterThanOrEqual(link.failures)
     expect(await destination.readLog(0, 0, 100)).toEqual(log)
-    await sleep(30)
+    await vi.waitFor(() => expect(shipper.backlog()).toBe(0))
     expect(await shipper.status()).toEqual({
       partition: 0,
       from: 0,
@@ -133,17 +134,17 @@ describe('Shipper', () => {
     link.failWhen = () => down
     shipper.start()
     await writeMany(source, 5)
-    await sleep(60)
+    const written = Date.now()
+    await vi.waitFor(() => expect(link.failures).toBeGreaterThanOrEqual(2))
     expect(destination.sv()).toEqual([0, 0])
     expect(shipper.backlog()).toBe(5)
     // The oldest write not acknowledged has waited since it was written.
-    expect((await shipper.status()).lagMs).toBeGreaterThanOrEqual(50)
-    expect(link.failures).toBeGreaterThanOrEqual(2)
+    const waited = Date.now() - written
+    expect((await shipper.status()).lagMs).toBeGreaterThanOrEqual(waited)
     // Backoff is capped, so the shipper notices the link is back within about retryMaxMs.
     down = false
     await reach(destination, 0, 5, 1000)
-    await sleep(25)
-    expect(shipper.backlog()).toBe(0)
+    await vi.waitFor(() => expect(shipper.backlog()).toBe(0))
     expect((await shipper.status()).lagMs).toBe(0)
   })
 
@@ -158,8 +159,7 @@ describe('Shipper', () => {
     await reach(destination, 0, 4)
     // The destination has applied them; the acknowledgement is still on its way back.
     expect(shipper.backlog()).toBe(4)
-    await sleep(80)
-    expect(shipper.backlog()).toBe(0)
+    await vi.waitFor(() => expect(shipper.backlog()).toBe(0))
     expect(shipper.shipped()).toBe(4)
   })
 

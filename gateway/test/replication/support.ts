@@ -79,7 +79,7 @@ export class FlakyLink implements ShippingLink {
   }
 }
 
-/** Waits `ms`. */
+/** Waits `ms`: to spread writes over time, never to wait for state (wait for that instead). */
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms))
 }

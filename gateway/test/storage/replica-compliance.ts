@@ -9,6 +9,7 @@
 import {
   type CausalContext,
   HLC_ZERO,
+  LOG_ENTRY_KINDS,
   type Hlc,
   MAX_SAFE_COUNTER,
   hlcFrom,
@@ -393,8 +394,11 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         const { r } = await fresh()
         const started = Date.now()
         const waiting = r.waitFor([0, 2, 0], started + 5000)
-        setTimeout(() => void r.receive(ship(1, [entry(1, 1, 'a', '1', tsIn(0))])), 10)
-        setTimeout(() => void r.receive(ship(1, [entry(1, 2, 'b', '1', tsIn(0))])), 30)
+        const pending = Symbol('pending')
+        await r.receive(ship(1, [entry(1, 1, 'a', '1', tsIn(0))]))
+        // One advance is not enough.
+        expect(await Promise.race([waiting, Promise.resolve(pending)])).toBe(pending)
+        await r.receive(ship(1, [entry(1, 2, 'b', '1', tsIn(0))]))
         expect(await waiting).toBe(true)
         expect(r.sv()[1]).toBe(2)
         expect(Date.now() - started).toBeLessThan(1000)
@@ -1211,7 +1215,20 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           await expect(call(), label).rejects.toMatchObject({ code })
         expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(false)
         expect(r.state).toBe('new')
-        await r.open()
+        const opening = r.open()
+        expect(r.state).toBe('opening')
+        // While it opens: refused alike (not queued), and a second open() is the same one.
+        const whileOpening = Promise.allSettled(unopened.map(([, call]) => call()))
+        const again = r.open()
+        for (const [i, outcome] of (await whileOpening).entries()) {
+          const [label, , code] = unopened[i]!
+          expect(outcome, `${label} while opening`).toMatchObject({
+            status: 'rejected',
+            reason: { code },
+          })
+        }
+        await opening
+        await again
         expect(r.state).toBe('open')
         await r.write('k', '1', HLC_ZERO)
         await r.close()
@@ -1220,6 +1237,29 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           await expect(call(), label).rejects.toMatchObject({ code })
         await expect(r.sets.has('s', 'e')).rejects.toMatchObject({ code: 'BACKEND_UNAVAILABLE' })
         expect(await r.waitFor([1, 0, 0], Date.now() + 1000)).toBe(false)
+      })
+
+      it('makes and returns only frozen log entries of the kinds it knows', async () => {
+        const { r } = await fresh()
+        const made: LogEntry[] = [
+          await r.write('a', '"a"', HLC_ZERO),
+          await r.write('a', undefined, HLC_ZERO),
+          await r.writeSibling('cart:1', '"x"', HLC_ZERO, []),
+        ]
+        if (r.supports.sets)
+          made.push(await r.sets.write('s', { op: 'add', elements: [{ element: 'e' }] }, HLC_ZERO))
+        await r.receive(ship(1, [entry(1, 1, 'b', '"b"', tsIn(0))]))
+        const read = [...(await r.readLog(0, 0, 10)), ...(await r.readLog(1, 0, 10))]
+        expect(read).toHaveLength(made.length + 1)
+        expect(made.map((e) => e.kind)).toEqual(
+          ['put', 'delete', 'siblings', 'set-op'].slice(0, made.length),
+        )
+        for (const e of [...made, ...read]) {
+          expect(Object.isFrozen(e), JSON.stringify(e)).toBe(true)
+          expect(LOG_ENTRY_KINDS).toContain(e.kind)
+        }
+        // What a write returned is what its log holds.
+        expect(read.slice(0, made.length)).toEqual(made)
       })
 
       it('waits for its followers only as far as asked', async () => {

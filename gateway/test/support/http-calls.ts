@@ -3,6 +3,7 @@
  * scenarios against the embedded cluster and the Redis deployment: each reply as its status,
  * headers and parsed JSON body.
  */
+import { vi } from 'vitest'
 
 /** One reply. */
 export interface Reply {
@@ -70,17 +71,15 @@ export function afterWrite(reply: Reply): string {
   return `${epoch}@${dc}:${idx}`
 }
 
-/** Calls `attempt` until `done` holds or `ms` pass (at most 1,000 tries); the last reply. */
+/** Calls `attempt` until `done` holds or `ms` pass; the last reply (the caller checks it). */
 export async function until(
   attempt: () => Promise<Reply>,
   done: (reply: Reply) => boolean,
   ms = 5_000,
 ): Promise<Reply> {
-  const deadline = Date.now() + ms
-  let last = await attempt()
-  for (let i = 0; i < 1000 && !done(last) && Date.now() < deadline; i++) {
-    await new Promise((resolve) => setTimeout(resolve, 25))
-    last = await attempt()
-  }
-  return last
+  let last: Reply | undefined
+  await vi
+    .waitUntil(async () => done((last = await attempt())), { timeout: ms, interval: 25 })
+    .catch(() => undefined)
+  return last ?? attempt()
 }

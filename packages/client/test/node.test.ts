@@ -123,7 +123,7 @@ describe('@causeway/client/node', () => {
     const res = await transport.request({ method: 'GET', url: base + '/v1/topology', headers: {} })
     expect(res.status).toBe(200)
     expect((res.body as { cluster: string }).cluster).toBe('test-cluster')
-    transport.close?.()
+    await transport.close?.()
   })
 })
 

@@ -51,6 +51,7 @@ class FakeChannel implements SessionChannel {
   }
 }
 
+/** Lets the bus deliver what was posted: for checks that nothing (more) arrives. */
 const tick = () => new Promise((resolve) => setTimeout(resolve, 5))
 
 function keyIn(p: number): string {
@@ -73,7 +74,7 @@ describe('shareSession (browser tabs)', () => {
     const key = keyIn(3)
     a.gw.reply(writeOk({ dc: 0, idx: 12, ts: hlcFrom(5000, 0) }))
     await a.db.put(key, 'draft')
-    await tick()
+    await vi.waitFor(() => expect(b.db.session.toJSON()).toEqual(a.db.session.toJSON()))
     b.gw.reply(readOk(), writeOk())
     await b.db.get(key, { read: 'read-your-writes' })
     expect(b.gw.kv[0]!.headers['causeway-after']).toBe('1@0:12')
@@ -147,8 +148,7 @@ describe('shareSession (browser tabs)', () => {
     // A merge is not a reply: the app publishes it itself.
     a.db.session.observeWrite(2, { dc: 1, idx: 3, ts: hlcFrom(20, 0), epoch: 1 })
     sa.publish()
-    await tick()
-    expect(b.db.session.row(2)?.hwm).toEqual([0, 3, 0])
+    await vi.waitFor(() => expect(b.db.session.row(2)?.hwm).toEqual([0, 3, 0]))
 
     sb.stop()
     const posted = bus.log.length
@@ -171,8 +171,7 @@ describe('shareSession (browser tabs)', () => {
     const sb = shareSession(b.db)
     a.gw.reply(writeOk({ dc: 0, idx: 7, ts: hlcFrom(30, 0) }))
     await a.db.put(keyIn(1), 1)
-    for (let i = 0; i < 50 && b.db.session.dtW !== hlcFrom(30, 0); i++) await tick()
-    expect(b.db.session.dtW).toBe(hlcFrom(30, 0))
+    await vi.waitFor(() => expect(b.db.session.dtW).toBe(hlcFrom(30, 0)))
     sa.stop()
     sb.stop()
   })

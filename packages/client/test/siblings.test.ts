@@ -4,7 +4,7 @@
  * that was read) supersede what was read, `resolve` merges, and the session covers every sibling.
  */
 import { startDevCluster } from '@causeway/gateway'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { type Causeway, type ReadResult, connect } from '../src/index.js'
 
 const WAN_DELAY_MS = 150
@@ -44,12 +44,12 @@ async function until<T>(
   key: string,
   done: (r: ReadResult<T>) => boolean,
 ): Promise<ReadResult<T>> {
-  const deadline = Date.now() + 3000
-  for (;;) {
-    const r = await db.get<T>(key, { read: 'eventual', replica: 'leader' })
-    if (done(r) || Date.now() > deadline) return r
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  let last: ReadResult<T> | undefined
+  const read = () => db.get<T>(key, { read: 'eventual', replica: 'leader' })
+  await vi
+    .waitUntil(async () => done((last = await read())), { timeout: 3000, interval: 20 })
+    .catch(() => undefined)
+  return last ?? read()
 }
 
 describe('siblings namespaces in the SDK', () => {

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process'
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http'
 import type { AddressInfo, Socket } from 'node:net'
 import { fileURLToPath } from 'node:url'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   CausewayError,
   type Transport,
@@ -213,9 +213,11 @@ describe('undiciTransport', () => {
     const second = rejection(
       own.request({ method: 'GET', url: base + '/hang', headers: {}, signal: queued.signal }),
     )
-    setTimeout(() => queued.abort('not an Error'), 30)
-    setTimeout(() => inFlight.abort(new Error('stop')), 60)
+    // Once the first is at the server, abort the queued one, then the one in flight.
+    await vi.waitFor(() => expect(seen.map((s) => s.url)).toEqual(['/hang']))
+    queued.abort('not an Error')
     expect(await second).toBe('not an Error')
+    inFlight.abort(new Error('stop'))
     expect(((await first) as Error).message).toBe('stop')
     expect(Date.now() - started).toBeLessThan(1000)
     // The aborted request's connection was dropped; the pool still serves.
@@ -249,7 +251,7 @@ describe('undiciTransport', () => {
     const errors = await Promise.all(
       [transport, viaHttp].map((t) => rejection(t.request({ method: 'GET', url, headers: {} }))),
     )
-    viaHttp.close?.()
+    await viaHttp.close?.()
     for (const error of errors) expect(error).toMatchObject({ code: 'ECONNREFUSED' })
   })
 
@@ -329,8 +331,12 @@ describe('the SDK over undiciTransport and httpTransport alike', () => {
       const slow = await rejection(db.get('hang', { timeoutMs: 100 }))
       expect([name, (slow as CausewayError).code]).toEqual([name, 'TIMEOUT'])
       const caller = new AbortController()
-      setTimeout(() => caller.abort(new Error('user gave up')), 30)
-      const aborted = await rejection(db.get('hang', { signal: caller.signal }))
+      seen.length = 0
+      const aborting = rejection(db.get('hang', { signal: caller.signal }))
+      // Aborted while the server holds it.
+      await vi.waitFor(() => expect(seen.length).toBe(1))
+      caller.abort(new Error('user gave up'))
+      const aborted = await aborting
       expect([name, (aborted as Error).message]).toEqual([name, 'user gave up'])
       // close() while a call is in flight: SHUTTING_DOWN.
       const pending = rejection(db.get('hang'))

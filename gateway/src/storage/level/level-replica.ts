@@ -32,6 +32,7 @@ import {
 import type { AbstractBatchOptions, AbstractLevel } from 'abstract-level'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
+import { processLogger } from '../../log.js'
 import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import { CoverageWaiters } from '../coverage-waiters.js'
 import type {
@@ -120,7 +121,7 @@ export interface LevelReplicaOptions {
   sync?: boolean
   /**
    * Called once when a batch fails to commit and the replica stops accepting anything.
-   * @default logs the error with `console.error`
+   * @default logs the error (`log.ts`'s process logger)
    */
   onFailure?: (error: CausewayError) => void
   /**
@@ -233,7 +234,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     super(options)
     this.#now = options.now ?? Date.now
     this.#durable = { sync: options.sync ?? true }
-    this.#onFailure = options.onFailure ?? ((error) => console.error(error))
+    this.#onFailure =
+      options.onFailure ?? ((error) => processLogger().error({ err: error }, error.message))
     this.#quarantine = options.quarantine ?? IGNORE_QUARANTINE
     if (options.db) {
       this.#db = options.db

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import { type CausewayError, HLC_ZERO, type Hlc } from '@causeway/core'
-import { afterAll, afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest'
 import type { LogEntry } from '../../../src/storage/partition-replica.js'
 import {
   RedisPartitionReplica,
@@ -54,11 +54,9 @@ async function failure(
 
 /** Waits (bounded) until the replica's connections are back. */
 async function recovered(r: RedisPartitionReplica): Promise<void> {
-  for (let i = 0; i < 100; i++) {
-    if (r.available) return
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-  throw new Error('the replica did not reconnect within 5 s')
+  await vi.waitFor(() => expect(r.available, 'reconnected within 5 s').toBe(true), {
+    timeout: 5000,
+  })
 }
 
 describe('redis-server down and up again', () => {

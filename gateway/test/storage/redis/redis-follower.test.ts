@@ -7,7 +7,7 @@
 import { randomUUID } from 'node:crypto'
 import { HLC_ZERO, hlcFrom } from '@causeway/core'
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   RedisPartitionReplica,
   type RedisPartitionReplicaOptions,
@@ -101,21 +101,28 @@ describe('Redis 7.0 on a replica (measured)', () => {
     await subscriber.psubscribe('__key*@*__:*')
     await follower.command('REPLICAOF', 'NO', 'ONE')
     await leader.restart()
-    for (let i = 0; i < 100 && !lead.available; i++) await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(lead.available).toBe(true), { timeout: 5000 })
     await lead.write('k', '2', HLC_ZERO)
     await follower.replicaOf(leader)
     const reader = client(follower)
     expect(await reader.hget(lead.keys.sv, '0')).toBe('2')
-    await new Promise((resolve) => setTimeout(resolve, 100))
-    expect(events).toEqual([])
+    // A marker written at the leader after the resync: the replica notifies in stream order, so
+    // once the marker's notifications are in, the resync's would be too.
+    const marker = `marker-${randomUUID()}`
+    await client(leader).set(marker, '1')
+    await vi.waitFor(() => expect(events.length).toBeGreaterThan(0))
+    expect(events.every((e) => e.includes(marker))).toBe(true)
   })
 
   it('wakes a blocking XREAD on a replica for a leader Lua script’s XADD', async () => {
     const { lead } = await group(leaderServer, [])
     const blocked = client(followerServers[0]!)
     const read = blocked.xread('BLOCK', 5000, 'STREAMS', lead.keys.log(0), '$')
-    // Give the XREAD time to reach the server and block before the write.
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    // Until the XREAD reached the server and blocks there, before the write.
+    const info = client(followerServers[0]!)
+    await vi.waitFor(async () =>
+      expect(await info.info('clients')).toMatch(/^blocked_clients:[1-9]/m),
+    )
     const started = Date.now()
     await lead.write('k', '"v"', HLC_ZERO)
     const reply = await read
@@ -194,7 +201,7 @@ describe('Redis 7.0 on a replica (measured)', () => {
     // the replica sends a flush (an empty payload), which keyspace notifications never report.
     await follower.command('REPLICAOF', 'NO', 'ONE')
     await leader.restart()
-    for (let i = 0; i < 100 && !lead.available; i++) await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(lead.available).toBe(true), { timeout: 5000 })
     await lead.write('k', '2', HLC_ZERO)
     const arrived = next()
     await follower.replicaOf(leader)
@@ -377,7 +384,7 @@ describe('follower replica', () => {
     // Detach, restart the leader (a new replication id forces a full resync) and write meanwhile.
     await follower.command('REPLICAOF', 'NO', 'ONE')
     await leader.restart()
-    for (let i = 0; i < 100 && !lead.available; i++) await new Promise((r) => setTimeout(r, 50))
+    await vi.waitFor(() => expect(lead.available).toBe(true), { timeout: 5000 })
     for (let i = 2; i <= 3; i++) await lead.write('k', String(i), HLC_ZERO)
     const resynced = Date.now()
     await follower.replicaOf(leader)

@@ -6,7 +6,7 @@ import {
   DEFAULT_SHIPPING,
   findRegion,
   parseClusterConfig,
-} from '../../src/cluster/cluster-config.js'
+} from '../../src/config/cluster-config.js'
 
 const SECRET = 'a-cluster-secret-of-some-length'
 

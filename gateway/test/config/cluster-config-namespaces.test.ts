@@ -1,6 +1,6 @@
 /** The `namespaces` field of a Redis deployment's cluster config. */
 import { describe, expect, it } from 'vitest'
-import { ConfigError, parseClusterConfig } from '../../src/cluster/cluster-config.js'
+import { ConfigError, parseClusterConfig } from '../../src/config/cluster-config.js'
 
 const base = {
   format: 1,
