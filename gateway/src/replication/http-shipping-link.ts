@@ -55,6 +55,26 @@ interface WaitingBatch {
   sent: Promise<number>
 }
 
+/**
+ * At least the summed `JSON.stringify(entry).length` of `entries`, without encoding them: a
+ * string's JSON is at most six characters per character (`\uXXXX`) and two quotes, a number's
+ * at most 24; anything else counts as unbounded.
+ */
+export function jsonLengthBound(entries: readonly LogEntry[]): number {
+  let bound = 0
+  for (const entry of entries) {
+    bound += 2
+    for (const [name, value] of Object.entries(entry)) {
+      if (value === undefined) continue
+      bound += name.length + 4
+      if (typeof value === 'string') bound += 6 * value.length + 2
+      else if (typeof value === 'number') bound += 24
+      else return Infinity
+    }
+  }
+  return bound
+}
+
 /** True when `next` carries the entries right after `last`'s, of the same sender and epoch. */
 function follows(last: ShipEnvelope, next: ShipEnvelope): boolean {
   return next.from === last.from && next.epoch === last.epoch && next.first === last.last + 1
@@ -182,6 +202,8 @@ export class HttpShippingLink implements ShippingLink {
   // Splits an envelope by the size of its entries' JSON into envelopes of consecutive entries,
   // keeping order; every chunk has at least one entry.
   #chunks(envelope: ShipEnvelope): ShipEnvelope[] {
+    // Most envelopes are far below the limit: then no entry is encoded just to be measured.
+    if (jsonLengthBound(envelope.entries) <= this.#maxBatchBytes) return [envelope]
     const chunks: ShipEnvelope[] = []
     let chunk: LogEntry[] = []
     let bytes = 0

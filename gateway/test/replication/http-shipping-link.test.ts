@@ -5,8 +5,9 @@
  * once one failed (so a hanging destination costs one timeout).
  */
 import { HLC_ZERO, type ShipEnvelopeWire } from '@causeway/core'
+import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
-import { HttpShippingLink } from '../../src/replication/http-shipping-link.js'
+import { HttpShippingLink, jsonLengthBound } from '../../src/replication/http-shipping-link.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
 import { entry as logEntry, ship } from '../support/log-entries.js'
 
@@ -174,6 +175,22 @@ describe('HttpShippingLink', () => {
     expect(results.every((r) => r.status === 'rejected')).toBe(true)
     expect(performance.now() - started).toBeLessThan(1000)
     expect(dest.seen).toHaveLength(1)
+  })
+
+  it("bounds an envelope's JSON from above without encoding it, whatever its values hold", () => {
+    const text = fc.string({ unit: 'binary', maxLength: 40 })
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(text, fc.option(text, { nil: undefined }), fc.nat()), { maxLength: 8 }),
+        (rows) => {
+          const entries = rows.map(([key, value, at], i) =>
+            logEntry(0, i + 1, key || 'k', value, HLC_ZERO, at),
+          )
+          const exact = entries.reduce((sum, e) => sum + JSON.stringify(e).length, 0)
+          expect(jsonLengthBound(entries)).toBeGreaterThanOrEqual(exact)
+        },
+      ),
+    )
   })
 
   it('rejects what is pending and everything after close', async () => {
