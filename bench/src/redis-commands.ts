@@ -39,7 +39,7 @@ export interface CallCost {
   roundTrips: PerCall
   inScripts: PerCall
   replicated: PerCall
-  /** CPU ms per 1,000 calls, in the gateway processes and in all the redis-servers. */
+  /** CPU ms per 1,000 calls, in the gateway processes and in all the redis-servers (medians). */
   gatewayCpuMs: number | undefined
   redisCpuMs: number | undefined
 }
@@ -62,21 +62,76 @@ interface Tally {
 }
 
 /**
- * Counts the commands of `calls` session calls of `op` (run `concurrency` at a time through the
- * SDK against `deployment.url`, after a first pass that writes the keys a GET reads), and
- * measures their CPU time in a second pass.
+ * The cost of `calls` session calls of `op`, run `concurrency` at a time through the SDK (after a
+ * first pass that writes the keys a GET reads), on each of `deployments`: the commands, counted
+ * in one pass with `MONITOR`, and the CPU time, in `rounds` passes without it that take turns
+ * between the deployments in alternating order (the median is kept, as the k6 rows do), so that
+ * a burst of other work on the machine does not decide a comparison.
  */
 export async function costOfCalls(
-  deployment: RedisDeployment,
+  deployments: readonly RedisDeployment[],
   op: 'GET' | 'PUT',
   calls: number,
   concurrency: number,
   valueBytes: number,
-): Promise<CallCost> {
-  const ports = new Set(deployment.servers.map((u) => new URL(u).port))
+  rounds = 1,
+): Promise<CallCost[]> {
   const value = 'v'.repeat(Math.max(0, valueBytes - 2))
-  const run = makeRunner(deployment.url, op, calls, concurrency, value)
-  await run.prepare()
+  const runners = deployments.map((d) => makeRunner(d.url, op, calls, concurrency, value))
+  try {
+    for (const run of runners) await run.prepare()
+    const counted: Pick<CallCost, 'roundTrips' | 'inScripts' | 'replicated'>[] = []
+    for (const [i, d] of deployments.entries()) counted.push(await countCommands(d, runners[i]!))
+    const cpu = deployments.map(() => ({ gateways: [] as number[], redis: [] as number[] }))
+    const redisPids = await Promise.all(deployments.map((d) => pidsOfRedis(portsOf(d))))
+    for (let round = 0; round < rounds; round++) {
+      const order = deployments.map((_, i) => i)
+      if (round % 2 === 1) order.reverse()
+      for (const i of order) {
+        const d = deployments[i]!
+        const gatewaysBefore = await cpuMs(d.gatewayPids)
+        const redisBefore = await cpuMs(redisPids[i]!)
+        await runners[i]!.calls()
+        await settle(d.servers)
+        const gatewaysAfter = await cpuMs(d.gatewayPids)
+        const redisAfter = await cpuMs(redisPids[i]!)
+        if (gatewaysAfter !== undefined && gatewaysBefore !== undefined)
+          cpu[i]!.gateways.push(((gatewaysAfter - gatewaysBefore) * 1000) / calls)
+        if (redisAfter !== undefined && redisBefore !== undefined)
+          cpu[i]!.redis.push(((redisAfter - redisBefore) * 1000) / calls)
+      }
+    }
+    return deployments.map((_, i) => ({
+      op,
+      concurrency,
+      calls,
+      ...counted[i]!,
+      gatewayCpuMs: median(cpu[i]!.gateways),
+      redisCpuMs: median(cpu[i]!.redis),
+    }))
+  } finally {
+    for (const run of runners) await run.close()
+  }
+}
+
+function portsOf(deployment: RedisDeployment): Set<string> {
+  return new Set(deployment.servers.map((u) => new URL(u).port))
+}
+
+/** The middle value (the mean of the two middle ones), or undefined for none. */
+function median(values: readonly number[]): number | undefined {
+  if (values.length === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = sorted.length >> 1
+  return sorted.length % 2 === 1 ? sorted[mid] : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** The commands of one pass of `run`'s calls, per call, by sender (see the module comment). */
+async function countCommands(
+  deployment: RedisDeployment,
+  run: { calls(): Promise<void>; size: number },
+): Promise<Pick<CallCost, 'roundTrips' | 'inScripts' | 'replicated'>> {
+  const ports = portsOf(deployment)
   const tally: Tally = { roundTrips: new Map(), inScripts: new Map(), replicated: new Map() }
   const monitors = await Promise.all(
     deployment.servers.map((url) =>
@@ -98,28 +153,11 @@ export async function costOfCalls(
     for (const stop of monitors) stop()
   }
   const perCall = (m: Map<string, number>): PerCall =>
-    Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, n / calls]))
-
-  // The CPU pass: the same calls, no MONITOR.
-  const redisPids = await pidsOfRedis(ports)
-  const gatewaysBefore = await cpuMs(deployment.gatewayPids)
-  const redisBefore = await cpuMs(redisPids)
-  await run.calls()
-  await settle(deployment.servers)
-  const gatewaysAfter = await cpuMs(deployment.gatewayPids)
-  const redisAfter = await cpuMs(redisPids)
-  const per1000 = (after: number | undefined, before: number | undefined) =>
-    after === undefined || before === undefined ? undefined : ((after - before) * 1000) / calls
-  await run.close()
+    Object.fromEntries([...m].sort((a, b) => b[1] - a[1]).map(([k, n]) => [k, n / run.size]))
   return {
-    op,
-    concurrency,
-    calls,
     roundTrips: perCall(tally.roundTrips),
     inScripts: perCall(tally.inScripts),
     replicated: perCall(tally.replicated),
-    gatewayCpuMs: per1000(gatewaysAfter, gatewaysBefore),
-    redisCpuMs: per1000(redisAfter, redisBefore),
   }
 }
 
@@ -129,7 +167,7 @@ function makeRunner(
   calls: number,
   concurrency: number,
   value: string,
-): { prepare(): Promise<void>; calls(): Promise<void>; close(): Promise<void> } {
+): { size: number; prepare(): Promise<void>; calls(): Promise<void>; close(): Promise<void> } {
   const keys = Array.from({ length: calls }, (_, i) => `cost:${String(i).padStart(11, '0')}`)
   let clients: Awaited<ReturnType<typeof connect>>[] = []
   const each = async (call: (db: (typeof clients)[number], key: string) => Promise<unknown>) => {
@@ -141,6 +179,7 @@ function makeRunner(
     )
   }
   return {
+    size: calls,
     async prepare() {
       clients = await Promise.all(Array.from({ length: concurrency }, () => connect({ url })))
       // Every client writes its keys first, so its GETs carry a session vector and find values.

@@ -25,18 +25,18 @@ describe('Redis commands per call', () => {
   it('counts a session GET as one script call, and a PUT as a script with its effects replicated', async () => {
     const deployment = { servers, url: dev.urls[0]!, gatewayPids: dev.gatewayPids }
     expect(dev.gatewayPids).toHaveLength(1)
-    const get = await costOfCalls(deployment, 'GET', 20, 2, 16)
-    expect(get.roundTrips.evalsha).toBe(1)
-    expect(get.replicated).toEqual({})
-    expect(total(get.inScripts)).toBeGreaterThan(0)
-    const put = await costOfCalls(deployment, 'PUT', 20, 1, 16)
-    expect(put.roundTrips.evalsha).toBe(1)
+    const [get] = await costOfCalls([deployment], 'GET', 20, 2, 16)
+    expect(get!.roundTrips.evalsha).toBe(1)
+    expect(get!.replicated).toEqual({})
+    expect(total(get!.inScripts)).toBeGreaterThan(0)
+    const [put] = await costOfCalls([deployment], 'PUT', 20, 1, 16, 2)
+    expect(put!.roundTrips.evalsha).toBe(1)
     // The follower applies the script's effects: its XADD among them, once per PUT.
-    expect(put.replicated.xadd).toBe(1)
-    expect(put.inScripts.xadd).toBe(1)
+    expect(put!.replicated.xadd).toBe(1)
+    expect(put!.inScripts.xadd).toBe(1)
     if (process.platform === 'linux') {
-      expect(put.gatewayCpuMs).toBeGreaterThan(0)
-      expect(put.redisCpuMs).toBeGreaterThanOrEqual(0)
+      expect(put!.gatewayCpuMs).toBeGreaterThan(0)
+      expect(put!.redisCpuMs).toBeGreaterThanOrEqual(0)
     }
   })
 })

@@ -140,29 +140,64 @@ function rows(urls: string[], noop: string, partitions: number, baseline?: strin
   ]
 }
 
-/** Commands and CPU per session GET and PUT, one call at a time and `vus` at a time. */
+/**
+ * Commands and CPU per session GET and PUT, one call at a time and `vus` at a time, on each
+ * cluster of `devs` (this checkout's, then the baseline's); the CPU passes take turns between
+ * them.
+ */
 async function callCosts(
-  dev: ClusterProcess,
+  devs: readonly ClusterProcess[],
   quick: boolean,
   vus: number,
   log: (line: string) => void,
-): Promise<CallCost[]> {
-  const deployment = {
-    servers: await redisServers(dev.configPath!),
-    url: dev.urls[0]!,
-    gatewayPids: dev.gatewayPids,
-  }
-  const costs: CallCost[] = []
+): Promise<CallCost[][]> {
+  const deployments = await Promise.all(
+    devs.map(async (dev) => ({
+      servers: await redisServers(dev.configPath!),
+      url: dev.urls[0]!,
+      gatewayPids: dev.gatewayPids,
+    })),
+  )
+  const costs: CallCost[][] = devs.map(() => [])
+  const rounds = quick ? 1 : 3
   for (const [concurrency, calls] of [
     [1, quick ? 50 : 300],
     [vus, quick ? 320 : 3200],
   ] as const) {
     for (const op of ['PUT', 'GET'] as const) {
-      log(`Redis commands: ${calls} session ${op}s, ${concurrency} at a time`)
-      costs.push(await costOfCalls(deployment, op, calls, concurrency, VALUE_BYTES))
+      log(
+        `Redis commands: ${calls} session ${op}s, ${concurrency} at a time (CPU: ${rounds} round${rounds > 1 ? 's' : ''})`,
+      )
+      const each = await costOfCalls(deployments, op, calls, concurrency, VALUE_BYTES, rounds)
+      each.forEach((cost, i) => costs[i]!.push(cost))
     }
   }
   return costs
+}
+
+/**
+ * ioredis GET and SET on each of `ports` (db 1), `rounds` times in alternating order, and the
+ * median of each: the raw Redis rows of clusters compared side by side.
+ */
+async function ioredisRounds(
+  ports: readonly number[],
+  vus: number,
+  seconds: number,
+  rounds: number,
+): Promise<RedisRow[][]> {
+  const runs: RedisRow[][][] = ports.map(() => [])
+  for (let round = 0; round < rounds; round++) {
+    const order = ports.map((_, i) => i)
+    if (round % 2 === 1) order.reverse()
+    for (const i of order)
+      runs[i]!.push(await ioredisBenchmark(ports[i]!, vus, seconds, VALUE_BYTES, 1))
+  }
+  return runs.map((byRound) =>
+    byRound[0]!.map((row, k) => {
+      const values = byRound.map((r) => r[k]!).sort((a, b) => a.opsPerSec - b.opsPerSec)
+      return values[values.length >> 1]!
+    }),
+  )
 }
 
 async function run(ctx: SuiteContext): Promise<GatewayResults> {
@@ -249,24 +284,32 @@ async function run(ctx: SuiteContext): Promise<GatewayResults> {
       ctx.log(
         `raw Redis: redis-benchmark and ioredis on the cluster's leader redis-server (:${port}, db 1)`,
       )
-      redisRows = await rawRedis(port, 1)
       redisSource = "the cluster's own leader redis-server of partition 0 in region 0 (its db 1)"
-      costs = await callCosts(dev, ctx.quick, vus, ctx.log)
-    }
-    if (before?.configPath !== undefined) {
-      const port = await leaderRedisPort(before.configPath)
-      ctx.log(`baseline: raw Redis on its leader redis-server (:${port}, db 1)`)
-      const redis = await rawRedis(port, 1)
-      const baselineCosts = await callCosts(before, ctx.quick, vus, (l) =>
-        ctx.log(`baseline: ${l}`),
-      )
-      baseline = {
-        checkout: ctx.baseline!,
-        commit: commitOf(ctx.baseline!),
-        redis,
-        redisSource:
-          "the baseline cluster's leader redis-server of partition 0 in region 0 (its db 1)",
-        costs: baselineCosts,
+      if (before?.configPath === undefined) {
+        redisRows = await rawRedis(port, 1)
+        costs = (await callCosts([dev], ctx.quick, vus, ctx.log))[0]
+      } else {
+        // Both clusters' leaders, and both clusters' calls, in turns.
+        const basePort = await leaderRedisPort(before.configPath)
+        ctx.log(`baseline: redis-benchmark on its leader redis-server (:${basePort}, db 1)`)
+        const benchmarks = [
+          await redisBenchmark(port, vus, ctx.quick ? 20_000 : 200_000, VALUE_BYTES, 1),
+          await redisBenchmark(basePort, vus, ctx.quick ? 20_000 : 200_000, VALUE_BYTES, 1),
+        ]
+        const rounds = ctx.quick ? 1 : 3
+        ctx.log(`ioredis on both leaders, ${rounds} round${rounds > 1 ? 's' : ''} in turns`)
+        const io = await ioredisRounds([port, basePort], vus, ctx.quick ? 1 : 5, rounds)
+        redisRows = [...benchmarks[0]!, ...io[0]!]
+        const both = await callCosts([dev, before], ctx.quick, vus, ctx.log)
+        costs = both[0]
+        baseline = {
+          checkout: ctx.baseline!,
+          commit: commitOf(ctx.baseline!),
+          redis: [...benchmarks[1]!, ...io[1]!],
+          redisSource:
+            "the baseline cluster's leader redis-server of partition 0 in region 0 (its db 1)",
+          costs: both[1]!,
+        }
       }
     }
   } finally {
@@ -411,7 +454,7 @@ function redisRatios(
   }
   return [
     '',
-    `**Against raw Redis on the same redis-server** (plain HTTP to region 0's gateway, ${r.vus} VUs, against ioredis GET/SET from ${r.vus} loops on one connection${base ? `; "before" is a second cluster run from ${base.checkout} at ${base.commit}, its rows interleaved with these in the same k6 run` : ''}). The last column is the ceiling of the method: a Fastify route that does nothing, over ioredis.`,
+    `**Against raw Redis on the same redis-server** (plain HTTP to region 0's gateway, ${r.vus} VUs, against ioredis GET/SET from ${r.vus} loops on one connection${base ? `; "before" is a second cluster run from ${base.checkout} at ${base.commit}, its rows interleaved with these in the same k6 run, and ioredis run on both leaders in turns, 3 rounds, medians` : ''}). The last column is the ceiling of the method: a Fastify route that does nothing, over ioredis.`,
     '',
     table(
       [
@@ -453,7 +496,7 @@ function costTable(r: GatewayResults): string[] {
   ]
   return [
     '',
-    `**Redis commands per session call** (the SDK in Node, one call at a time and ${r.vus} at a time, each from its own client and session; every redis-server watched with \`MONITOR\`; shipping-lease renewals left out). Round trips are commands a gateway sent, in scripts what Lua ran, replicated what followers applied from their leader's stream; CPU is user + system time of the two gateway processes and of all ${r.cluster.regions * r.cluster.partitions * r.cluster.replicas} redis-servers per 1,000 calls, in a second pass without \`MONITOR\`.`,
+    `**Redis commands per session call** (the SDK in Node, one call at a time and ${r.vus} at a time, each from its own client and session; every redis-server watched with \`MONITOR\`; shipping-lease renewals left out). Round trips are commands a gateway sent, in scripts what Lua ran, replicated what followers applied from their leader's stream; CPU is user + system time of the two gateway processes and of all ${r.cluster.regions * r.cluster.partitions * r.cluster.replicas} redis-servers per 1,000 calls, in passes without \`MONITOR\`${base ? " (3 of them, in turns with the baseline cluster's, the median)" : ''}.`,
     '',
     table(
       [
