@@ -9,6 +9,7 @@
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { type Backend } from './cluster-process.js'
@@ -39,7 +40,10 @@ const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 /** What `--quick` over every suite may take, in seconds (builds included, it must stay under 3 min). */
 const QUICK_BUDGET_S = 150
 
-const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|disk|redis]
+/** The suites that can measure a second checkout beside this one (`--baseline`). */
+const WITH_BASELINE = ['gateway']
+
+const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|disk|redis] [--baseline DIR]
 
 Suites (all of them when none is named):
 ${SUITES.map((s) => `  ${s.name.padEnd(12)} ${s.title}`).join('\n')}
@@ -48,22 +52,34 @@ ${SUITES.map((s) => `  ${s.name.padEnd(12)} ${s.title}`).join('\n')}
 
   --quick      short runs for smoke checks (every suite together in under 3 minutes)
   --backend B  storage of the clusters: memory (default), disk, or redis (when available)
+  --baseline DIR  also run the clusters from another checkout's build (npm ci && npm run build
+               there first), side by side in the same run: before and after (${WITH_BASELINE.join(', ')})
 `
 
 const repo = (p: string): string => fileURLToPath(new URL(`../../${p}`, import.meta.url))
 
-function commandLine(names: string[], quick: boolean, backend: Backend): string {
+function commandLine(
+  names: string[],
+  quick: boolean,
+  backend: Backend,
+  baseline: string | undefined,
+): string {
   const args = [
     ...names,
     ...(quick ? ['--quick'] : []),
     ...(backend === 'memory' ? [] : ['--backend', backend]),
+    ...(baseline === undefined ? [] : ['--baseline', baseline]),
   ]
   return `npm run bench -- ${args.join(' ')}`
 }
 
-/** Where a run's results go: the suite's name, with the backend unless it is the default. */
-function runId(suite: Suite, backend: Backend): string {
-  return backend === 'memory' ? suite.name : `${suite.name}-${backend}`
+/**
+ * Where a run's results go: the suite's name, with the backend unless it is the default, and
+ * `-vs-baseline` for a run beside a baseline (so it never replaces the plain run's section).
+ */
+function runId(suite: Suite, backend: Backend, baseline = false): string {
+  const id = backend === 'memory' ? suite.name : `${suite.name}-${backend}`
+  return baseline ? `${id}-vs-baseline` : id
 }
 
 /** What `bench/results/<id>.json` holds: one run of one suite. */
@@ -76,11 +92,13 @@ interface RunRecord {
   seconds: number
   machine: MachineFacts
   results: unknown
+  /** The other checkout measured beside this one (`--baseline`). */
+  baseline?: string
 }
 
 /** Writes a run's section (tables, PNG charts) into the report; returns the report's path. */
 async function writeReport(suite: Suite, record: RunRecord): Promise<string> {
-  const id = runId(suite, record.backend)
+  const id = runId(suite, record.backend, record.baseline !== undefined)
   const docsDir = record.quick ? repo('bench/results/tmp') : repo('docs')
   const output = suite.report(record.results, record.quick)
   const images = `${docsDir}/benchmarks`
@@ -91,8 +109,11 @@ async function writeReport(suite: Suite, record: RunRecord): Promise<string> {
     await writeFile(`${images}/${file}`, await chartPng(chart.spec))
     pictures.push(`![${chart.title}](benchmarks/${file})`)
   }
-  const title =
-    record.backend === 'memory' ? suite.title : `${suite.title} (${record.backend} backend)`
+  const facets = [
+    ...(record.backend === 'memory' ? [] : [`${record.backend} backend`]),
+    ...(record.baseline === undefined ? [] : ['before and after']),
+  ]
+  const title = facets.length === 0 ? suite.title : `${suite.title} (${facets.join(', ')})`
   const when = `${record.started.slice(0, 16).replace('T', ' ')} UTC, ${record.seconds} s`
   const body = [
     `## ${title}`,
@@ -116,8 +137,8 @@ async function writeReport(suite: Suite, record: RunRecord): Promise<string> {
   return path
 }
 
-function resultsPath(suite: Suite, backend: Backend): string {
-  return repo(`bench/results/${runId(suite, backend)}.json`)
+function resultsPath(suite: Suite, backend: Backend, baseline = false): string {
+  return repo(`bench/results/${runId(suite, backend, baseline)}.json`)
 }
 
 async function main(): Promise<number> {
@@ -126,6 +147,7 @@ async function main(): Promise<number> {
     options: {
       quick: { type: 'boolean', default: false },
       backend: { type: 'string', default: 'memory' },
+      baseline: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -152,10 +174,17 @@ async function main(): Promise<number> {
     process.stderr.write(`unknown suite ${unknown.join(', ')}\n\n${USAGE}`)
     return 2
   }
+  const baseline = values.baseline === undefined ? undefined : resolve(values.baseline)
+  const unable = names.filter((n) => !WITH_BASELINE.includes(n))
+  if (baseline !== undefined && unable.length > 0) {
+    process.stderr.write(`--baseline: ${unable.join(', ')} cannot measure a baseline\n\n${USAGE}`)
+    return 2
+  }
   if (rerender) {
     // Write the report again from saved results, measuring nothing.
     for (const suite of suites as Suite[]) {
-      const record = JSON.parse(await readFile(resultsPath(suite, backend), 'utf8')) as RunRecord
+      const path = resultsPath(suite, backend, baseline !== undefined)
+      const record = JSON.parse(await readFile(path, 'utf8')) as RunRecord
       console.log(`${suite.name}: report in ${await writeReport(suite, record)}`)
     }
     return 0
@@ -178,6 +207,7 @@ async function main(): Promise<number> {
     const results = await suite.measure({
       quick,
       backend,
+      baseline,
       log: (line) => console.log(`  ${line}`),
     })
     machine.loadEnd = loadavg()[0]
@@ -185,13 +215,14 @@ async function main(): Promise<number> {
       suite: suite.name,
       quick,
       backend,
-      command: commandLine([suite.name], quick, backend),
+      command: commandLine([suite.name], quick, backend, baseline),
       started: started.toISOString(),
       seconds: Math.round((Date.now() - started.getTime()) / 1000),
       machine,
       results,
+      ...(baseline === undefined ? {} : { baseline }),
     }
-    const path = resultsPath(suite, backend)
+    const path = resultsPath(suite, backend, baseline !== undefined)
     await mkdir(repo('bench/results'), { recursive: true })
     await writeFile(path, JSON.stringify(record, null, 2) + '\n')
     const docs = await writeReport(suite, record)

@@ -18,6 +18,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { CausewayError, type ShipEnvelope } from '@causeway/core'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
@@ -47,8 +48,8 @@ export interface RedisClusterOptions {
    * @default 24 hours
    */
   opRetentionMs?: number
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
    * that opened late, shipping failures (retried), lease changes, a gateway of another region
