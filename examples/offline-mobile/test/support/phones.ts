@@ -81,6 +81,25 @@ export async function waitForTexts(
   )
 }
 
+/** Waits until the screen shows exactly these items: texts in order, and which are ticked. */
+export async function waitForItems(
+  page: Page,
+  expected: { text: string; done: boolean }[],
+  timeout = 10_000,
+): Promise<void> {
+  await page.waitForFunction(
+    (want) =>
+      JSON.stringify(
+        [...document.querySelectorAll('#items .item')].map((row) => ({
+          text: row.querySelector('.text')?.textContent ?? '',
+          done: row.classList.contains('done'),
+        })),
+      ) === JSON.stringify(want),
+    expected,
+    { timeout, polling: 25 },
+  )
+}
+
 /** The pending badge's number. */
 export async function badge(page: Page): Promise<number> {
   return Number(await page.textContent('#badge'))
