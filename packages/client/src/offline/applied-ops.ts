@@ -24,6 +24,18 @@ export interface RefusedOp {
   error: CausewayError
 }
 
+/** How {@link AppliedOps.record} records. */
+export interface RecordOptions {
+  /** Whether the ops are in the outbox (a tab that does not own it sends some without). */
+  queued?: boolean
+  /** Ops refused for good, moved to `failed`. */
+  failed?: RefusedOp[]
+  /** Whether the session has their results already. */
+  observed?: boolean
+  /** Written with the next batch (nothing waits for it). */
+  soon?: boolean
+}
+
 export class AppliedOps {
   readonly #ctx: EngineContext
   readonly #cache: CacheRecords
@@ -43,19 +55,20 @@ export class AppliedOps {
   }
 
   /**
-   * Records applied ops: out of the outbox (when `queued`), into the session (unless `observe`
-   * is false: {@link observe} did) and the read cache, in one batch with the session, and any op
-   * made over one of them gets its context. Refused ones move to `failed`.
+   * Records applied ops: out of the outbox (unless `queued` is false: they were never in it),
+   * into the session (unless `observed`: {@link observe} did) and the read cache, in one batch
+   * with the session's rows of their partitions, and any op made over one of them gets its
+   * context. Refused ones move to
+   * `failed`. With `soon`, the batch is the next one written (`LocalStore.commitSoon`): for ops
+   * whose callers have their results already, so nothing waits for it.
    */
   async record(
     done: AppliedOp[],
-    queued = true,
-    failed: RefusedOp[] = [],
-    observe = true,
+    { queued = true, failed = [], observed = false, soon = false }: RecordOptions = {},
   ): Promise<void> {
-    const { store, session, host, count } = this.#ctx
+    const { store, session, sessionSaver, host, count } = this.#ctx
     const changes: StoreChange[] = []
-    if (observe) {
+    if (!observed) {
       for (const { op, result } of done) {
         session.observeWrite(op.partition, result)
         this.#contexts.set(op.opId, result.context ?? op.context)
@@ -77,10 +90,11 @@ export class AppliedOps {
     }
     changes.push(...(await this.#cache.afterWrites(done)))
     changes.push(...(await this.#rechain(done, failed)))
-    changes.push({ type: 'put', in: 'meta', key: 'session', value: session.toJSON() })
+    // What the session learnt of them, saved with their removal (`session-store.ts`).
+    if (done.length > 0) changes.push(...sessionSaver.rows(done.map(({ op }) => op.partition)))
     count.begin()
     try {
-      await store.commit(changes)
+      await (soon ? store.commitSoon(changes) : store.commit(changes))
       if (queued && done.length + failed.length > 0) count.counted(-(done.length + failed.length))
     } catch (error) {
       // The ops stay queued: a replay finds them applied (their ids) and removes them then.
@@ -90,14 +104,21 @@ export class AppliedOps {
     }
   }
 
-  /** Queued ops made over an applied (or refused) one get the context it left. */
+  /**
+   * Queued ops made over an applied (or refused) one get the context it left. Only a put or
+   * delete of a siblings key can have them: a local context (`~<opId>`, what a write over a
+   * queued one carries) is only shown for those (`read-overlay.ts`). For the others the outbox
+   * is not read at all: a read of it walks every removed op not compacted away yet, the costliest
+   * part of an online write by far.
+   */
   async #rechain(
     done: { op: StoredOp; result: WriteResult }[],
     failed: { op: StoredOp }[],
   ): Promise<StoreChange[]> {
     const contexts = new Map<string, string | undefined>()
-    for (const { op, result } of done) contexts.set(op.opId, result.context ?? op.context)
-    for (const { op } of failed) contexts.set(op.opId, op.context)
+    for (const { op, result } of done)
+      if (this.#chainable(op)) contexts.set(op.opId, result.context ?? op.context)
+    for (const { op } of failed) if (this.#chainable(op)) contexts.set(op.opId, op.context)
     if (contexts.size === 0 || this.#ctx.count.value <= done.length) return []
     const changes: StoreChange[] = []
     for (const [key, value] of await this.#ctx.store.entries('outbox')) {
@@ -111,6 +132,14 @@ export class AppliedOps {
       changes.push({ type: 'put', in: 'outbox', key, value: next })
     }
     return changes
+  }
+
+  /** Whether ops can be made over `op` while it is queued (see `#rechain`). */
+  #chainable(op: StoredOp): boolean {
+    return (
+      (op.kind === 'put' || op.kind === 'delete') &&
+      this.#ctx.host.conflictMode(op.key) === 'siblings'
+    )
   }
 
   /** The context to send for a write made over local context `token` (`~<opId>`). */

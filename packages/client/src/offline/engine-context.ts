@@ -10,6 +10,7 @@ import type { EventHub } from './events.js'
 import type { LocalStore } from './local-store.js'
 import type { OutboxCount } from './outbox-count.js'
 import type { OutboxLock } from './outbox-lock.js'
+import type { SessionSaver } from './session-store.js'
 import type { TabChannel } from './tab-channel.js'
 
 /** What the engine needs of its client. */
@@ -27,6 +28,8 @@ export interface EngineContext {
   readonly host: EngineHost
   readonly store: LocalStore
   readonly session: Session
+  /** What saves the session in the store (`session-store.ts`). */
+  readonly sessionSaver: SessionSaver
   readonly channel: TabChannel
   readonly lock: OutboxLock
   readonly connectivity: Connectivity

@@ -41,6 +41,7 @@ import { OutboxWrites, type SendOne } from './outbox-writes.js'
 import { asCausewayError } from './outcome.js'
 import type { KeyEntry, SetEntry } from './read-cache.js'
 import { Replay } from './replay.js'
+import { SessionSaver } from './session-store.js'
 import { openTabChannel, type TabMessage } from './tab-channel.js'
 
 export type { EngineHost } from './engine-context.js'
@@ -71,6 +72,7 @@ export class OfflineEngine {
       host,
       store: opened.local,
       session: host.parts.session,
+      sessionSaver: new SessionSaver(host.parts.session),
       channel,
       lock: outboxLock(channelName, clientId, channel.raw),
       connectivity,
@@ -201,18 +203,30 @@ export class OfflineEngine {
     this.#cache.recordSetChange(name, added, removed)
   }
 
-  /** Saves the session soon (reads change it; writes save it with their batch). */
+  /**
+   * Saves the whole session soon (reads change it; writes save their rows with their batch:
+   * `session-store.ts`).
+   */
   sessionChanged(): void {
     if (this.#sessionSave !== undefined || this.#ctx.closed) return
     this.#sessionSave = setTimeout(() => {
       this.#sessionSave = undefined
-      this.#ctx.store
-        .commit([{ type: 'put', in: 'meta', key: 'session', value: this.#ctx.session.toJSON() }])
-        .catch((error: unknown) =>
-          this.#ctx.host.events.emit('error', { error: asCausewayError(error) }),
-        )
+      void this.#saveSession().catch((error: unknown) =>
+        this.#ctx.host.events.emit('error', { error: asCausewayError(error) }),
+      )
     }, 50)
     ;(this.#sessionSave as { unref?: () => void }).unref?.()
+  }
+
+  /** Saves the whole session (and drops the rows it holds). */
+  async #saveSession(): Promise<void> {
+    const { changes, rows } = this.#ctx.sessionSaver.whole()
+    try {
+      await this.#ctx.store.commit(changes)
+    } catch (error) {
+      this.#ctx.sessionSaver.keep(rows)
+      throw error
+    }
   }
 
   // ---- the outbox as the app sees it ----
@@ -261,9 +275,7 @@ export class OfflineEngine {
     this.#waiters.close()
     await this.#replay.finished()
     await this.#cache.settled()
-    await ctx.store
-      .commit([{ type: 'put', in: 'meta', key: 'session', value: ctx.session.toJSON() }])
-      .catch(() => {})
+    await this.#saveSession().catch(() => {})
     await ctx.store.flush()
     ctx.lock.release()
     ctx.channel.close()

@@ -7,6 +7,7 @@ import type { Topology } from '@causeway/core'
 import { randomId } from './ids.js'
 import { LocalStore } from './local-store.js'
 import type { PersistStore } from './outbox-types.js'
+import { SESSION_ROW_PREFIX, joinStoredSession } from './session-store.js'
 
 /** The local store, opened, with what it holds. */
 export interface OpenedStore {
@@ -15,6 +16,7 @@ export interface OpenedStore {
   device: string
   topology: unknown
   url: string | undefined
+  /** The stored session, joined (`session-store.ts`): a `SessionJSON` unless it is damaged. */
   session: unknown
   /** Whether `close()` closes the database (the SDK opened it from a name or path). */
   ownsStore: boolean
@@ -49,7 +51,11 @@ export async function openStore(db: PersistStore, ownsStore: boolean): Promise<O
     device,
     topology: state.topology,
     url: state.url,
-    session: state.session,
+    session: joinStoredSession({
+      whole: state.session,
+      head: state.sessionHead,
+      rows: await local.entries('meta', { prefix: SESSION_ROW_PREFIX }),
+    }),
     ownsStore,
     name: storeName(db),
   }

@@ -70,6 +70,8 @@ export interface SyncResult {
  */
 export interface PersistStore {
   readonly status: string
+  /** The store's manifest (abstract-level): `getSync` where reads can be synchronous. */
+  readonly supports?: { readonly getSync?: boolean }
   open(): Promise<void>
   close(): Promise<void>
   sublevel(name: string, options: { keyEncoding: 'utf8'; valueEncoding: 'json' }): PersistSublevel
@@ -79,6 +81,8 @@ export interface PersistStore {
 /** A sublevel of a {@link PersistStore}. */
 export interface PersistSublevel {
   get(key: string): Promise<unknown>
+  /** Where the manifest says `getSync` (abstract-level 3: classic-level, memory-level). */
+  getSync?(key: string): unknown
   getMany(keys: string[]): Promise<unknown[]>
   iterator(options?: {
     gt?: string

@@ -154,10 +154,12 @@ export class OutboxWrites {
   }
 
   /**
-   * The owner's fast path: queued and sent at once, side by side (the reply waits for the
-   * queueing only when the write fails), and removed with its result in the background, in the
-   * batch that queues the next write. A crash before the removal leaves it queued: the replay
-   * finds it applied (its op id). The session records the result before the call returns.
+   * The owner's fast path: queued and sent at once, side by side, and removed with its result
+   * (read cache, session) in the background, in one batch, often the one that queues the next
+   * write. The session records the result before the call returns, and the call returns only once
+   * the op is in the outbox (by then it nearly always is), so a crash after the call leaves either
+   * the op queued (the replay finds it applied by its op id and records its result then) or its
+   * removal written with the session that holds it: never neither.
    */
   async #sendAhead(key: string, op: StoredOp, send: SendOne): Promise<WriteResult | PendingWrite> {
     const { store, count, connectivity, host, inflight, removing } = this.#ctx
@@ -210,13 +212,15 @@ export class OutboxWrites {
     removing.add(op.opId)
     void queued
       .then(
-        () => this.#applied.record([{ key, op, result }], true, [], false),
+        () => this.#applied.record([{ key, op, result }], { observed: true, soon: true }),
         () => {},
       )
       .finally(() => {
         removing.delete(op.opId)
         release()
       })
+    // A store that refused it (STORAGE_FULL) does not fail a write the gateway applied.
+    await queued.catch(() => {})
     return result
   }
 
@@ -237,7 +241,11 @@ export class OutboxWrites {
       return { pending: true, opId: op.opId }
     }
     this.#applied.observe(op, result)
-    void this.#applied.record([{ key, op, result }], false, [], false)
+    void this.#applied.record([{ key, op, result }], {
+      queued: false,
+      observed: true,
+      soon: true,
+    })
     return result
   }
 

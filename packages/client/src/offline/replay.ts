@@ -160,7 +160,7 @@ export class Replay {
           stopped = outcome.error.error
         }
       }
-      await this.#applied.record(done, true, failed)
+      await this.#applied.record(done, { failed })
       applied += done.length
       failedCount += failed.length
       for (const { op } of done)
