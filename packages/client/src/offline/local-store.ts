@@ -140,7 +140,8 @@ export class LocalStore {
     if (change !== undefined)
       return Promise.resolve(change.type === 'put' ? change.value : undefined)
     const sublevel = this.#levels[level]
-    if (!this.#syncReads) return sublevel.get(key)
+    // A sublevel opens a few ticks after its database; until then only the async read waits.
+    if (!this.#syncReads || sublevel.status !== 'open') return sublevel.get(key)
     try {
       return Promise.resolve(sublevel.getSync!(key))
     } catch (error) {

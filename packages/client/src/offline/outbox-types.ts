@@ -80,6 +80,8 @@ export interface PersistStore {
 
 /** A sublevel of a {@link PersistStore}. */
 export interface PersistSublevel {
+  /** `'open'` once it can be read (a sublevel opens a few ticks after its database). */
+  readonly status?: string
   get(key: string): Promise<unknown>
   /** Where the manifest says `getSync` (abstract-level 3: classic-level, memory-level). */
   getSync?(key: string): unknown
