@@ -42,13 +42,13 @@ function switchable(): Transport & { offline: boolean } {
   return t
 }
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const s = [...values].sort((a, b) => a - b)
   return s[Math.floor(s.length / 2)]!
 }
 
 /** Writes/s of `WRITES` sequential puts of `prefix<i>`. */
-async function sequentialPuts(
+export async function sequentialPuts(
   put: (key: string, value: unknown) => Promise<unknown>,
   prefix: string,
 ): Promise<number> {
@@ -57,7 +57,10 @@ async function sequentialPuts(
   return (WRITES / (performance.now() - started)) * 1000
 }
 
-async function withCluster<T>(backend: Backend, run: (url: string) => Promise<T>): Promise<T> {
+export async function withCluster<T>(
+  backend: Backend,
+  run: (url: string) => Promise<T>,
+): Promise<T> {
   const cluster = await startCluster({ backend, regions: 2, partitions: 4, replicas: 2 })
   try {
     return await run(cluster.urls[0]!)

@@ -29,7 +29,8 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { type CheckedRead, type ClientParts, readCall, writeCall } from './client-access.js'
-import type { EngineHost, OfflineEngine } from './offline/engine.js'
+import type { EngineHost } from './offline/engine-context.js'
+import type { OfflineEngine } from './offline/engine.js'
 import { EventHub, type CausewayEventName, type CausewayListener } from './offline/events.js'
 import { randomId } from './offline/ids.js'
 import { isUnreachable } from './offline/outcome.js'

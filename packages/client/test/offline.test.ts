@@ -9,8 +9,9 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { startDevCluster, type DevCluster } from '@causeway/gateway'
 import { encodeCausalContext } from '@causeway/core'
+import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
 import { openSse, type SseStream } from '../../../gateway/test/support/sse-client.js'
 import {
   CausewayError,
@@ -163,6 +164,37 @@ describe('offline writes and reads', () => {
     const w = await db.put(fresh('on') + 'k', 1)
     expect(w).toMatchObject({ pending: false, dc: 0, opId: expect.any(String) })
     expect(await db.pending()).toEqual([])
+  })
+
+  it('online with persist (classic-level): one store batch per write (its removal rides with the next), no read of the outbox', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'causeway-batches-'))
+    onTestFinished(() => rm(dir, { recursive: true, force: true }))
+    const db = new ClassicLevel(dir)
+    const batches: { sublevel: { prefix: string } }[][] = []
+    let iterators = 0
+    const batch = db.batch.bind(db) as (ops: unknown[]) => Promise<void>
+    const iterator = db.iterator.bind(db)
+    Object.assign(db, {
+      batch: (ops: { sublevel: { prefix: string } }[]) => (batches.push(ops), batch(ops)),
+      iterator: (...args: Parameters<typeof iterator>) => (iterators++, iterator(...args)),
+    })
+    const c = await client(db as unknown as PersistStore)
+    const p = fresh('batches')
+    await c.sync() // what a client does as it starts (counting and replaying what it finds)
+    const [batchesBefore, iteratorsBefore] = [batches.length, iterators]
+    const writes = 40
+    for (let i = 0; i < writes; i++) await c.put(`${p}${i % 5}`, i)
+    // The whole session's saves (every 50 ms at most) come besides; they queue no op.
+    const outboxBatches = batches
+      .slice(batchesBefore)
+      .filter((ops) => ops.some((op) => op.sublevel.prefix.endsWith('!outbox!')))
+    expect(outboxBatches.length).toBeGreaterThanOrEqual(writes)
+    expect(outboxBatches.length).toBeLessThanOrEqual(writes + 1)
+    // Writes at once (each sent alone, queued together): still no read of the outbox.
+    await Promise.all(Array.from({ length: 20 }, (_, i) => c.put(`${p}at-once-${i}`, i)))
+    expect(iterators - iteratorsBefore).toBe(0)
+    expect(await c.pending()).toEqual([])
+    await c.close()
   })
 
   it('connect() resolves offline from a persisted topology, and what was cached is readable', async () => {

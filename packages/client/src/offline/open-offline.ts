@@ -9,9 +9,10 @@ import { type ClientPieces, restoreSession } from '../connect.js'
 import type { ConnectOptions } from '../options.js'
 import { checkTopology, scopeOf } from '../topology.js'
 import type { Transport } from '../transport.js'
-import { OfflineEngine, type OpenedStore, saveTopology } from './engine.js'
+import { OfflineEngine } from './engine.js'
+import { type OpenedStore, saveTopology } from './opened-store.js'
 
-export { openStore } from './engine.js'
+export { openStore } from './opened-store.js'
 
 /** How the connect module fetches a topology and builds a client. */
 export interface OfflineHooks {

@@ -70,6 +70,8 @@ export interface SyncResult {
  */
 export interface PersistStore {
   readonly status: string
+  /** The store's manifest (abstract-level): `getSync` where reads can be synchronous. */
+  readonly supports?: { readonly getSync?: boolean }
   open(): Promise<void>
   close(): Promise<void>
   sublevel(name: string, options: { keyEncoding: 'utf8'; valueEncoding: 'json' }): PersistSublevel
@@ -78,7 +80,11 @@ export interface PersistStore {
 
 /** A sublevel of a {@link PersistStore}. */
 export interface PersistSublevel {
+  /** `'open'` once it can be read (a sublevel opens a few ticks after its database). */
+  readonly status?: string
   get(key: string): Promise<unknown>
+  /** Where the manifest says `getSync` (abstract-level 3: classic-level, memory-level). */
+  getSync?(key: string): unknown
   getMany(keys: string[]): Promise<unknown[]>
   iterator(options?: {
     gt?: string

@@ -3,6 +3,7 @@
  * good, and the write result's wire form as it travels between tabs.
  */
 import { CausewayError, type Hlc } from '@causeway/core'
+import type { WriteResult } from '../client.js'
 
 /** A write result as JSON (what the gateway answered, plus the op id). */
 export interface WriteResultBody {
@@ -32,4 +33,32 @@ export function isUnreachable(error: unknown): boolean {
   return (
     error instanceof CausewayError && (error.code === 'NETWORK_ERROR' || error.code === 'TIMEOUT')
   )
+}
+
+/** A write result as it travels between tabs. */
+export function bodyOf(result: WriteResult): WriteResultBody {
+  const body: WriteResultBody = {
+    ts: result.ts,
+    dc: result.dc,
+    idx: result.idx,
+    epoch: result.epoch,
+    region: result.region,
+    opId: result.opId,
+  }
+  if (result.context !== undefined) body.context = result.context
+  return body
+}
+
+/** ... and back. */
+export function resultOf(body: WriteResultBody): WriteResult {
+  return { pending: false, ...body, context: body.context }
+}
+
+/** `error` as a `CausewayError` (`INTERNAL` for anything else), for the `error` event. */
+export function asCausewayError(error: unknown): CausewayError {
+  return error instanceof CausewayError
+    ? error
+    : new CausewayError('INTERNAL', (error as Error)?.message ?? String(error), undefined, {
+        cause: error,
+      })
 }
