@@ -37,7 +37,7 @@ import {
 } from '../storage/sibling-set.js'
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
-import { ReplicaRouter } from './replica-router.js'
+import { ReplicaRouter, positionEpoch } from './replica-router.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -56,8 +56,14 @@ export interface RegionServiceOptions {
   /** Name of every region, by id. */
   regionNames: readonly string[]
   limits: Limits
-  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
+  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 leads unless `leaderOf` says otherwise. */
   replicas: readonly (readonly AbstractPartitionReplica[])[]
+  /**
+   * Which replica of partition `p` leads now (its index in `replicas[p]`), for a deployment
+   * whose leaders fail over.
+   * @default 0
+   */
+  leaderOf?: (p: number) => number
   /**
    * The highest idx region `d`'s leader of partition `p` has written, when this region can know
    * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
@@ -172,7 +178,7 @@ export class RegionService implements ClusterService {
       const newest = listed.at(-1)
       const result: ReadResult = {
         version: newest && { ts: newest.ts, dc: newest.dc },
-        epoch: replica.epoch(),
+        epoch: positionEpoch(replica, newest?.dc, newest?.idx),
         replica: replica.replica,
         waitedMs,
         siblings: listed,
@@ -186,7 +192,7 @@ export class RegionService implements ClusterService {
     )
     const result: ReadResult = {
       version,
-      epoch: replica.epoch(),
+      epoch: positionEpoch(replica, version?.dc, version && sv[version.dc]),
       replica: replica.replica,
       waitedMs,
     }
@@ -197,6 +203,8 @@ export class RegionService implements ClusterService {
   async write(request: WriteRequest): Promise<WriteResult> {
     const { partition, dt } = request
     this.#router.checkDependency(dt)
+    // A write after one of the session's that a failover lost would be applied without it.
+    if (request.need !== undefined) await this.#router.checkPositions(partition, request.need)
     const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
     if (!siblings && request.context !== undefined) {
       throw new CausewayError(
@@ -215,7 +223,7 @@ export class RegionService implements ClusterService {
         ts: entry.ts,
         dc: this.region,
         idx: entry.idx,
-        epoch: leader.epoch(),
+        epoch: positionEpoch(leader, this.region, entry.idx),
       }
       const context = this.#contextAfter(entry, request.context ?? [])
       if (context) result.context = context
@@ -223,7 +231,12 @@ export class RegionService implements ClusterService {
     }
     const entry = await leader.write(request.key, request.value, dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
-    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    return {
+      ts: entry.ts,
+      dc: this.region,
+      idx: entry.idx,
+      epoch: positionEpoch(leader, this.region, entry.idx),
+    }
   }
 
   /**
@@ -325,9 +338,7 @@ export class RegionService implements ClusterService {
     const shared = this.#options.replicas.flat().filter((r) => r.supports.refresh && r.available)
     await Promise.allSettled(shared.map((r) => r.refresh()))
     if (!this.#options.lag)
-      await Promise.all(
-        this.#options.replicas.map((partition, p) => this.#measureLag(p, partition)),
-      )
+      await Promise.all(this.#options.replicas.map((_, p) => this.#measureLag(p)))
     const replicas: ReplicaStatus[] = []
     this.#options.replicas.forEach((partition, p) => {
       const leader = this.#router.leader(p)
@@ -434,13 +445,13 @@ export class RegionService implements ClusterService {
 
   // Entries each follower of partition `p` lacks, and the age of the oldest of them (read from
   // the leader's log).
-  async #measureLag(p: number, replicas: readonly AbstractPartitionReplica[]): Promise<void> {
-    const [leader, ...followers] = replicas
-    if (!leader) return
+  async #measureLag(p: number): Promise<void> {
+    const leader = this.#router.leader(p)
+    const followers = this.#router.followers(p)
     const ahead = leader.sv()
     const now = Date.now()
     await Promise.all(
-      followers.map(async (follower, f) => {
+      followers.map(async (follower) => {
         const sv = follower.sv()
         let entries = 0
         let oldest = Infinity
@@ -453,7 +464,7 @@ export class RegionService implements ClusterService {
           if (first) oldest = Math.min(oldest, first.at)
         }
         const ms = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0
-        this.#lags.set(`${p}:${f + 1}`, { entries, ms })
+        this.#lags.set(`${p}:${this.#options.replicas[p]!.indexOf(follower)}`, { entries, ms })
       }),
     )
   }

@@ -28,7 +28,7 @@ import {
 } from '@causeway/core'
 import type { SetElementOp, SetStamp } from '../storage/set-replica.js'
 import type { WriteOp, WriteResult } from './cluster-service.js'
-import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
+import { ReplicaRouter, type ReplicaRouterOptions, positionEpoch } from './replica-router.js'
 import { ContextTokens } from './set-contexts.js'
 
 /** Options of {@link RegionSets}. */
@@ -179,7 +179,12 @@ export class RegionSets implements SetService {
     await observe()
     const entry = await leader.sets.write(name, { op: request.op, elements }, request.dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
-    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    return {
+      ts: entry.ts,
+      dc: this.region,
+      idx: entry.idx,
+      epoch: positionEpoch(leader, this.region, entry.idx),
+    }
   }
 
   async has(request: SetReadRequest & { element: string }): Promise<SetHasResult> {

@@ -1,8 +1,8 @@
 /**
  * `GET` and `POST /v1/internal/ship/:partition/:origin`: the receiving end of cross-region
  * shipping ({@link HttpShippingLink} is the sending end). `GET` answers the checkpoint (the local
- * leader's `sv[origin]`); `POST` takes a shipping envelope of `origin`'s entries (version 1 of
- * `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
+ * leader's `sv[origin]`); `POST` takes a shipping envelope of `origin`'s entries (version 1 or 2
+ * of `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
  * idempotently, and answers the new checkpoint. An envelope of a version or with an entry kind this
  * gateway does not know is refused with `UNSUPPORTED_LOG_FORMAT` before any other rule is applied
  * to it, and counted (`causeway_shipments_refused_total`). Only the cluster secret may call them
@@ -11,9 +11,10 @@
 import {
   CausewayError,
   type DeleteEntry,
+  MAX_HISTORY_SPANS,
   MAX_SAFE_COUNTER,
   type PutEntry,
-  SHIP_ENVELOPE_VERSION,
+  SHIP_ENVELOPE_VERSIONS,
   type SetOpEntry,
   type ShipEnvelope,
   type SiblingsEntry,
@@ -135,11 +136,20 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     ),
   ])
   const counter = Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER })
+  const index = Type.Integer({ minimum: 0, maximum: MAX_SAFE_COUNTER })
   const BodySchema = Type.Object(
     {
-      v: Type.Literal(SHIP_ENVELOPE_VERSION),
+      v: Type.Union(SHIP_ENVELOPE_VERSIONS.map((v) => Type.Literal(v))),
       from: Type.Integer({ minimum: 0 }),
       epoch: counter,
+      // Version 2: the sender's epoch history, [epoch, first, last?] per span (checked whole by
+      // the leader, with the rest of the envelope).
+      epochs: Type.Optional(
+        Type.Array(Type.Array(index, { minItems: 2, maxItems: 3 }), {
+          minItems: 1,
+          maxItems: MAX_HISTORY_SPANS,
+        }),
+      ),
       first: counter,
       last: counter,
       entries: Type.Array(EntrySchema, { minItems: 1, maxItems: 100_000 }),
