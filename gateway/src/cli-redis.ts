@@ -55,6 +55,11 @@ export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, 
   --gateways N           gateway processes per region; N > 1 puts a round-robin
                          balancer on the region's port                   [default: 1]
   --appendfsync POLICY   always (ack once on disk) or everysec           [default: always]
+  --sentinel             three redis-sentinels per region: a dead partition leader is
+                         replaced by a follower and the gateways follow (needs
+                         redis-sentinel installed)
+  --sentinel-down-after MS  how long a leader may not answer before Sentinel
+                         fails it over (most of a failover's time)       [default: 2000]
 `
 
 /** The `--backend` a `dev` command line asks for (`level` unless it says otherwise). */
@@ -211,6 +216,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       host: { type: 'string' },
       data: { type: 'string' },
       appendfsync: { type: 'string' },
+      sentinel: { type: 'boolean' },
+      'sentinel-down-after': { type: 'string' },
       'wan-delay': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
@@ -257,6 +264,18 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  if (values['sentinel-down-after'] !== undefined && !values.sentinel)
+    throw new UsageError('--sentinel-down-after needs --sentinel')
+  if (values.sentinel)
+    options.sentinel = {
+      downAfterMs: integer(
+        'sentinel-down-after',
+        values['sentinel-down-after'],
+        2000,
+        100,
+        600_000,
+      ),
+    }
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
   options.http = httpLimitsOf(values)
@@ -280,6 +299,7 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}` +
       `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `${options.sentinel ? ', 3 sentinels per region' : ''}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )
@@ -289,6 +309,8 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
     // Gateways first, so a reader that waits for every region line has them all.
     for (const g of dev.gateways)
       process.stdout.write(`gateway ${g.region}.${g.index} ${g.url} pid ${g.pid}\n`)
+    for (const sentinel of dev.sentinels)
+      process.stdout.write(`sentinel ${sentinel.region} ${sentinel.url} pid ${sentinel.pid}\n`)
     process.stdout.write(`config ${dev.configPath}\n`)
     for (const [d, url] of dev.urls.entries())
       process.stdout.write(`region ${d} (${dev.regionNames[d]}) ${url}\n`)

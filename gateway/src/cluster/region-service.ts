@@ -12,13 +12,18 @@
 import {
   type CausalContext,
   CausewayError,
+  type DivergenceStatus,
+  type LeaderStatus,
   type Namespaces,
   type Limits,
   type ReadNeed,
   type ReplicaStatus,
+  SessionNotAvailableError,
   type ShipperStatus,
   type Status,
   checkNamespaces,
+  covers,
+  vectorToObject,
   conflictModeOf,
   namespaceOf,
 } from '@causeway/core'
@@ -37,7 +42,7 @@ import {
 } from '../storage/sibling-set.js'
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
-import { ReplicaRouter, positionEpoch } from './replica-router.js'
+import { ReplicaRouter, keptPosition, keptVector, positionEpoch } from './replica-router.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -117,6 +122,18 @@ export interface RegionServiceOptions {
    * @default none (the status has no quarantine section)
    */
   quarantine?: Pick<QuarantineRegistry, 'status'>
+  /**
+   * Where leaders fail over: each partition's leader, its state and epoch (the status's
+   * `leaders`).
+   * @default none (the status has no `leaders` section)
+   */
+  leadership?: () => LeaderStatus[]
+  /**
+   * Shipping links whose envelopes disagreed with what this region holds (the status's
+   * `divergence`).
+   * @default none
+   */
+  divergence?: () => Promise<DivergenceStatus[]>
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -170,10 +187,11 @@ export class RegionService implements ClusterService {
       request.timeoutMs,
     )
     if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
-      const [replica, { siblings, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+      const [replica, { siblings, sv }] = await this.#coveredRead(chosen, request, (r) =>
         r.readSiblings(request.key),
       )
-      const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
+      const seen = keptVector(replica, sv)
+      const listed = listSiblings(siblings).map((s) => ({ ...s, idx: seen[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
       const newest = listed.at(-1)
       const result: ReadResult = {
@@ -187,16 +205,17 @@ export class RegionService implements ClusterService {
       if (newest) result.idx = newest.idx
       return result
     }
-    const [replica, { version, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+    const [replica, { version, sv }] = await this.#coveredRead(chosen, request, (r) =>
       r.read(request.key),
     )
+    const position = version && keptPosition(replica, version.dc, sv[version.dc]!)
     const result: ReadResult = {
       version,
-      epoch: positionEpoch(replica, version?.dc, version && sv[version.dc]),
+      epoch: position?.epoch ?? replica.epoch(),
       replica: replica.replica,
       waitedMs,
     }
-    if (version) result.idx = sv[version.dc]!
+    if (position) result.idx = position.idx
     return result
   }
 
@@ -363,6 +382,11 @@ export class RegionService implements ClusterService {
       shippers: (await this.#options.shippers?.()) ?? [],
     }
     if (this.#options.quarantine) status.quarantine = this.#options.quarantine.status()
+    if (this.#options.leadership) status.leaders = this.#options.leadership()
+    if (this.#options.divergence) {
+      const divergence = await this.#options.divergence().catch(() => [])
+      if (divergence.length > 0) status.divergence = divergence
+    }
     return status
   }
 
@@ -384,6 +408,41 @@ export class RegionService implements ClusterService {
           { region: d, claimed: counter, written },
         )
     }
+  }
+
+  /**
+   * Runs a read at `replica` (as {@link #quarantineAware}) and checks the `sv` the read was taken
+   * at, atomically with the value, against the request's vector: the wait judged by the
+   * replica's view of its `sv`, which is ahead of the store when the server lost what it had
+   * (it restarted with less, or was wiped, or was resynchronised from a leader that holds less).
+   * Such a read is never answered: it is taken again from the leader (unless the call asked for
+   * a follower), else refused with `SESSION_NOT_AVAILABLE`.
+   */
+  async #coveredRead<T extends { sv: number[] }>(
+    replica: AbstractPartitionReplica,
+    request: ReadRequest,
+    read: (replica: AbstractPartitionReplica) => Promise<T>,
+  ): Promise<[AbstractPartitionReplica, T]> {
+    const first = await this.#quarantineAware(replica, request, read)
+    const need = request.need
+    if (need === undefined || covers(first[1].sv, need.need)) return first
+    const p = request.partition
+    const leader = this.#router.leader(p)
+    if (first[0] !== leader && request.replica !== 'follower') {
+      await this.#router.wait(p, leader, need, request.timeoutMs)
+      const again = await this.#quarantineAware(leader, { ...request, replica: 'leader' }, read)
+      if (covers(again[1].sv, need.need)) return again
+    }
+    throw new SessionNotAvailableError(
+      `replica ${first[0].replica} of partition ${p} in region ${this.region} holds less than it said (its server lost data), and no replica could serve the session's vector`,
+      {
+        need: vectorToObject(need.need),
+        sv: vectorToObject(first[1].sv),
+        region: this.region,
+        partition: p,
+        replica: first[0].replica,
+      },
+    )
   }
 
   /**

@@ -373,9 +373,29 @@ function describeHistory(history: EpochHistory): string {
 }
 
 /**
- * The epoch in which region `dc` issued `idx`, by `replica`'s history of that region: what a
- * reply tells the session of the position it reports. The replica's own epoch when there is no
- * position (a key never written).
+ * What a reply tells a session of origin `dc`'s position at `replica`, which has applied `dc`'s
+ * log up to `idx` (its `sv[dc]`): the highest index up to `idx` that `dc`'s history keeps, and the
+ * epoch `dc` issued it in. A new epoch starts `sv[dc]` just below its first index, above a range
+ * that was lost or never used; a session must not take an index of that range as a position.
+ */
+export function keptPosition(
+  replica: AbstractPartitionReplica,
+  dc: number,
+  idx: number,
+): { idx: number; epoch: number } {
+  const history = replica.epochHistory(dc)
+  const kept = lastKeptBefore(history, idx + 1)
+  return { idx: kept, epoch: kept > 0 ? (epochAt(history, kept) ?? 1) : replica.epoch() }
+}
+
+/** `sv` as positions a session may hold: each entry at the highest index its history keeps. */
+export function keptVector(replica: AbstractPartitionReplica, sv: readonly number[]): number[] {
+  return sv.map((idx, dc) => keptPosition(replica, dc, idx).idx)
+}
+
+/**
+ * The epoch of the position a reply reports for origin `dc` at `idx` ({@link keptPosition}); the
+ * replica's own epoch when there is none (a key never written).
  */
 export function positionEpoch(
   replica: AbstractPartitionReplica,
@@ -383,5 +403,5 @@ export function positionEpoch(
   idx: number | undefined,
 ): number {
   if (dc === undefined || idx === undefined || idx <= 0) return replica.epoch()
-  return epochAt(replica.epochHistory(dc), idx) ?? 1
+  return keptPosition(replica, dc, idx).epoch
 }

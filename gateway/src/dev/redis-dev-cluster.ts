@@ -1,8 +1,11 @@
 /**
  * `causeway dev --backend redis`: the real deployment, on one machine. Starts a `redis-server`
- * per replica (AOF on; followers `--replicaof` their leader) on free loopback ports, writes the
- * cluster config, runs `causeway gateway --config` processes for every region (N per region
- * behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on `close()`.
+ * per replica (AOF on; followers `--replicaof` their leader, with a replication password no
+ * leader has until a gateway has checked it, `cluster/redis-failover.ts`) on free loopback ports,
+ * with `sentinel` three `redis-sentinel`s per region watching the region's partition leaders,
+ * writes the cluster config, runs `causeway gateway --config` processes for every region (N per
+ * region behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on
+ * `close()`.
  *
  * The Redis servers stay in this process's process group, so a Ctrl-C in the terminal stops them
  * too, and on Linux the kernel stops them when this process dies in any way (`setpriv
@@ -23,12 +26,15 @@ import type { Limits, Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
   parseClusterConfig,
+  sentinelMasterName,
   type ClusterConfig,
   type ClusterConfigFile,
   type ShippingConfig,
 } from '../config/cluster-config.js'
 import type { HttpLimits } from '../http/http-limits.js'
+import { REPLICATION_USER } from '../storage/redis/server-admin.js'
 import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
+import { startSentinelProcess, type SentinelProcess } from './sentinel-process.js'
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'
 
 /** The config file `causeway dev --backend redis` writes in its data directory. */
@@ -129,6 +135,40 @@ export interface RedisDevClusterOptions {
   redisCommand?: string
   /** Told when a gateway process ends while the cluster runs. */
   onGatewayExit?: (gateway: DevGateway, code: number | string) => void
+  /**
+   * Run three `redis-sentinel`s per region beside the replicas (quorum 2), which promote a
+   * follower when a partition's leader is down, and have the gateways follow them. `true` for
+   * the defaults.
+   * @default off (replica 0 always leads)
+   */
+  sentinel?: boolean | DevSentinelOptions
+  /**
+   * The `redis-sentinel` executable.
+   * @default 'redis-sentinel'
+   */
+  sentinelCommand?: string
+}
+
+/** Sentinel settings of a dev cluster. */
+export interface DevSentinelOptions {
+  /**
+   * How long a leader may not answer before Sentinel thinks it down (`down-after-milliseconds`):
+   * most of the time a failover takes.
+   * @default 2000
+   */
+  downAfterMs?: number
+  /**
+   * Sentinel's `failover-timeout`, in ms.
+   * @default 10000
+   */
+  failoverTimeoutMs?: number
+}
+
+/** A Sentinel of a dev cluster. */
+export interface DevSentinel {
+  region: number
+  url: string
+  pid: number | undefined
 }
 
 /** A gateway process of a dev cluster. */
@@ -162,7 +202,9 @@ export interface RedisDevCluster {
   urls: string[]
   gateways: DevGateway[]
   redis: DevRedis[]
-  /** Stops the balancers, the gateways (gracefully), then the Redis servers. Idempotent. */
+  /** The Sentinels (none without `sentinel`). */
+  sentinels: DevSentinel[]
+  /** Stops the balancers, the gateways (gracefully), the Sentinels, then the Redis servers. Idempotent. */
   close(): Promise<void>
 }
 
@@ -181,9 +223,13 @@ export async function startRedisDevCluster(
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'causeway-dev-redis-')))
   const configPath = join(dataDir, DEV_CONFIG_FILE)
   const servers: RedisProcess[] = []
+  const sentinels: SentinelProcess[] = []
+  const devSentinels: DevSentinel[] = []
   const children: ChildProcess[] = []
   const balancers: TcpBalancer[] = []
   let stopping = false
+  // The cluster id of a first start, chosen once (the Sentinels' master names include it).
+  let pendingCluster: string | undefined
 
   let closing: Promise<void> | undefined
   const close = (): Promise<void> =>
@@ -191,6 +237,8 @@ export async function startRedisDevCluster(
       stopping = true
       await Promise.all(balancers.map((b) => b.close()))
       await Promise.all(children.map((child) => stopChild(child, 15_000)))
+      // Sentinels before servers, so none fails a leader over while they stop.
+      await Promise.all(sentinels.map((s) => s.stop()))
       await Promise.all(servers.map((s) => s.stop()))
       if (temporary) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 })
     })())
@@ -199,7 +247,10 @@ export async function startRedisDevCluster(
     await mkdir(dataDir, { recursive: true })
     const previous = await readPrevious(configPath, { regions, partitions, replicas })
 
-    // Leaders first, then their followers (REPLICAOF from the start).
+    // Leaders first, then their followers (REPLICAOF from the start), each follower with a
+    // replication password no leader has yet: it copies nothing until a gateway has checked its
+    // leader (not behind, not wiped) and told it the real one.
+    const fence = { user: REPLICATION_USER, password: randomBytes(18).toString('base64url') }
     const grid: RedisProcess[][][] = []
     const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
       for (let attempt = 0; ; attempt++) {
@@ -209,7 +260,9 @@ export async function startRedisDevCluster(
             dir: join(dataDir, `r${d}-p${p}-n${i}`),
             appendfsync: options.appendfsync ?? 'always',
             exitWithParent: true,
-            ...(leader ? { replicaOf: { host: '127.0.0.1', port: leader.port } } : {}),
+            ...(leader
+              ? { replicaOf: { host: '127.0.0.1', port: leader.port }, masterAuth: fence }
+              : {}),
             ...(options.redisCommand ? { command: options.redisCommand } : {}),
           })
           servers.push(server)
@@ -235,6 +288,43 @@ export async function startRedisDevCluster(
       ),
     )
 
+    // Three Sentinels per region (quorum 2), watching its partition leaders.
+    const sentinelUrls: string[][] = names.map(() => [])
+    if (options.sentinel) {
+      const settings = options.sentinel === true ? {} : options.sentinel
+      const namespace = previous?.cluster ?? undefined
+      const cluster = namespace ?? (pendingCluster ??= randomUUID())
+      for (let d = 0; d < regions; d++) {
+        const masters = grid[d]!.map((partition, p) => ({
+          name: sentinelMasterName(cluster, d, p),
+          host: '127.0.0.1',
+          port: partition[0]!.port,
+        }))
+        const started = await Promise.all(
+          [0, 1, 2].map(async (k) => {
+            const port = await freePort()
+            return startSentinelProcess({
+              port,
+              dir: join(dataDir, `r${d}-sentinel${k}`),
+              masters,
+              quorum: 2,
+              ...(settings.downAfterMs === undefined ? {} : { downAfterMs: settings.downAfterMs }),
+              ...(settings.failoverTimeoutMs === undefined
+                ? {}
+                : { failoverTimeoutMs: settings.failoverTimeoutMs }),
+              exitWithParent: true,
+              ...(options.sentinelCommand ? { command: options.sentinelCommand } : {}),
+            })
+          }),
+        )
+        sentinels.push(...started)
+        for (const s of started) {
+          sentinelUrls[d]!.push(s.url)
+          devSentinels.push({ region: d, url: s.url, pid: s.pid })
+        }
+      }
+    }
+
     // Ports: a region's public port is its gateway's, or its balancer's.
     const gatewayPorts: number[][] = []
     const publicPorts: number[] = []
@@ -254,13 +344,14 @@ export async function startRedisDevCluster(
 
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
-      cluster: previous?.cluster ?? randomUUID(),
+      cluster: previous?.cluster ?? (pendingCluster ??= randomUUID()),
       partitions,
       regions: names.map((name, d) => ({
         name,
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
         gateways: gatewayPorts[d]!.map(urlOf),
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
+        ...(sentinelUrls[d]!.length > 0 ? { sentinels: sentinelUrls[d]! } : {}),
       })),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
@@ -334,6 +425,7 @@ export async function startRedisDevCluster(
       regionNames: names,
       urls: publicPorts.map(urlOf),
       gateways,
+      sentinels: devSentinels,
       redis: grid.flatMap((region, d) =>
         region.flatMap((partition, p) =>
           partition.map((s, i) => ({

@@ -20,6 +20,12 @@ export interface RedisProcessOptions {
   /** Make it a replica of this server. */
   replicaOf?: { host: string; port: number }
   /**
+   * Replicate as this user with this password (`masteruser`/`masterauth`). `causeway dev`
+   * starts followers with a password no leader has, so they wait until a gateway has checked
+   * their leader and given them the real one (`cluster/redis-failover.ts`).
+   */
+  masterAuth?: { user: string; password: string }
+  /**
    * AOF fsync policy: `always` acknowledges a write only once it is on disk; `everysec` may lose
    * the last second of acknowledged writes in a crash, for several times the write throughput.
    * @default 'always'
@@ -98,6 +104,8 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
   ]
   if (options.replicaOf)
     args.push('--replicaof', options.replicaOf.host, String(options.replicaOf.port))
+  if (options.masterAuth)
+    args.push('--masteruser', options.masterAuth.user, '--masterauth', options.masterAuth.password)
   const command = options.command ?? 'redis-server'
   // setpriv execs the server in its own place (same pid) after setting the parent-death signal.
   const [file, argv] =
@@ -165,8 +173,8 @@ function notInstalled(): Error {
 }
 
 let parentDeathSignal: boolean | undefined
-// Whether `setpriv --pdeathsig` is there (Linux, util-linux 2.33 or later); asked once.
-function canSetParentDeathSignal(): boolean {
+/** Whether `setpriv --pdeathsig` is there (Linux, util-linux 2.33 or later); asked once. */
+export function canSetParentDeathSignal(): boolean {
   if (parentDeathSignal === undefined) {
     const probe =
       process.platform === 'linux'

@@ -31,6 +31,8 @@ export type {
   ReadReply,
   ReplicaStatus,
   ShipperStatus,
+  LeaderStatus,
+  DivergenceStatus,
   SiblingReply,
   Status,
   Topology,

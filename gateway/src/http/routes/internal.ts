@@ -5,7 +5,9 @@
  * of `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
  * idempotently, and answers the new checkpoint. An envelope of a version or with an entry kind this
  * gateway does not know is refused with `UNSUPPORTED_LOG_FORMAT` before any other rule is applied
- * to it, and counted (`causeway_shipments_refused_total`). Only the cluster secret may call them
+ * to it, and counted (`causeway_shipments_refused_total`). `GET /v1/internal/log/:partition/:origin`
+ * answers this region's copy of `origin`'s entries after `after` (a new leader of `origin`
+ * recovers them, `replication/region-log.ts`). Only the cluster secret may call them
  * (see `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
  */
 import {
@@ -196,6 +198,42 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       const { partition, origin } = request.params
       check(partition, origin)
       return { checkpoint: await receiver.checkpoint(partition, origin) }
+    },
+  )
+
+  // A new leader of `origin` recovering what this region received from the one it replaced.
+  app.get(
+    '/v1/internal/log/:partition/:origin',
+    {
+      ...common,
+      schema: {
+        hide: true,
+        params: ParamsSchema,
+        querystring: Type.Object(
+          {
+            after: Type.Integer({ minimum: 0, maximum: MAX_SAFE_COUNTER }),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ entries: Type.Array(Type.Unknown()) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const { partition, origin } = request.params
+      check(partition, origin)
+      if (receiver.readLog === undefined)
+        throw new CausewayError('NOT_FOUND', 'this gateway does not serve its log copies')
+      const entries = await receiver.readLog(
+        partition,
+        origin,
+        request.query.after,
+        request.query.limit ?? 500,
+      )
+      return { entries: entries.map(({ origin: _origin, ...shipped }) => shipped) }
     },
   )
 

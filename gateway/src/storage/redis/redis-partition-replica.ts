@@ -230,6 +230,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   #raising: Promise<void> | undefined
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
+  /** The next refresh replaces the view even where it is lower. */
+  #resetNext = false
   readonly #inFlight = new Set<Promise<unknown>>()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
 
@@ -302,8 +304,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await Promise.all(all.map((r) => r.connect()))
       this.#connections = connections
       if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
-      connections.subscriber.on('message', (channel: string) => {
-        if (channel === INVALIDATE_CHANNEL) this.#catchUp()
+      connections.subscriber.on('message', (channel: string, message: unknown) => {
+        // No key named: the server flushed its data (a full resynchronisation replaced it), so
+        // what it holds now may be less than it held.
+        if (channel === INVALIDATE_CHANNEL) this.#catchUp(0, message === null || message === '')
       })
       await this.#watch(connections.subscriber)
       await this.#loadScripts(connections.reader)
@@ -319,7 +323,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     subscriber.on('ready', () => void this.#watch(subscriber).then(() => this.#catchUp(), noop))
     reader.on('ready', () => {
       this.#loadScripts(reader).catch(noop)
-      this.#catchUp()
+      // The server may be another process now (it restarted, perhaps with less, or wiped).
+      this.#catchUp(0, true)
     })
   }
 
@@ -422,7 +427,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     return {
       sv: reply.sv,
       history: reply.histories[this.region]!,
-      epoch: currentEpoch(reply.histories[this.region]!),
+      epoch: reply.claimed ? currentEpoch(reply.histories[this.region]!) : 0,
       leader: reply.leader,
       leaderAddr: reply.leaderAddr,
       reserved: Math.max(reply.reserved, reply.ceiling === Infinity ? 0 : reply.ceiling),
@@ -1092,6 +1097,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     return {
       sv: svOf(reply, 0, regions),
       histories,
+      claimed: reply[regions + this.region] !== '',
       leader: meta[1]!,
       leaderAddr: meta[2]!,
       ceiling: meta[3] === '' ? Infinity : Number(meta[3]),
@@ -1099,12 +1105,13 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     }
   }
 
-  #takeState(state: StoredState): void {
+  #takeState(state: StoredState, reset = false): void {
     this.#histories = state.histories
     if (!this.#supervised || this.#leading === undefined || state.leader !== this.#leading)
       this.#ceiling = state.ceiling
     else if (this.#ceiling !== -Infinity) this.#ceiling = Math.max(this.#ceiling, state.ceiling)
-    this.#stable.advance(state.sv)
+    if (reset) this.#stable.reset(state.sv)
+    else this.#stable.advance(state.sv)
   }
 
   #live(): Connections {
@@ -1195,8 +1202,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }
 
-  /** Re-reads `sv` after a push or a reconnection, retrying (bounded) while that fails. */
-  #catchUp(attempt = 0): void {
+  /**
+   * Re-reads `sv` after a push or a reconnection, retrying (bounded) while that fails; with
+   * `reset`, the view may go down to what the store holds (see {@link StableVector.reset}).
+   */
+  #catchUp(attempt = 0, reset = false): void {
+    if (reset) this.#resetNext = true
     this.#refresh().catch(() => {
       if (!this.#connections || attempt + 1 >= CATCH_UP_ATTEMPTS) return
       clearTimeout(this.#catchUpTimer)
@@ -1219,8 +1230,15 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
           this.#refreshAgain = false
           const c = this.#connections
           if (!c) return
-          this.#takeState(await this.#readState(c.reader, 'refresh'))
-        } while (this.#refreshAgain)
+          const reset = this.#resetNext
+          this.#resetNext = false
+          try {
+            this.#takeState(await this.#readState(c.reader, 'refresh'), reset)
+          } catch (error) {
+            if (reset) this.#resetNext = true // not done: the next refresh does it
+            throw error
+          }
+        } while (this.#refreshAgain || this.#resetNext)
       } finally {
         this.#refreshing = undefined
       }
@@ -1235,6 +1253,7 @@ export interface ClaimState {
   sv: number[]
   /** This region's own history. */
   history: EpochHistory
+  /** The region's current epoch in this store; 0 when no leader ever claimed it. */
   epoch: number
   /** The run id of the server process that holds the claim ('' when none ever did). */
   leader: string
@@ -1247,6 +1266,8 @@ export interface ClaimState {
 interface StoredState {
   sv: number[]
   histories: EpochHistory[]
+  /** Whether the store holds its own region's history (a leader claimed it once). */
+  claimed: boolean
   leader: string
   leaderAddr: string
   /** Infinity when the store has none (no leader ever claimed it). */
