@@ -146,7 +146,8 @@ export class RedisCluster implements ShippingReceiver {
       checkIntervalMs: config.redis.failover.checkIntervalMs,
       recoveryTimeoutMs: config.redis.failover.recoveryTimeoutMs,
       connectTimeoutMs: config.redis.connectTimeoutMs,
-      commandTimeoutMs: config.redis.commandTimeoutMs,
+      // Administration is small and must not hold a check up for long: a second at most.
+      commandTimeoutMs: Math.min(1000, config.redis.commandTimeoutMs),
       recover: (p, after, deadline, apply) =>
         secret === undefined || config.regions.length === 1
           ? Promise.resolve({ recovered: 0, unanswered: [] })
@@ -196,7 +197,9 @@ export class RedisCluster implements ShippingReceiver {
       leaderOf: (p) => this.#failover.leaderOf(p),
       written: (d, p) => {
         const leader = replicas[p]?.[this.#failover.leaderOf(p)]
-        return d === region && leader?.available ? leader.sv()[d] : undefined
+        // Only a leader that holds its claim knows how far the region wrote (one that came back
+        // behind does not).
+        return d === region && leader?.available && leader.leading ? leader.sv()[d] : undefined
       },
       leadership: () => this.leadership(),
       divergence: () => this.#divergence(),

@@ -22,6 +22,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
 import type { Limits, Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
@@ -32,7 +33,6 @@ import {
   type ShippingConfig,
 } from '../config/cluster-config.js'
 import type { HttpLimits } from '../http/http-limits.js'
-import { REPLICATION_USER } from '../storage/redis/server-admin.js'
 import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
 import { startSentinelProcess, type SentinelProcess } from './sentinel-process.js'
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'
@@ -247,10 +247,11 @@ export async function startRedisDevCluster(
     await mkdir(dataDir, { recursive: true })
     const previous = await readPrevious(configPath, { regions, partitions, replicas })
 
-    // Leaders first, then their followers (REPLICAOF from the start), each follower with a
-    // replication password no leader has yet: it copies nothing until a gateway has checked its
-    // leader (not behind, not wiped) and told it the real one.
-    const fence = { user: REPLICATION_USER, password: randomBytes(18).toString('base64url') }
+    // Leaders first, then their followers (REPLICAOF from the start). On data of an earlier start,
+    // each follower gets a replication password no leader has yet: it copies nothing until a
+    // gateway has checked its leader (not behind, not wiped) and told it the real one. A fresh
+    // cluster has nothing to lose: its followers copy at once (and Sentinel sees them at once).
+    const fenced = previous !== undefined
     const grid: RedisProcess[][][] = []
     const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
       for (let attempt = 0; ; attempt++) {
@@ -260,9 +261,8 @@ export async function startRedisDevCluster(
             dir: join(dataDir, `r${d}-p${p}-n${i}`),
             appendfsync: options.appendfsync ?? 'always',
             exitWithParent: true,
-            ...(leader
-              ? { replicaOf: { host: '127.0.0.1', port: leader.port }, masterAuth: fence }
-              : {}),
+            ...(leader ? { replicaOf: { host: '127.0.0.1', port: leader.port } } : {}),
+            ...(leader && !fenced ? { masterAuth: null } : {}),
             ...(options.redisCommand ? { command: options.redisCommand } : {}),
           })
           servers.push(server)
@@ -411,6 +411,9 @@ export async function startRedisDevCluster(
     )
     gateways.sort((a, b) => a.region - b.region || a.index - b.index)
 
+    // Sentinel promotes only followers it knows: have every Sentinel see them before returning.
+    if (sentinels.length > 0) await sentinelsSeeFollowers(sentinels, replicas - 1)
+
     if (perRegion > 1) {
       for (let d = 0; d < regions; d++) {
         const targets = gatewayPorts[d]!.map((port) => ({ host, port }))
@@ -530,4 +533,33 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
   await exited
   clearTimeout(timer)
+}
+
+// Waits (at most 30 s) until each Sentinel lists `followers` replicas for every master it
+// watches: Sentinel learns them from its masters' INFO, every 10 s once it runs.
+async function sentinelsSeeFollowers(
+  sentinels: readonly SentinelProcess[],
+  followers: number,
+): Promise<void> {
+  if (followers === 0) return
+  const deadline = Date.now() + 30_000
+  await Promise.all(
+    sentinels.map(async (s) => {
+      const client = new Redis(s.url, { maxRetriesPerRequest: 1, lazyConnect: true })
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        while (Date.now() < deadline) {
+          const masters = (await client.call('SENTINEL', 'MASTERS')) as string[][]
+          const seen = masters.every((m) => Number(m[m.indexOf('num-slaves') + 1]) >= followers)
+          if (seen) return
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+      } catch {
+        // A Sentinel that does not answer: the cluster still runs; failover may lag.
+      } finally {
+        client.disconnect()
+      }
+    }),
+  )
 }

@@ -107,10 +107,12 @@ export async function startSentinelProcess(
       clearTimeout(timer)
       child.stdout?.removeAllListeners('data')
       child.stderr?.removeAllListeners('data')
-      child.removeAllListeners('exit')
+      child.removeListener('exit', onExit)
       if (error) reject(error)
       else resolve()
     }
+    const onExit = (code: number | null) =>
+      done(new Error(`redis-sentinel on port ${options.port} exited with ${code}:\n${output}`))
     child.once('error', (error: NodeJS.ErrnoException) =>
       done(
         error.code === 'ENOENT'
@@ -120,9 +122,7 @@ export async function startSentinelProcess(
           : error,
       ),
     )
-    child.once('exit', (code) =>
-      done(new Error(`redis-sentinel on port ${options.port} exited with ${code}:\n${output}`)),
-    )
+    child.once('exit', onExit)
     const onOutput = (chunk: Buffer) => {
       output = (output + chunk.toString()).slice(-16_384)
       // It logs its id once it is set up, after it listens.

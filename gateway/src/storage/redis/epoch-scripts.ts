@@ -63,18 +63,27 @@ local function hist_kept_before(spans, idx)
 end
 `
 
+/** The run id of the server process running the script (new on every start of the process). */
+export const RUN_ID_LUA = `
+local function run_id()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%w+)')
+end
+`
+
 /**
  * The fence of a leader write, for a script whose `KEYS[1]` is the meta hash, whose new index is
  * in `idx` and whose caller's claim is in `leader_token` (the run id of the server process the
  * writer believes holds the claim; '' for a replica used on its own, as the tests do): a write
- * is refused (`CW_NOT_LEADER`) unless the store's claim is that process's (a server that
- * restarted, or was wiped, lost it), and (`CW_CEILING`) above the reserved `ceiling`. A store
+ * is refused (`CW_NOT_LEADER`) unless the store's claim is that process's and this is that
+ * process (a server that restarted, with its data, cut short or wiped, is another process, whose
+ * claim a gateway has not checked), and (`CW_CEILING`) above the reserved `ceiling`. A store
  * written without a token has neither check.
  */
 export const LEADER_CHECK_LUA = `
+${RUN_ID_LUA}
 if leader_token ~= '' then
   local claim = redis.call('HMGET', KEYS[1], 'leader', 'ceiling')
-  if claim[1] ~= leader_token then
+  if claim[1] ~= leader_token or run_id() ~= leader_token then
     return redis.error_reply('CW_NOT_LEADER this server does not hold the claim the write was sent under')
   end
   if claim[2] and idx > tonumber(claim[2]) then
@@ -151,8 +160,9 @@ return { 'claimed', text }
  * Reply: the ceiling and reserved after it; an error when this is not the claimed leader.
  */
 export const RAISE_SCRIPT = new LuaScript(`#!lua
+${RUN_ID_LUA}
 local m = redis.call('HMGET', KEYS[1], 'leader', 'ceiling', 'reserved')
-if m[1] ~= ARGV[3] then return redis.error_reply('CW_NOT_LEADER this server does not hold the claim') end
+if m[1] ~= ARGV[3] or run_id() ~= ARGV[3] then return redis.error_reply('CW_NOT_LEADER this server does not hold the claim') end
 local target = tonumber(ARGV[2])
 local ceiling = tonumber(m[2] or '0')
 local reserved = tonumber(m[3] or '0')
