@@ -151,6 +151,9 @@ export class RegionSets implements SetService {
   async write(request: SetWriteRequest): Promise<WriteResult> {
     const { name, partition } = request
     this.#router.checkDependency(request.dt)
+    // A write after one of the session's that a failover lost would be applied without it.
+    if (request.need !== undefined && request.level !== 'eventual')
+      await this.#router.checkPositions(partition, request.need)
     const elements: SetElementOp[] = request.elements.map((e) =>
       e.ctx === undefined
         ? { element: e.element }
