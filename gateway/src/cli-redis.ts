@@ -36,6 +36,8 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
                          gateway; repeatable; * for any origin          [default: none]
                          (the region's public URL is the config's regions[].url)
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --strict               refuse to start when the Redis servers cannot keep the
+                         config's redis.durability (else: a warning)
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]
@@ -80,6 +82,7 @@ interface GatewayCommand {
   logLevel: string
   corsOrigins: string[]
   opRetentionMs: number | undefined
+  strict: boolean
   maxWatchers: number | undefined
   maxWatchMs: number | undefined
   http: HttpLimits
@@ -99,6 +102,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       'log-level': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
+      strict: { type: 'boolean' },
       'max-watchers': { type: 'string' },
       'max-watch-ms': { type: 'string' },
       ...HTTP_LIMIT_ARGS,
@@ -119,6 +123,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     logLevel: logLevel(values['log-level']),
     // A production gateway: no page of another origin may call it until told which.
     corsOrigins: corsOrigins(values['cors-origin'], []),
+    strict: values.strict ?? false,
     opRetentionMs:
       values['op-retention-ms'] === undefined
         ? undefined
@@ -186,6 +191,8 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     },
     http: command.http,
     rateLimit: command.rateLimit,
+    strict: command.strict,
+    onDurabilityProblem: (problem) => process.stderr.write(`${name}: WARNING: ${problem}\n`),
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))

@@ -31,6 +31,7 @@ import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
 import { type ClusterConfig, sentinelMasterName } from '../config/cluster-config.js'
+import { durabilityProblems } from './durability-check.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { type Leadership, RedisFailover } from './redis-failover.js'
 import { RegionService } from './region-service.js'
@@ -240,6 +241,22 @@ export class RedisCluster implements ShippingReceiver {
       }),
     )
     return out.sort((a, b) => a.partition - b.partition || a.origin - b.origin)
+  }
+
+  /**
+   * The ways this region's servers cannot keep the durability the config promises
+   * (`durability-check.ts`); empty when they can.
+   */
+  async durabilityProblems(): Promise<string[]> {
+    const here = this.config.regions[this.region]!
+    return durabilityProblems(
+      {
+        durability: this.config.redis.durability,
+        replicas: here.replicas[0]!.length,
+        sentinel: here.sentinels.length > 0,
+      },
+      await this.#failover.persistence(),
+    )
   }
 
   /** Which replica leads each partition, in which epoch, and why not when it does not. */

@@ -32,6 +32,7 @@ import { createHmac } from 'node:crypto'
 import type { LogEntry } from '@causeway/core'
 import type { ClaimState, RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
 import { RedisServerAdmin, addressOf } from '../storage/redis/server-admin.js'
+import type { ServerPersistence } from './durability-check.js'
 import type { SentinelLeaders } from './sentinel-leaders.js'
 
 /** What a partition's leadership is doing, as the status reports it. */
@@ -171,6 +172,23 @@ export class RedisFailover {
     })()
     this.#checking.set(p, run)
     return run
+  }
+
+  /** Every server's persistence settings, as it answers (within a second each). */
+  async persistence(): Promise<ServerPersistence[]> {
+    return Promise.all(
+      this.#admins.flatMap((partition, p) =>
+        partition.map(async (admin, i) => {
+          const where = `partition ${p} replica ${i} (${admin.address})`
+          try {
+            if (!(await admin.ready(1000))) return { where }
+            return { where, ...(await admin.persistence()) }
+          } catch {
+            return { where }
+          }
+        }),
+      ),
+    )
   }
 
   /** Stops checking and closes the administration connections. */

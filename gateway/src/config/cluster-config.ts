@@ -298,9 +298,9 @@ export interface RedisConfig {
     recoveryTimeoutMs: number
   }
   /**
-   * The durability level the deployment promises, which the gateway checks the servers'
-   * configuration against at start (`docs/reliability.md`).
-   * @default 'majority'
+   * The durability level the deployment promises (at least what the SDK's writes ask for), which
+   * the gateway checks the servers' configuration against at start (`docs/reliability.md`).
+   * @default 'leader' (the SDK's default durability)
    */
   durability: 'leader' | 'majority'
 }
@@ -555,7 +555,7 @@ export function parseClusterConfig(
         checkIntervalMs: file.redis?.failover?.checkIntervalMs ?? 500,
         recoveryTimeoutMs: file.redis?.failover?.recoveryTimeoutMs ?? 2000,
       },
-      durability: (file.redis?.durability as 'leader' | 'majority' | undefined) ?? 'majority',
+      durability: (file.redis?.durability as 'leader' | 'majority' | undefined) ?? 'leader',
     },
   }
 }

@@ -358,6 +358,9 @@ export async function startRedisDevCluster(
       ...(options.shipping ? { shipping: options.shipping } : {}),
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
       rateLimit: options.rateLimit ?? { max: 0 },
+      // With Sentinel a majority write survives the loss of its leader; without, a partition
+      // whose leader is lost stops, so only what the leader's disk keeps is promised.
+      ...(options.sentinel ? { redis: { durability: 'majority' as const } } : {}),
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
       ...(options.wanDelayMs || options.withoutHlc
         ? {

@@ -129,6 +129,33 @@ export class RedisServerAdmin {
     return true
   }
 
+  /** Its persistence settings: `appendonly` and `appendfsync`. */
+  async persistence(): Promise<{ appendonly: string; appendfsync: string }> {
+    const got = (await this.#call('config', () => this.#redis.config('GET', 'append*'))) as string[]
+    const config = new Map<string, string>()
+    for (let i = 0; i + 1 < got.length; i += 2) config.set(got[i]!, got[i + 1]!)
+    return {
+      appendonly: config.get('appendonly') ?? '',
+      appendfsync: config.get('appendfsync') ?? '',
+    }
+  }
+
+  /** Whether the connection is up (a first `info` may come before it is). */
+  async ready(timeoutMs: number): Promise<boolean> {
+    if (this.#redis.status === 'ready') return true
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.#redis.off('ready', onReady)
+        resolve(false)
+      }, timeoutMs)
+      const onReady = () => {
+        clearTimeout(timer)
+        resolve(true)
+      }
+      this.#redis.once('ready', onReady)
+    })
+  }
+
   /** `REPLICAOF host port`: this server follows that one (and drops what it holds). */
   async replicaOf(host: string, port: number): Promise<void> {
     await this.#call('replicaof', () => this.#redis.call('REPLICAOF', host, String(port)))
