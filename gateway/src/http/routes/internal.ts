@@ -35,6 +35,8 @@ import type { ShippingReceiver } from '../../replication/shipping-receiver.js'
 export interface ShippingMetrics {
   /** An envelope refused as of an unknown version (`v`) or entry kind (`kind`). */
   observeShipmentRefused(reason: 'version' | 'kind'): void
+  /** An envelope of `origin` refused as disagreeing with what this region holds. */
+  observeShipmentDiverged?(origin: number): void
 }
 
 /** Options of the internal routes. */
@@ -182,6 +184,10 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
   app.addHook('onError', async (_request, _reply, error) => {
     if (error instanceof CausewayError && error.code === 'UNSUPPORTED_LOG_FORMAT')
       options.metrics?.observeShipmentRefused(error.details?.field === 'v' ? 'version' : 'kind')
+    if (error instanceof CausewayError && error.code === 'SHIPPING_DIVERGED') {
+      const origin = error.details?.['origin']
+      if (typeof origin === 'number') options.metrics?.observeShipmentDiverged?.(origin)
+    }
   })
 
   app.get(
