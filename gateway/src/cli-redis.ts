@@ -9,6 +9,7 @@ import {
   HTTP_LIMIT_USAGE,
   RATE_LIMIT_ARGS,
   UsageError,
+  clockOffsets,
   corsOrigins,
   describeOrigins,
   httpLimitsOf,
@@ -49,8 +50,9 @@ ${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --log-level, --siblings,
---cors-origin, --public-url, the HTTP limits and --rate-limit N (default 0: off in dev) as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --skew-wait, --clock-offset,
+--log-level, --siblings, --cors-origin, --public-url, the HTTP limits and --rate-limit N
+(default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -162,11 +164,13 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
       `${name}: WARNING: the config names no API keys, so anyone who reaches ${command.host}:${command.port} can read and write\n`,
     )
   const { wanDelayMs, withoutHlc } = config.benchmark
-  if (wanDelayMs > 0 || withoutHlc)
+  const clockOffsetMs = config.benchmark.clockOffsetsMs[region.id] ?? 0
+  if (wanDelayMs > 0 || withoutHlc || clockOffsetMs !== 0)
     process.stderr.write(
       `${name}: benchmark switches on (${[
         wanDelayMs > 0 ? `shipping delayed ${wanDelayMs} ms one way` : '',
         withoutHlc ? 'WITHOUT HLC: writes wait for their dependencies' : '',
+        clockOffsetMs !== 0 ? `this region's clock offset ${clockOffsetMs} ms` : '',
       ]
         .filter(Boolean)
         .join(', ')}); never run a real cluster like this\n`,
@@ -229,6 +233,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
       'max-skew': { type: 'string' },
+      'skew-wait': { type: 'string' },
+      'clock-offset': { type: 'string', multiple: true },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
       'cors-origin': { type: 'string', multiple: true },
@@ -285,6 +291,10 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
     }
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
+  const offsets = clockOffsets(values['clock-offset'], regions)
+  if (offsets !== undefined) options.clockOffsetsMs = offsets
+  if (values['skew-wait'] !== undefined)
+    options.skewWaitMs = integer('skew-wait', values['skew-wait'], 0, 0, 60_000)
   options.http = httpLimitsOf(values)
   options.rateLimit = { max: 0, ...rateLimitOf(values) }
   const namespaces = siblingNamespaces(values.siblings)
@@ -307,6 +317,7 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
       `${options.sentinel ? ', 3 sentinels per region' : ''}` +
+      `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )

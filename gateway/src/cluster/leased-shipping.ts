@@ -7,8 +7,12 @@
  * entry once, so a takeover neither loses nor duplicates anything. When a partition's leader
  * changes (a failover), its lease moves to the new leader's Redis and its shippers read the new
  * leader's log ({@link LeasedShipping.moveLeader}).
+ *
+ * The links to a region share one {@link GatewayHealth} of its gateways: each is health-checked
+ * while this process ships to the region, and a link leaves a gateway that fails a check at once.
  */
 import type { ShipperStatus } from '@causeway/core'
+import { GatewayHealth } from '../replication/gateway-health.js'
 import { HttpShippingLink } from '../replication/http-shipping-link.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
@@ -46,6 +50,12 @@ export interface LeasedShippingOptions {
   wanDelayMs?: number
   /** Told about failed shipping attempts (they are retried) and lease changes. */
   onEvent?: (event: 'acquired' | 'lost' | 'error', partition: number, error?: unknown) => void
+  /**
+   * Told when a gateway of another region fails its health check (`up` false: shipping leaves
+   * it) or passes one again.
+   * @default nothing
+   */
+  onGateway?: (gateway: string, region: number, up: boolean) => void
 }
 
 /** The leases and shippers of one gateway process. */
@@ -54,6 +64,8 @@ export class LeasedShipping {
   readonly #leases: RedisLease[]
   readonly #leaders: AbstractPartitionReplica[]
   #started = false
+  /** The health of each other region's gateways, by region id. */
+  readonly #health = new Map<number, GatewayHealth>()
   /** The running shippers of each partition whose lease this process holds. */
   readonly #shippers = new Map<number, Shipper[]>()
   readonly #stopping = new Set<Promise<void>>()
@@ -61,6 +73,19 @@ export class LeasedShipping {
 
   constructor(options: LeasedShippingOptions) {
     this.#options = options
+    for (const destination of options.regions) {
+      if (destination.id === options.region) continue
+      this.#health.set(
+        destination.id,
+        new GatewayHealth({
+          gateways: destination.gateways,
+          intervalMs: options.shipping.healthIntervalMs,
+          timeoutMs: options.shipping.healthTimeoutMs,
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          onChange: (gateway, up) => options.onGateway?.(gateway, destination.id, up),
+        }),
+      )
+    }
     this.#leaders = [...options.leaders]
     this.#leases = options.leaders.map((_, p) => this.#lease(p, options.leaderUrls[p]!))
   }
@@ -133,7 +158,7 @@ export class LeasedShipping {
             to: destination.id,
             link: this.#delayed(
               new HttpShippingLink({
-                gateways: destination.gateways,
+                gateways: this.#health.get(destination.id)!,
                 partition: p,
                 origin: region,
                 secret,

@@ -62,7 +62,8 @@ export interface RedisClusterOptions {
   fetch?: typeof fetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
-   * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
+   * that opened late, shipping failures (retried), lease changes, a gateway of another region
+   * that fails its health check (or passes it again), a follower that is not a Redis
    * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
    * per key, at most ten a minute).
    * @default logs them as warnings to `log`
@@ -102,6 +103,10 @@ export class RedisCluster implements ShippingReceiver {
       options.onEvent ??
       ((message, error) => log.warn(error === undefined ? {} : { err: error }, message))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
+    // Dev and tests only: a region whose wall clock disagrees with the others' (the HLCs then
+    // read this process's clock plus the offset rather than the Redis server's TIME).
+    const offsetMs = config.benchmark.clockOffsetsMs[region] ?? 0
+    const now = offsetMs === 0 ? undefined : () => Date.now() + offsetMs
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(
         (url, i) =>
@@ -120,6 +125,7 @@ export class RedisCluster implements ShippingReceiver {
             supervised: true,
             ceilingReplicas: Math.floor(urls.length / 2),
             onClaimLost: () => void this.#failover.check(p),
+            ...(now ? { now } : {}),
             ...(options.opRetentionMs === undefined
               ? {}
               : { opRetentionMs: options.opRetentionMs }),
@@ -185,6 +191,12 @@ export class RedisCluster implements ShippingReceiver {
               if (event === 'error') this.#onEvent(`shipping partition ${p}: will retry`, error)
               else this.#onEvent(`${event} the shipping lease of partition ${p}`)
             },
+            onGateway: (gateway, d, up) =>
+              this.#onEvent(
+                up
+                  ? `gateway ${gateway} of region ${d} passes its health check again`
+                  : `gateway ${gateway} of region ${d} failed its health check; shipping goes to another gateway of the region`,
+              ),
           })
         : undefined
     const replicas = this.replicas
@@ -206,6 +218,9 @@ export class RedisCluster implements ShippingReceiver {
       divergence: () => this.#divergence(),
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
+      ...(now ? { now } : {}),
+      skewWaitMs: config.clock.skewWaitMs,
+      maxClockOffsetMs: config.clock.maxOffsetMs,
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

@@ -150,7 +150,7 @@ export class RegionSets implements SetService {
 
   async write(request: SetWriteRequest): Promise<WriteResult> {
     const { name, partition } = request
-    this.#router.checkDependency(request.dt)
+    await this.#router.checkDependency(request.dt)
     // A write after one of the session's that a failover lost would be applied without it.
     if (request.need !== undefined && request.level !== 'eventual')
       await this.#router.checkPositions(partition, request.need)

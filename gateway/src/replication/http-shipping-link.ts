@@ -6,8 +6,15 @@
  *
  * FIFO: requests go one at a time, in the order they were made, so a batch never overtakes the
  * one before it (HTTP on several connections would reorder them, and the receiver would see gaps).
- * An envelope larger than `maxBatchBytes` goes as several envelopes, in order. When a gateway of
- * the destination fails, the next request goes to the next one.
+ * An envelope larger than `maxBatchBytes` goes as several envelopes, in order.
+ *
+ * Which gateway of the destination region: the one its {@link GatewayHealth} picks (shared by
+ * every link of the process to that region). A request to a gateway that fails its health check
+ * meanwhile is aborted at once, so a frozen gateway stalls shipping for about the health check's
+ * interval and timeout (under a second by default) instead of the request timeout; after any
+ * failure the next request goes to another gateway that is up. The shipper then resumes from the
+ * checkpoint, and the destination skips what it already has, so a request the frozen gateway
+ * answers late changes nothing.
  */
 import {
   type LogEntry,
@@ -16,20 +23,26 @@ import {
   envelopeToWire,
   shipEnvelope,
 } from '@causeway/core'
+import { GatewayHealth } from './gateway-health.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
 export interface HttpShippingLinkOptions {
-  /** Base URLs of the destination region's gateways, tried in turn. */
-  gateways: readonly string[]
+  /**
+   * The destination region's gateways and their health, shared by the links to that region; the
+   * link holds it ({@link GatewayHealth.retain}) until it closes. A list of base URLs gets a
+   * {@link GatewayHealth} of its own, with its default interval and timeout.
+   */
+  gateways: GatewayHealth | readonly string[]
   partition: number
   /** The region whose entries travel on this link (the local one). */
   origin: number
   /** The cluster secret, sent as `authorization: Bearer <secret>`. */
   secret: string
   /**
-   * Deadline of one request, in ms.
-   * @default 10000
+   * Deadline of one request, in ms, for a gateway that still passes its health checks (one that
+   * fails them is given up on sooner).
+   * @default 2000
    */
   timeoutMs?: number
   /**
@@ -43,6 +56,9 @@ export interface HttpShippingLinkOptions {
    */
   fetch?: typeof fetch
 }
+
+/** The default {@link HttpShippingLinkOptions.timeoutMs}. */
+export const DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS = 2000
 
 /** The path of the internal shipping endpoint of `partition`, for entries of `origin`. */
 export function shippingPath(partition: number, origin: number): string {
@@ -63,27 +79,29 @@ export class ShippingRequestError extends Error {
 
 /** Ships over HTTP to another region's gateways. */
 export class HttpShippingLink implements ShippingLink {
-  readonly #gateways: readonly string[]
+  readonly #gateways: GatewayHealth
   readonly #path: string
   readonly #secret: string
   readonly #timeoutMs: number
   readonly #maxBatchBytes: number
   readonly #fetch: typeof fetch
   readonly #aborts = new Set<AbortController>()
-  #next = 0
   #tail: Promise<unknown> = Promise.resolve()
   /** Bumped by every failure: calls queued before it are dropped instead of sent. */
   #generation = 0
   #closed = false
 
   constructor(options: HttpShippingLinkOptions) {
-    if (options.gateways.length === 0) throw new RangeError('a shipping link needs a gateway URL')
-    this.#gateways = options.gateways.map((u) => u.replace(/\/+$/, ''))
+    this.#fetch = options.fetch ?? globalThis.fetch
+    this.#gateways =
+      options.gateways instanceof GatewayHealth
+        ? options.gateways
+        : new GatewayHealth({ gateways: options.gateways, fetch: this.#fetch })
     this.#path = shippingPath(options.partition, options.origin)
     this.#secret = options.secret
-    this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS
     this.#maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024
-    this.#fetch = options.fetch ?? globalThis.fetch
+    this.#gateways.retain()
   }
 
   checkpoint(): Promise<number> {
@@ -103,6 +121,7 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   async close(): Promise<void> {
+    if (!this.#closed) this.#gateways.release()
     this.#closed = true
     for (const abort of this.#aborts) abort.abort(new Error('shipping link closed'))
     this.#aborts.clear()
@@ -153,12 +172,15 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   async #request(method: 'GET' | 'POST', envelope?: ShipEnvelopeWire): Promise<number> {
-    const base = this.#gateways[this.#next % this.#gateways.length]!
+    const base = this.#gateways.pick()
     const abort = new AbortController()
     this.#aborts.add(abort)
     const timer = setTimeout(
       () => abort.abort(new Error(`no answer from ${base} in ${this.#timeoutMs} ms`)),
       this.#timeoutMs,
+    )
+    const unsubscribe = this.#gateways.onDown(base, () =>
+      abort.abort(new Error(`${base} failed its health check`)),
     )
     try {
       const headers: Record<string, string> = { authorization: `Bearer ${this.#secret}` }
@@ -185,11 +207,12 @@ export class HttpShippingLink implements ShippingLink {
         throw new ShippingRequestError(`${method} ${base}${this.#path}: no checkpoint in the reply`)
       return checkpoint
     } catch (error) {
-      // Try the region's next gateway next time.
-      this.#next++
+      // Try another gateway of the region next time.
+      this.#gateways.failed(base)
       throw error
     } finally {
       clearTimeout(timer)
+      unsubscribe()
       this.#aborts.delete(abort)
     }
   }

@@ -1,10 +1,13 @@
 /**
  * The HTTP shipping link with an injected fetch: one request at a time in the order sent (FIFO),
  * batches split by size, the cluster secret on every request, the next gateway after a failure,
- * and queued batches dropped once one failed (so a hanging destination costs one timeout).
+ * queued batches dropped once one failed (so a hanging destination costs one timeout), and a
+ * request to a gateway that fails its health check given up at once. (A real frozen gateway
+ * process: `test/deploy/redis-gateway-stop.test.ts`.)
  */
 import { HLC_ZERO, type ShipEnvelopeWire } from '@causeway/core'
 import { describe, expect, it, vi } from 'vitest'
+import { GatewayHealth } from '../../src/replication/gateway-health.js'
 import { HttpShippingLink } from '../../src/replication/http-shipping-link.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
 import { entry as logEntry, ship } from '../support/log-entries.js'
@@ -22,16 +25,33 @@ function entry(idx: number, value = 'x'): LogEntry {
   return logEntry(0, idx, `k${idx}`, JSON.stringify(value), HLC_ZERO, idx)
 }
 
-/** A destination that applies entries in order, as a leader's receive does. */
+/** Until an abort: how a frozen process answers. */
+function hang(signal: AbortSignal | null | undefined): Promise<never> {
+  return new Promise((_, reject) => signal?.addEventListener('abort', () => reject(signal.reason)))
+}
+
+/**
+ * A destination that applies entries in order, as a leader's receive does. Its gateways answer
+ * their health checks (`/healthz`, not in `seen`) as `health` says.
+ */
 function destination(
-  options: { fail?: (n: number) => 'refuse' | 'error' | 'hang' | undefined } = {},
+  options: {
+    fail?: (n: number, url: string) => 'refuse' | 'error' | 'hang' | undefined
+    health?: (url: string) => 'up' | 'hang'
+  } = {},
 ) {
   const seen: Seen[] = []
   let sv = 0
   let active = 0
   let maxActive = 0
   let hanging = 0
+  let probes = 0
   const fetch = (async (url: string, init: RequestInit) => {
+    if (url.endsWith('/healthz')) {
+      probes++
+      if (options.health?.(url) === 'hang') return hang(init.signal)
+      return Response.json({ status: 'ok' })
+    }
     const n = seen.length
     const body = init.body ? (JSON.parse(String(init.body)) as ShipEnvelopeWire) : undefined
     seen.push({
@@ -45,13 +65,11 @@ function destination(
     maxActive = Math.max(maxActive, active)
     try {
       await new Promise((r) => setTimeout(r, 2))
-      const failure = options.fail?.(n)
+      const failure = options.fail?.(n, url)
       if (failure === 'refuse') throw new TypeError('fetch failed')
       if (failure === 'hang') {
         hanging++
-        await new Promise((_, reject) =>
-          init.signal?.addEventListener('abort', () => reject(init.signal?.reason)),
-        )
+        await hang(init.signal)
       }
       if (failure === 'error')
         return Response.json({ code: 'BACKEND_UNAVAILABLE', message: 'down' }, { status: 503 })
@@ -61,7 +79,13 @@ function destination(
       active--
     }
   }) as unknown as typeof globalThis.fetch
-  return { fetch, seen, maxActive: () => maxActive, hanging: () => hanging }
+  return {
+    fetch,
+    seen,
+    maxActive: () => maxActive,
+    hanging: () => hanging,
+    probes: () => probes,
+  }
 }
 
 const GATEWAYS = ['http://a.example', 'http://b.example']
@@ -179,5 +203,45 @@ describe('HttpShippingLink', () => {
     await link.close()
     await expect(pending).rejects.toThrow()
     await expect(link.checkpoint()).rejects.toThrow('closed')
+  })
+
+  it('gives up at once on a gateway that fails its health check, and goes to another', async () => {
+    // Gateway a is frozen: its requests and its health checks hang.
+    let frozen = false
+    const dest = destination({
+      fail: (_, url) => (frozen && url.startsWith('http://a.') ? 'hang' : undefined),
+      health: (url) => (frozen && url.startsWith('http://a.') ? 'hang' : 'up'),
+    })
+    const health = new GatewayHealth({
+      gateways: GATEWAYS,
+      intervalMs: 20,
+      timeoutMs: 60,
+      fetch: dest.fetch,
+    })
+    const link = new HttpShippingLink({
+      gateways: health,
+      partition: 0,
+      origin: 0,
+      secret: 's',
+      timeoutMs: 60_000,
+      fetch: dest.fetch,
+    })
+    expect(await link.send(ship(0, [entry(1)]))).toBe(1)
+    frozen = true
+    const started = performance.now()
+    await expect(link.send(ship(0, [entry(2)]))).rejects.toThrow(
+      'http://a.example failed its health check',
+    )
+    // Given up on by the health check, long before the request's own timeout.
+    expect(performance.now() - started).toBeLessThan(10_000)
+    expect(health.isUp('http://a.example')).toBe(false)
+    expect(await link.checkpoint()).toBe(1)
+    expect(await link.send(ship(0, [entry(2)]))).toBe(2)
+    expect(dest.seen.at(-1)!.url).toBe('http://b.example/v1/internal/ship/0/0')
+    // The link held the health checks; closing it stops them.
+    await link.close()
+    const probes = dest.probes()
+    await new Promise((r) => setTimeout(r, 100))
+    expect(dest.probes()).toBe(probes)
   })
 })
