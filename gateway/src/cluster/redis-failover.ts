@@ -92,7 +92,7 @@ export interface RedisFailoverOptions {
 }
 
 /** Least time between two failovers a gateway asks Sentinel for, per partition, in ms. */
-const FAILOVER_RETRY_MS = 3000
+const FAILOVER_RETRY_MS = 1000
 
 /** The leadership of one region's partitions. See the module comment. */
 export class RedisFailover {

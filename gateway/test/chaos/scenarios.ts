@@ -93,17 +93,14 @@ export const SCENARIOS: readonly Scenario[] = [
     name: 'truncated-aof-leader',
     backend: 'redis',
     fault: 'kill -9 of a partition leader, restarted with its AOF cut to its length 1 s before',
-    short: false,
-    knownFailure:
-      'issue 16 item 3: the followers resync down to the leader that lost its last second',
+    short: true,
     inject: killAndRestartRedis(0, 'truncated-aof'),
   },
   {
     name: 'wiped-leader',
     backend: 'redis',
     fault: 'kill -9 of a partition leader, restarted with its data directory wiped',
-    short: false,
-    knownFailure: 'issue 16 items 2 and 3: the followers resync down to the empty leader',
+    short: true,
     inject: killAndRestartRedis(0, 'wiped'),
   },
   {
