@@ -253,6 +253,28 @@ export class RedisFailover {
       return
     }
     const region = this.#options.region
+    // With Sentinel, a server that led before and restarted (its process is new; its data may be
+    // all there, cut short or gone) does not lead again: Sentinel may be promoting a follower at
+    // this very moment (the server was away for as long as Sentinel waits), and two leaders would
+    // each take writes. A follower takes over; what the restarted server holds that it lacks is
+    // taken back from it below. (A partition of one replica has no follower to take over.)
+    const restarted =
+      state.leader !== '' && state.leaderAddr === admin.address && state.leader !== info.runId
+    if (restarted && this.#options.sentinels && replicas.length > 1) {
+      const note = `replica ${i} restarted (its process changed): a follower takes over, and it follows`
+      this.#set(p, { state: 'fenced', note })
+      await this.#askFailover(p, note)
+      return
+    }
+    // A replica with entries of this region's current epoch that the candidate lacks (it was a
+    // follower that had not received them yet, or the old leader that restarted on its data):
+    // the candidate takes them back from it before it starts a new epoch.
+    for (const { j, s: theirs } of others) {
+      if (theirs.epoch !== state.epoch || !sameHistory(theirs, state)) continue
+      if ((theirs.sv[region] ?? 0) <= (state.sv[region] ?? 0)) continue
+      await this.#takeBack(p, i, j, state.sv[region] ?? 0, theirs.sv[region] ?? 0)
+      state.sv[region] = (await leader.claimState()).sv[region] ?? 0
+    }
     const ahead = others.find(
       ({ s }) => s.epoch > state.epoch || (s.sv[region] ?? 0) > (state.sv[region] ?? 0),
     )
@@ -290,6 +312,25 @@ export class RedisFailover {
           ? ` (took back ${recovery.recovered} entries from the other regions)`
           : ''),
     )
+  }
+
+  // Copies this region's entries (after, through] from replica `j` to leader `i` of `p`, in order.
+  async #takeBack(p: number, i: number, j: number, after: number, through: number): Promise<void> {
+    const region = this.#options.region
+    const from = this.#options.replicas[p]![j]!
+    const to = this.#options.replicas[p]![i]!
+    let at = after
+    while (at < through) {
+      const entries = await from.readLog(region, at, Math.min(500, through - at))
+      const run = entries.filter((e, k) => e.idx === at + k + 1)
+      if (run.length === 0) break
+      await to.recover(run)
+      at = run.at(-1)!.idx
+    }
+    if (at > after)
+      this.#options.onEvent(
+        `partition ${p}: replica ${i} took back entries ${after + 1}..${at} of this region from replica ${j}`,
+      )
   }
 
   // The index of partition `p`'s leader, by Sentinel or replica 0; undefined when unknown.
@@ -369,6 +410,11 @@ export class RedisFailover {
     if (change.note !== undefined) next.note = change.note
     this.#state[p] = next
   }
+}
+
+// Whether two replicas hold the same history of this region (so one's log continues the other's).
+function sameHistory(a: ClaimState, b: ClaimState): boolean {
+  return JSON.stringify(a.history) === JSON.stringify(b.history)
 }
 
 function splitAddress(address: string): [string, number] {

@@ -323,7 +323,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     subscriber.on('ready', () => void this.#watch(subscriber).then(() => this.#catchUp(), noop))
     reader.on('ready', () => {
       this.#loadScripts(reader).catch(noop)
-      // The server may be another process now (it restarted, perhaps with less, or wiped).
+      // The server may be another process now (it restarted, perhaps with less, or wiped): its
+      // view goes, and so does the claim writes went under until the failover looks again.
+      if (this.#leading !== undefined) {
+        this.#leading = undefined
+        this.#onClaimLost()
+      }
       this.#catchUp(0, true)
     })
   }
@@ -451,10 +456,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   // past the reserved ceiling reserves more and is tried once more.
   async #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
     this.#checkLeading()
-    if (this.#ceiling === -Infinity) await this.#raiseCeiling()
     let entry: LogEntry
     try {
       try {
+        if (this.#ceiling === -Infinity) await this.#raiseCeiling()
         entry = await this.#writeOnceOf(write, dt, op)
       } catch (error) {
         if (refusal(error) !== 'CW_CEILING') throw error

@@ -18,7 +18,7 @@ import {
   hlcFrom,
   shipEnvelope,
 } from '@causeway/core'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   RedisPartitionReplica,
   type RedisPartitionReplicaOptions,
@@ -142,7 +142,11 @@ describe('the write fence', () => {
     await r.write('k', '1', HLC_ZERO)
     await own.kill()
     await own.restart()
-    // The store still names `before` (the AOF kept it), but this is another process.
+    // The replica lets go of the claim when it reconnects: the server may be another process.
+    await vi.waitFor(() => expect(r.leading).toBe(false), { timeout: 10_000, interval: 20 })
+    // And the server refuses a write under the old claim even if a gateway had not noticed:
+    // the store still names `before` (the AOF kept it), but this is another process.
+    r.lead(before)
     const refused = await waitForRefusal(() => r.write('k', '2', HLC_ZERO))
     expect(refused.details?.['reason']).toMatch(/^CW_NOT_LEADER/)
     expect(r.leading).toBe(false)
@@ -245,6 +249,7 @@ describe('receiving', () => {
 async function waitForRefusal(write: () => Promise<unknown>): Promise<CausewayError> {
   for (let i = 0; i < 200; i++) {
     const error = await refusal(write())
+    // Refused here while the connection comes back: ask again.
     if (typeof error.details?.['reason'] === 'string' && /^CW_/.test(error.details['reason']))
       return error
     await new Promise((resolve) => setTimeout(resolve, 25))
