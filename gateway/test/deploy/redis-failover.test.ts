@@ -151,7 +151,8 @@ async function firstWrite(db: Causeway, p: number, partitions: number, since: nu
     } catch (error) {
       // The partition has no leader while the failover runs: 503s, nothing else.
       expect((error as { status?: number }).status, String(error)).toBeGreaterThanOrEqual(503)
-      if (performance.now() - since > 60_000) throw new Error('writes did not resume in 60 s')
+      if (performance.now() - since > 60_000)
+        throw new Error('writes did not resume in 60 s', { cause: error })
       await new Promise((resolve) => setTimeout(resolve, 100))
     }
   }
