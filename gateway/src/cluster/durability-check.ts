@@ -1,7 +1,7 @@
 /**
  * Whether a Redis region's servers can keep the durability the deployment promises
  * (`redis.durability` in the config; what each level promises under which `appendfsync` is in
- * `docs/reliability.md`). Pure: it judges what the servers said (`CONFIG GET`), so a gateway can
+ * `docs/failover.md`). Pure: it judges what the servers said (`CONFIG GET`), so a gateway can
  * warn at start, and refuse to start with `--strict`.
  */
 

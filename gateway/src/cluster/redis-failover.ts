@@ -1,6 +1,6 @@
 /**
  * Who leads each partition of a Redis region, and the epoch protocol that makes a change of
- * leader safe (the design is in `docs/reliability.md`). Every gateway process of the region runs
+ * leader safe (the design is in `docs/failover.md`). Every gateway process of the region runs
  * one; what they do is idempotent, so any number may run at once.
  *
  * For each partition, every `checkIntervalMs` (and at once on a Sentinel `+switch-master` or a

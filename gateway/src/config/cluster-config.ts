@@ -358,7 +358,7 @@ export interface RedisConfig {
   }
   /**
    * The durability level the deployment promises (at least what the SDK's writes ask for), which
-   * the gateway checks the servers' configuration against at start (`docs/reliability.md`).
+   * the gateway checks the servers' configuration against at start (`docs/failover.md`).
    * @default 'leader' (the SDK's default durability)
    */
   durability: 'leader' | 'majority'

@@ -3,7 +3,7 @@
  * entries of its own region that the old leader had shipped before it was lost are in the other
  * regions (which keep their origin's indexes), and the new leader takes them back before its
  * first write, so nothing shipped is lost and no region holds what the origin does not
- * (`docs/reliability.md`). The routes are the internal ones, with the cluster secret:
+ * (`docs/failover.md`). The routes are the internal ones, with the cluster secret:
  * `GET /v1/internal/ship/:partition/:origin` (that region's `sv[origin]`) and
  * `GET /v1/internal/log/:partition/:origin?after=&limit=` (its entries of `origin` after `after`).
  */

@@ -1,6 +1,6 @@
 /**
  * The Lua scripts of a Redis partition replica's epochs (`@causeway/core`'s `epoch-history.ts`;
- * the design is in `docs/reliability.md`): the epoch history of each origin region, the leader
+ * the design is in `docs/failover.md`): the epoch history of each origin region, the leader
  * claim that starts a new epoch, the reserved index ceiling that keeps a new epoch above every
  * index an old leader may have issued, and the admission of a shipped envelope against what this
  * replica already holds of its origin.
