@@ -183,7 +183,7 @@ function drawRegion(topology, region, status) {
               'data-leader': leader.replica,
               'data-leader-state': leader.state,
               'data-epoch': leader.epoch,
-              title: leader.note ?? '',
+              'data-note': leader.note ?? '',
             }
           : {},
         `p${p}`,

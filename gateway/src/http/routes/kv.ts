@@ -41,7 +41,6 @@ export interface KvRoutesOptions {
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
-
 function writeReply(
   result: WriteResult,
   region: number,
