@@ -105,18 +105,20 @@ export class LeasedShipping {
     if (this.#closed || this.#leaders[p] === leader) return
     this.#leaders[p] = leader
     const old = this.#leases[p]!
-    this.#leases[p] = this.#lease(p, url)
+    // The same token: where the old leader's lease key was replicated with this process's token,
+    // this process takes the lease again at once instead of waiting for it to expire.
+    this.#leases[p] = this.#lease(p, url, old.token)
     this.#stopShipping(p)
     void old.close()
     if (this.#started) this.#leases[p]!.start()
   }
 
-  #lease(p: number, url: string): RedisLease {
+  #lease(p: number, url: string, token = this.#options.token): RedisLease {
     const lease: RedisLease = new RedisLease({
       url,
       key: this.#options.leaseKeys[p]!,
       ttlMs: this.#options.shipping.leaseMs,
-      ...(this.#options.token === undefined ? {} : { token: this.#options.token }),
+      ...(token === undefined ? {} : { token }),
       onAcquired: () => {
         if (this.#leases[p] === lease) this.#startShipping(p)
       },
