@@ -41,7 +41,7 @@ function countingStore(options: { getSync?: boolean } = {}) {
   const db = new MemoryLevel()
   const batches: PersistBatchOp[][] = []
   let refuse = false
-  const batch = db.batch.bind(db) as (ops: PersistBatchOp[]) => Promise<void>
+  const batch = db.batch.bind(db) as unknown as (ops: PersistBatchOp[]) => Promise<void>
   Object.assign(db, {
     batch(ops: PersistBatchOp[]) {
       batches.push(ops)
