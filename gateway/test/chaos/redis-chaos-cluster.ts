@@ -79,8 +79,10 @@ export class RedisChaosCluster {
         replicas: options.replicas,
         gateways: options.gateways,
         port: 0,
-        // Refusals the scenarios cause on purpose are the history's business, not the log's.
-        logLevel: 'error',
+        // Background events (leases, failover steps) are logged: when a scenario fails, they say
+        // what the cluster did. Refusals the scenarios cause on purpose are the history's
+        // business, not the log's (they are not logged at warn).
+        logLevel: process.env['CAUSEWAY_CHAOS_LOG_LEVEL'] ?? 'warn',
         // A short lease, so a killed lease holder's partitions are shipped again soon.
         shipping: { leaseMs: 1500 },
         // Three Sentinels per region, as `causeway dev --sentinel` runs them (default settings):
