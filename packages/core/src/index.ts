@@ -56,3 +56,15 @@ export type {
 export * from './op-id.js'
 export * from './ship-envelope.js'
 export * from './version-order.js'
+export * from './commit-writes.js'
+export * from './transaction.js'
+export type {
+  TxCommitBody,
+  TxCommitPart,
+  TxCommitQuery,
+  TxCommitReply,
+  TxReadBody,
+  TxReadItem,
+  TxReadQuery,
+  TxReadReply,
+} from './tx-wire.js'

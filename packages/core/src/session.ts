@@ -37,6 +37,11 @@ export interface SessionJSON {
   dtW: Hlc
   /** Touched partitions: epoch `e`, `hrm[:,p]` as `r` and `hwm[:,p]` as `w` (length `regions`). */
   p: Record<string, { e: number; r: number[]; w: number[] }>
+  /**
+   * Highest tid of each region's transaction log this session has read or written (length
+   * `regions`); absent while the session has used no transaction or transactional key.
+   */
+  t?: number[]
 }
 
 /** The shape of the cluster a session is bound to. */
@@ -85,11 +90,14 @@ export class Session {
   /** Highest HLC this session has written. */
   dtW: Hlc = HLC_ZERO
   readonly #rows = new Map<number, Row>()
+  /** `#tids[d]`: highest tid of region `d`'s transaction log read or written. */
+  readonly #tids: number[]
 
   constructor(scope: SessionScope) {
     this.cluster = scope.cluster
     this.regions = scope.regions
     this.partitions = scope.partitions
+    this.#tids = new Array<number>(scope.regions).fill(0)
   }
 
   /**
@@ -125,7 +133,7 @@ export class Session {
   toJSON(): SessionJSON {
     const p: SessionJSON['p'] = {}
     for (const [part, row] of this.#rows) p[part] = { e: row.epoch, r: [...row.r], w: [...row.w] }
-    return {
+    const json: SessionJSON = {
       v: SESSION_FORMAT_VERSION,
       cluster: this.cluster,
       regions: this.regions,
@@ -134,6 +142,8 @@ export class Session {
       dtW: this.dtW,
       p,
     }
+    if (this.#tids.some((tid) => tid > 0)) json.t = [...this.#tids]
+    return json
   }
 
   /** An independent copy. */
@@ -169,6 +179,7 @@ export class Session {
     }
     this.dtR = hlcMax(this.dtR, o.dtR)
     this.dtW = hlcMax(this.dtW, o.dtW)
+    maxInto(this.#tids, o.#tids)
     for (const [p, theirs] of o.#rows) {
       const mine = this.#rows.get(p)
       if (!mine || theirs.epoch > mine.epoch) {
@@ -216,6 +227,20 @@ export class Session {
     const row = this.#rowFor(p, reply.epoch)
     if (reply.idx > (row.w[reply.dc] ?? 0)) row.w[reply.dc] = reply.idx
     if (reply.ts > this.dtW) this.dtW = reply.ts
+  }
+
+  /**
+   * The highest tid of region `region`'s transaction log this session has read or written: a
+   * transaction it starts there reads at a snapshot at least this recent (0: none).
+   */
+  tid(region: number): number {
+    return this.#tids[region] ?? 0
+  }
+
+  /** Records that the session read or wrote at `tid` of region `region`'s transaction log. */
+  observeTid(region: number, tid: number): void {
+    if (region >= 0 && region < this.regions && tid > (this.#tids[region] ?? 0))
+      this.#tids[region] = tid
   }
 
   /** Forgets partition `p`, e.g. after its epoch changed and the app accepted the loss. */
@@ -282,5 +307,6 @@ function parseSessionJSON(data: unknown): Session {
     if (!isCount(r.e, 1, MAX_SAFE_COUNTER)) throw bad(`partition ${key} has no valid epoch`)
     s.restoreRow(Number(key), r.e, vector(r.r, `p.${key}.r`), vector(r.w, `p.${key}.w`))
   }
+  if (j.t !== undefined) vector(j.t, 't').forEach((tid, d) => s.observeTid(d, tid))
   return s
 }
