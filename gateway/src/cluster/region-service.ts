@@ -20,6 +20,8 @@ import {
   type Status,
   checkNamespaces,
   conflictModeOf,
+  hasTransactions,
+  isTransactionalKey,
   namespaceOf,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
@@ -27,6 +29,7 @@ import type { OpRecord } from '../storage/op-records.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import type { SiblingRead, SiblingsEntry } from '../storage/partition-replica.js'
 import type { QuarantineRegistry } from '../storage/quarantine.js'
+import type { AbstractTxLog } from '../storage/tx-log.js'
 import {
   MAX_SIBLINGS,
   contextOf,
@@ -38,6 +41,8 @@ import {
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
 import { ReplicaRouter } from './replica-router.js'
+import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
+import { RegionTransactions } from './transactions/region-transactions.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -111,6 +116,20 @@ export interface RegionServiceOptions {
    * @default none (the status has no quarantine section)
    */
   quarantine?: Pick<QuarantineRegistry, 'status'>
+  /**
+   * The region's transaction log, which namespaces configured `transactions: true` need (and
+   * replicas that keep versions, `supports.multiVersionReads`); with it the service has
+   * {@link RegionService.transactions}. The applier that decides the log runs beside it.
+   * @default none (no transactional namespace may be configured)
+   */
+  transactions?: {
+    log: AbstractTxLog
+    /** How long snapshots stay open for transactions. */
+    snapshots?: OpenSnapshotsOptions
+    /** How often to collect versions behind the oldest open snapshot (0: another process does). */
+    collectEveryMs?: number
+    onError?: (error: unknown) => void
+  }
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -120,6 +139,8 @@ export class RegionService implements ClusterService {
   readonly sets: SetService | undefined
   /** The change feeds of this region (`/v1/watch`). */
   readonly changes: ChangeFeedService
+  /** The transactions of this region (`/v1/tx`), when it has a transaction log. */
+  readonly transactions: RegionTransactions | undefined
   readonly #options: RegionServiceOptions
   /** Replica choice, waiting, skew and majority: shared with the set service. */
   readonly #router: ReplicaRouter
@@ -139,6 +160,31 @@ export class RegionService implements ClusterService {
     this.#options = options
     this.#router = new ReplicaRouter(options)
     this.#namespaces = checkNamespaces(options.namespaces)
+    const tx = options.transactions
+    if (hasTransactions(this.#namespaces) && tx === undefined)
+      throw new TypeError('transactional namespaces need a transaction log (transactions.log)')
+    if (
+      tx !== undefined &&
+      !options.replicas.every((p) => p.every((r) => r.supports.multiVersionReads))
+    )
+      throw new TypeError(
+        'transactions need replicas that keep versions (supports.multiVersionReads)',
+      )
+    this.transactions =
+      tx === undefined
+        ? undefined
+        : new RegionTransactions({
+            ...options,
+            log: tx.log,
+            ...(tx.snapshots ? { snapshots: tx.snapshots } : {}),
+            ...(tx.collectEveryMs === undefined ? {} : { collectEveryMs: tx.collectEveryMs }),
+            ...(tx.onError ? { onError: tx.onError } : {}),
+          })
+  }
+
+  /** Stops the background work of the service (the transactions' version collection). */
+  async close(): Promise<void> {
+    await this.transactions?.close()
   }
 
   shape(): ClusterShape {
@@ -157,6 +203,8 @@ export class RegionService implements ClusterService {
   }
 
   async read(request: ReadRequest): Promise<ReadResult> {
+    if (this.transactions !== undefined && isTransactionalKey(request.key, this.#namespaces))
+      return this.transactions.readLatest(request)
     const { replica: chosen, waitedMs } = await this.#router.serve(
       request.partition,
       request.need,
@@ -196,6 +244,12 @@ export class RegionService implements ClusterService {
 
   async write(request: WriteRequest): Promise<WriteResult> {
     const { partition, dt } = request
+    if (isTransactionalKey(request.key, this.#namespaces))
+      throw new CausewayError(
+        'TRANSACTION_REQUIRED',
+        `${JSON.stringify(request.key)} is in a transactional namespace: write it in a transaction (db.transaction(), POST /v1/tx/commit)`,
+        { key: request.key },
+      )
     this.#router.checkDependency(dt)
     const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
     if (!siblings && request.context !== undefined) {
