@@ -38,6 +38,7 @@ import { kvRoutes } from './routes/kv.js'
 import { opsRoute } from './routes/ops.js'
 import { type WatchOptions, watchRoute } from './routes/watch.js'
 import { setRoutes } from './routes/sets.js'
+import { transactionRoutes } from './routes/transactions.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
 import { openApiOptions, openApiRoute } from './routes/openapi.js'
@@ -220,6 +221,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })
   if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })
+  if (service.transactions)
+    app.register(transactionRoutes, { service, transactions: service.transactions })
   app.register(opsRoute, { service, writeBodyLimit: bodyLimitFor(shape.limits.maxValueBytes) })
   if (service.changes)
     app.register(watchRoute, { service, changes: service.changes, ...options.watch })

@@ -38,6 +38,12 @@ import {
   checkTimeout,
 } from './options.js'
 import { checkReadReply } from './replies.js'
+import {
+  type RunTransactionOptions,
+  type Transaction,
+  TransactionFactory,
+  type TransactionOptions,
+} from './transaction.js'
 import type { RegionRoute } from './topology.js'
 import type { Transport } from './transport.js'
 
@@ -175,6 +181,7 @@ export class Causeway {
    * belongs with, so writing that object back supersedes what was read. Weak: forgotten with it.
    */
   readonly #contexts = new WeakMap<object, { key: string; context: string }>()
+  readonly #transactions: TransactionFactory
 
   /** @internal Use `connect()`. */
   constructor(init: CausewayInit) {
@@ -204,6 +211,7 @@ export class Causeway {
       changed: () => this.#changed(),
       throwIfClosed: () => this.#throwIfClosed(),
     }
+    this.#transactions = new TransactionFactory(this.#parts)
   }
 
   /** Whether `close()` was called. */
@@ -251,6 +259,11 @@ export class Causeway {
       options,
       check: checkKeyRead,
     })
+    // A transactional key: the session has seen this tid of the serving region's log.
+    if (reply.tid !== undefined) {
+      this.session.observeTid(reply.region, reply.tid)
+      this.#changed()
+    }
     const value = reply.found ? (reply.value as T | undefined) : undefined
     if (reply.context !== undefined && typeof value === 'object' && value !== null)
       this.#contexts.set(value, { key, context: reply.context })
@@ -356,6 +369,30 @@ export class Causeway {
         ? await this.delete(key, writeOptions)
         : await this.put(key, merged, writeOptions)
     return { value: merged, read, written }
+  }
+
+  /**
+   * Starts a transaction (Nami) over keys of transactional namespaces: `tx.get` reads at one
+   * snapshot of the region's transaction log, `tx.put` and `tx.delete` buffer writes, and
+   * `tx.commit()` resolves to `{ tid, outcome }`: `applied`, or `conflict` when a key it read
+   * changed after its snapshot (nothing written). Its snapshot is at least `minTid` and covers
+   * everything this session has read and written. See `docs/transactions.md`.
+   */
+  async transaction(options?: TransactionOptions): Promise<Transaction> {
+    return this.#transactions.begin(options)
+  }
+
+  /**
+   * Runs `fn` in a transaction and commits it, starting again (with a backoff) after a conflict,
+   * up to `retries` times (default 10); resolves to what `fn` returned in the transaction that
+   * applied, or rejects with `TRANSACTION_CONFLICT`. `fn` may run more than once: keep it free of
+   * other side effects.
+   */
+  runTransaction<R>(
+    fn: (tx: Transaction) => R | Promise<R>,
+    options?: RunTransactionOptions,
+  ): Promise<R> {
+    return this.#transactions.run(fn, options)
   }
 
   /**

@@ -140,6 +140,11 @@ export const ERROR_CODES = {
    * has seen. Start the transaction again (`runTransaction` does).
    */
   SNAPSHOT_TOO_OLD: 409,
+  /**
+   * SDK only: `runTransaction` gave up after its retries, every attempt a conflict (or a snapshot
+   * collected under it). Nothing of the last attempt was written.
+   */
+  TRANSACTION_CONFLICT: 409,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

@@ -50,7 +50,7 @@ export const TxReadBodySchema = Type.Object(
   {
     additionalProperties: false,
     required: ['keys'],
-    examples: [{ keys: ['acct:1', 'acct:2'], minTid: 41 }],
+    examples: [{ keys: ['acct:1', 'acct:2'], minTid: 0 }],
   },
 )
 export type TxReadBody = Static<typeof TxReadBodySchema>
@@ -149,15 +149,15 @@ export const TxCommitBodySchema = Type.Object(
     required: ['snapshot', 'reads', 'writes'],
     examples: [
       {
-        id: 'bank-7f3a9c21.9',
-        snapshot: 42,
+        id: 'bank-7f3a9c21.1',
+        snapshot: 0,
         reads: [
-          ['acct:1', 40],
-          ['acct:2', 12],
+          ['acct:1', 0],
+          ['acct:2', 0],
         ],
         writes: [
-          { key: 'acct:1', value: { balance: 5 } },
-          { key: 'acct:2', value: { balance: 15 } },
+          { key: 'acct:1', value: { balance: -5 } },
+          { key: 'acct:2', value: { balance: 5 } },
         ],
       },
     ],
