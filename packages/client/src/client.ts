@@ -15,6 +15,7 @@
 import {
   CausewayError,
   type ConflictMode,
+  DEFAULT_LIMITS,
   type Hlc,
   type Namespaces,
   type ReadObservation,
@@ -211,7 +212,10 @@ export class Causeway {
       changed: () => this.#changed(),
       throwIfClosed: () => this.#throwIfClosed(),
     }
-    this.#transactions = new TransactionFactory(this.#parts)
+    this.#transactions = new TransactionFactory(
+      this.#parts,
+      init.topology.limits.maxTxKeys ?? DEFAULT_LIMITS.maxTxKeys,
+    )
   }
 
   /** Whether `close()` was called. */

@@ -85,11 +85,14 @@ function randomClientId(): string {
 /** Makes the transactions of one client: ids, reads batched per turn, commits retried. */
 export class TransactionFactory {
   readonly #parts: ClientParts
+  readonly #maxKeys: number
   readonly #clientId = randomClientId()
   #seq = 0
 
-  constructor(parts: ClientParts) {
+  /** `maxKeys`: most keys one read request may name (the cluster's `limits.maxTxKeys`). */
+  constructor(parts: ClientParts, maxKeys: number) {
     this.#parts = parts
+    this.#maxKeys = maxKeys
   }
 
   /** A new transaction (no request is sent until its first read or its commit). */
@@ -106,7 +109,8 @@ export class TransactionFactory {
         option: 'minTid',
       })
     if (options.durability !== undefined) checkDurability(options.durability)
-    return new Transaction(this.#parts, region, formatOpId(this.#clientId, ++this.#seq), options)
+    const id = formatOpId(this.#clientId, ++this.#seq)
+    return new Transaction(this.#parts, region, id, options, this.#maxKeys)
   }
 
   /**
@@ -173,6 +177,7 @@ export class Transaction {
   readonly region: RegionRoute
   readonly #parts: ClientParts
   readonly #options: TransactionOptions
+  readonly #maxKeys: number
   #snapshot: number | undefined
   /** The first read in flight: later reads wait for its snapshot. */
   #fixing: Promise<number> | undefined
@@ -184,11 +189,18 @@ export class Transaction {
   #done = false
 
   /** @internal Use `db.transaction()`. */
-  constructor(parts: ClientParts, region: RegionRoute, id: string, options: TransactionOptions) {
+  constructor(
+    parts: ClientParts,
+    region: RegionRoute,
+    id: string,
+    options: TransactionOptions,
+    maxKeys: number,
+  ) {
     this.#parts = parts
     this.region = region
     this.id = id
     this.#options = options
+    this.#maxKeys = maxKeys
   }
 
   /** The snapshot the transaction reads at, once its first read fixed it. */
@@ -320,15 +332,32 @@ export class Transaction {
     }
   }
 
-  // Sends the reads queued in this turn as one request.
+  // Sends the reads queued in this turn: one request per `maxKeys` keys.
   async #flush(): Promise<void> {
     // The first read fixes the snapshot: the others wait for it, then go together.
     if (this.#snapshot === undefined && this.#fixing !== undefined) {
       await this.#fixing.catch(() => undefined)
     }
-    const batch = this.#queued.splice(0)
-    if (batch.length === 0) return
-    const keys = [...new Set(batch.map((r) => r.key))]
+    const queued = this.#queued.splice(0)
+    if (queued.length === 0) return
+    const byKey = new Map<string, PendingRead[]>()
+    for (const r of queued) byKey.set(r.key, [...(byKey.get(r.key) ?? []), r])
+    const all = [...byKey.keys()]
+    const chunks: string[][] = []
+    for (let i = 0; i < all.length; i += this.#maxKeys) chunks.push(all.slice(i, i + this.#maxKeys))
+    // Without a snapshot yet, the first request fixes it and the others follow.
+    const [first, ...rest] = chunks
+    const failed = await this.#send(first!, byKey)
+    if (failed !== undefined && this.#snapshot === undefined) {
+      for (const keys of rest) for (const key of keys) for (const r of byKey.get(key)!) r.reject(failed)
+      return
+    }
+    await Promise.all(rest.map((keys) => this.#send(keys, byKey)))
+  }
+
+  // One read request for `keys`; settles their pending reads; resolves to its error, if any.
+  async #send(keys: string[], waiting: ReadonlyMap<string, PendingRead[]>): Promise<unknown> {
+    const batch = keys.flatMap((key) => waiting.get(key)!)
     const parts = this.#parts
     const payload: Record<string, unknown> = { keys }
     if (this.#snapshot !== undefined) payload.snapshot = this.#snapshot
@@ -360,8 +389,10 @@ export class Transaction {
     try {
       const items = new Map((await sending).map((item) => [item.key, item]))
       for (const r of batch) r.resolve(items.get(r.key)!)
+      return undefined
     } catch (error) {
       for (const r of batch) r.reject(error)
+      return error
     }
   }
 
