@@ -48,7 +48,8 @@ export function siblingNamespaces(
 export function namespacesOf(
   siblings: readonly string[] | undefined,
   transactional: readonly string[] | undefined,
-): Record<string, { conflicts: 'siblings' } | { conflicts: 'lww'; transactions: true }> | undefined {
+):
+  Record<string, { conflicts: 'siblings' } | { conflicts: 'lww'; transactions: true }> | undefined {
   const out: Record<string, { conflicts: 'siblings' } | { conflicts: 'lww'; transactions: true }> =
     Object.create(null)
   Object.assign(out, siblingNamespaces(siblings) ?? {})
@@ -58,7 +59,9 @@ export function namespacesOf(
         `--transactional needs a namespace name (1 to 128 characters without ':'), not ${JSON.stringify(name)}`,
       )
     if (Object.hasOwn(out, name))
-      throw new UsageError(`namespace ${JSON.stringify(name)} cannot be both siblings and transactional`)
+      throw new UsageError(
+        `namespace ${JSON.stringify(name)} cannot be both siblings and transactional`,
+      )
     out[name] = { conflicts: 'lww', transactions: true }
   }
   return Object.keys(out).length === 0 ? undefined : out

@@ -497,12 +497,14 @@ export abstract class AbstractPartitionReplica {
   }
 
   /**
-   * Whether every other region's commit entry this replica has logged up to `need` (a vector) has
-   * been made visible here by a relay: a transactional read for a session that has seen those
-   * entries must wait until it is. Always true where there are none.
+   * The oldest snapshot at which every transaction whose commit entry `need` (a vector of this
+   * partition's streams) covers is visible here; `undefined` while another region's commit entry
+   * it covers has not been made visible by a relay yet (then wait for an `sv` advance: a relay is a
+   * local write). A transactional read for a session that has seen `need` reads at a snapshot at
+   * least this. 0 where there are no transactions.
    */
-  relayCovers(_need: readonly number[]): boolean {
-    return true
+  visibleAt(_need: readonly number[]): number | undefined {
+    return 0
   }
 
   /** Checked commits, at least one (see {@link commit}). */

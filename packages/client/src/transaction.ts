@@ -349,7 +349,8 @@ export class Transaction {
     const [first, ...rest] = chunks
     const failed = await this.#send(first!, byKey)
     if (failed !== undefined && this.#snapshot === undefined) {
-      for (const keys of rest) for (const key of keys) for (const r of byKey.get(key)!) r.reject(failed)
+      for (const keys of rest)
+        for (const key of keys) for (const r of byKey.get(key)!) r.reject(failed)
       return
     }
     await Promise.all(rest.map((keys) => this.#send(keys, byKey)))

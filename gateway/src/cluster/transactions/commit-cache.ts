@@ -76,12 +76,23 @@ export class CommitCache {
     return this.#index.get(key) ?? null
   }
 
-  /** Records the versions transaction `tid` made (it must follow every tid recorded before). */
-  record(tid: number, changed: readonly (readonly [key: string, version: CachedVersion])[]): void {
+  /**
+   * Records the versions transaction `tid` made (it must follow every tid recorded before). The
+   * window keeps at most `capacity` transactions, but never forgets one above `stored` (the
+   * partitions may not have it yet, and a key the index does not list must be read from them).
+   */
+  record(
+    tid: number,
+    changed: readonly (readonly [key: string, version: CachedVersion])[],
+    stored: number,
+  ): void {
     if (changed.length === 0) return
     for (const [key, version] of changed) this.#index.set(key, version)
     this.#window.push({ tid, keys: changed.map(([key]) => key) })
-    while (this.#window.length - this.#head > this.capacity) {
+    while (
+      this.#window.length - this.#head > this.capacity &&
+      this.#window[this.#head]!.tid <= stored
+    ) {
       const oldest = this.#window[this.#head++]!
       for (const key of oldest.keys)
         if (this.#index.get(key)?.tid === oldest.tid) this.#index.delete(key)

@@ -271,33 +271,34 @@ export class RegionTransactions implements TransactionService {
   }
 
   /**
-   * Waits until the leader of `p` has applied `need` and relayed the other regions' transactions
-   * in it; resolves to the leader's newest committed tid then (what a snapshot must reach).
+   * Waits until the leader of `p` has applied `need` and made visible (relayed) the other regions'
+   * transactions in it; resolves to the snapshot those transactions are visible at.
    */
   async #cover(p: number, need: ReadNeed, deadline: number, timeoutMs: number): Promise<number> {
     await this.#router.checkNeed(p, need)
     const leader = this.#router.leader(p)
     await this.#router.wait(p, leader, need, Math.max(0, deadline - Date.now()))
-    if (!leader.relayCovers(need.need)) {
-      const relayed = await new Promise<boolean>((resolve) => {
-        const timer = setTimeout(() => done(false), Math.max(0, deadline - Date.now()))
-        const unsubscribe = leader.onAdvance(() => {
-          if (leader.relayCovers(need.need)) done(true)
-        })
-        function done(ok: boolean) {
-          clearTimeout(timer)
-          unsubscribe()
-          resolve(ok)
-        }
-        if (leader.relayCovers(need.need)) done(true)
+    const now = leader.visibleAt(need.need)
+    if (now !== undefined) return now
+    const visible = await new Promise<number | undefined>((resolve) => {
+      const timer = setTimeout(() => done(undefined), Math.max(0, deadline - Date.now()))
+      const unsubscribe = leader.onAdvance(() => {
+        const at = leader.visibleAt(need.need)
+        if (at !== undefined) done(at)
       })
-      if (!relayed)
-        throw new SessionNotAvailableError(
-          `partition ${p} of region ${this.region} has not yet made visible, within ${timeoutMs} ms, the transactions of other regions the session has seen`,
-          { region: this.region, partition: p, timeoutMs },
-        )
-    }
-    return leader.committedTid()
+      function done(at: number | undefined) {
+        clearTimeout(timer)
+        unsubscribe()
+        resolve(at)
+      }
+      const at = leader.visibleAt(need.need)
+      if (at !== undefined) done(at)
+    })
+    if (visible !== undefined) return visible
+    throw new SessionNotAvailableError(
+      `partition ${p} of region ${this.region} has not yet made visible, within ${timeoutMs} ms, the transactions of other regions the session has seen`,
+      { region: this.region, partition: p, timeoutMs },
+    )
   }
 
   // Waits until the watermark reaches `tid`.

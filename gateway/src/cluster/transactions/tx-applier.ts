@@ -11,7 +11,10 @@
  * versions at `tid - 1` (`readAsOf`), which are exact whatever the partition has applied since.
  *
  * With the cache, a round decides a run of transactions in memory (the cache holds the changes of
- * those decided before in the round) and then commits them to every partition at once. Without it,
+ * those decided before, in this round and in rounds still being written) and hands their writes to
+ * the partitions, and the next round is decided while they are written: rounds are pipelined, each
+ * partition takes its commits in tid order (a round's commit to a partition is sent once the
+ * previous round's there succeeded), and outcomes are recorded in tid order. Without the cache,
  * every decision reads the partitions at `tid - 1`, so a round is one transaction, stored before
  * the next is decided: Nami's Table 3 compares the two.
  *
@@ -46,6 +49,11 @@ export interface TxApplierOptions {
    */
   batchSize?: number
   /**
+   * Rounds decided and being written at once (with the commit cache).
+   * @default 4
+   */
+  maxInFlight?: number
+  /**
    * Told about a failed round (a partition down): the round is retried after a pause.
    * @default ignores it
    */
@@ -76,6 +84,7 @@ export class TxApplier {
   readonly #leader: (p: number) => AbstractPartitionReplica
   readonly #cache: CommitCache | undefined
   readonly #batchSize: number
+  readonly #maxInFlight: number
   readonly #onError: (error: unknown) => void
   readonly #retryMaxMs: number
   #running: Promise<void> | undefined
@@ -83,6 +92,14 @@ export class TxApplier {
   #wake: (() => void) | undefined
   #unsubscribe: (() => void) | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
+  /** The last tid decided (its round may still be being written). */
+  #next = 0
+  /** Rounds being written, oldest first: each resolves once its outcomes are recorded. */
+  #inFlight: Promise<void>[] = []
+  /** The recording of the newest round: outcomes are recorded in order. */
+  #recorded: Promise<void> = Promise.resolve()
+  /** By partition: the commit of the newest round there (the next waits for it). */
+  #partitionTails = new Map<number, Promise<unknown>>()
   readonly stats: TxApplierStats = {
     applied: 0,
     conflicts: 0,
@@ -100,6 +117,7 @@ export class TxApplier {
     const capacity = options.commitCache ?? 10_000
     this.#cache = capacity === false ? undefined : new CommitCache(capacity)
     this.#batchSize = capacity === false ? 1 : (options.batchSize ?? 512)
+    this.#maxInFlight = capacity === false ? 1 : (options.maxInFlight ?? 4)
     this.#onError = options.onError ?? (() => {})
     this.#retryMaxMs = options.retryMaxMs ?? 1000
   }
@@ -112,7 +130,7 @@ export class TxApplier {
   /** Starts applying from the log's watermark. */
   start(): void {
     if (this.#running || this.#stopped) return
-    this.#cache?.reset(this.#log.appliedTid() + 1)
+    this.#reset()
     this.#unsubscribe = this.#log.onAppend(() => this.#poke())
     this.#running = this.#loop()
   }
@@ -132,21 +150,41 @@ export class TxApplier {
     wake?.()
   }
 
+  // Starts deciding again after the last recorded outcome, with an empty cache.
+  #reset(): void {
+    this.#next = this.#log.appliedTid()
+    this.#cache?.reset(this.#next + 1)
+    this.#inFlight = []
+    this.#recorded = Promise.resolve()
+    this.#partitionTails.clear()
+  }
+
   async #loop(): Promise<void> {
     let failures = 0
     while (!this.#stopped) {
       try {
-        const progressed = await this.#round()
-        failures = 0
-        if (!progressed) await this.#idle()
+        if (this.#inFlight.length >= this.#maxInFlight) {
+          await this.#inFlight.shift()
+          continue
+        }
+        const issued = await this.#round()
+        if (issued) {
+          failures = 0
+          continue
+        }
+        if (this.#inFlight.length > 0) await this.#inFlight.shift()
+        else await this.#idle()
       } catch (error) {
+        // A round failed: what it and the rounds after it decided may be half written. Once they
+        // have all settled, decide again from the last recorded outcome.
+        await Promise.allSettled(this.#inFlight)
         if (this.#stopped) break
         this.#onError(error)
-        // What the round decided may be half applied: decide it again from the log.
-        this.#cache?.reset(this.#log.appliedTid() + 1)
+        this.#reset()
         await this.#pause(Math.min(this.#retryMaxMs, 20 * 2 ** failures++))
       }
     }
+    await Promise.allSettled(this.#inFlight)
   }
 
   // Waits for an append (or, for a log other processes append to, a look now and then).
@@ -166,12 +204,16 @@ export class TxApplier {
     })
   }
 
-  /** Decides and applies the next run of transactions; false when there was none. */
+  /**
+   * Decides the next run of transactions and starts writing it (with the cache; without, writes it
+   * before returning); false when there was none.
+   */
   async #round(): Promise<boolean> {
-    const from = this.#log.appliedTid()
+    const from = this.#next
     if (this.#log.lastTid() <= from) return false
     const records = await this.#log.read(from, this.#batchSize)
     if (records.length === 0) return false
+    this.#next = records.at(-1)!.tid
     this.stats.rounds++
     const outcomes: TxOutcomeRecord[] = []
     const commits = new Map<number, { commit: TxCommit; outcome: TxOutcomeRecord }[]>()
@@ -191,7 +233,7 @@ export class TxApplier {
       if (record.foreign) this.stats.foreign++
       else this.stats.applied++
       const changed = await this.#changes(record)
-      this.#cache?.record(record.tid, changed)
+      this.#cache?.record(record.tid, changed, this.#log.appliedTid())
       const parts = new Map(record.foreign?.parts ?? [])
       for (const [p, writes] of writesByPartition(record.writes, this.#partitions)) {
         const commit: TxCommit = { tid: record.tid, ts: record.ts, writes }
@@ -206,16 +248,27 @@ export class TxApplier {
         list.push({ commit, outcome })
       }
     }
-    await Promise.all(
+    const written = Promise.all(
       [...commits].map(async ([p, list]) => {
-        const entries = await this.#leader(p).commit(list.map((c) => c.commit))
+        // After the previous round's commit to this partition (a failure stops the ones after it).
+        const previous = this.#partitionTails.get(p) ?? Promise.resolve()
+        const committing = previous.then(() => this.#leader(p).commit(list.map((c) => c.commit)))
+        this.#partitionTails.set(p, committing)
+        const entries = await committing
         const byTid = new Map(entries.map((e) => [e.tid, e.idx]))
         for (const { commit, outcome } of list)
           (outcome.parts as [number, number][]).push([p, byTid.get(commit.tid)!])
       }),
     )
-    for (const o of outcomes) (o.parts as [number, number][]).sort((a, b) => a[0] - b[0])
-    await this.#log.recordOutcomes(outcomes)
+    const recording = Promise.all([this.#recorded, written]).then(async () => {
+      for (const o of outcomes) (o.parts as [number, number][]).sort((a, b) => a[0] - b[0])
+      await this.#log.recordOutcomes(outcomes)
+    })
+    this.#recorded = recording
+    // Settled here too, so a failure is not reported as unhandled before the loop awaits it.
+    recording.catch(() => {})
+    this.#inFlight.push(recording)
+    if (this.#cache === undefined) await this.#inFlight.shift()
     return true
   }
 

@@ -366,8 +366,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     return this.#tx.floor
   }
 
-  override relayCovers(need: readonly number[]): boolean {
-    return this.#tx.relayCovers(need)
+  override visibleAt(need: readonly number[]): number | undefined {
+    return this.#tx.visibleAt(need)
   }
 
   /**

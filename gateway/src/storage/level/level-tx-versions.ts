@@ -12,7 +12,8 @@
  *
  * Commit entries of other regions are only logged here (their writes come as a relay of this
  * region); until a relay has made one visible it is pending, and a transactional read for a
- * session that has seen it waits (`relayCovers`).
+ * session that has seen it waits (`visibleAt`). For the snapshot such a read needs, the replica
+ * keeps which tid each recent commit entry of its own region (and each relay) was made at.
  */
 import { CausewayError, type CommitEntry, commitWritesOf } from '@causeway/core'
 import type { AsOfRead, TxVersion } from '../partition-replica.js'
@@ -44,6 +45,62 @@ function isCommitRow(text: string): boolean {
 
 // Rows a collection deletes per run; a full run is followed by another.
 const COLLECT_LIMIT = 4096
+// Recent commit entries whose tid `visibleAt` knows exactly; older ones answer a bound.
+const KNOWN_COMMITS = 8192
+
+/**
+ * Which tid recent entries of one stream (this region's commit entries, by idx; or one other
+ * region's relayed commits, by that region's idx) were made at, ascending: `tidAt(idx)` is the
+ * highest tid among entries with an idx at most `idx`, or a bound above it once those entries
+ * are forgotten.
+ */
+class TidIndex {
+  #idx: number[] = []
+  #tid: number[] = []
+  #head = 0
+  /** Entries up to this idx (forgotten) have tids at most `#floorTid`. */
+  #floorTid = 0
+
+  constructor(floorTid = 0) {
+    this.#floorTid = floorTid
+  }
+
+  add(idx: number, tid: number): void {
+    this.#idx.push(idx)
+    this.#tid.push(tid)
+    if (this.#idx.length - this.#head > KNOWN_COMMITS) this.#floorTid = this.#tid[this.#head++]!
+    if (this.#head > 1024 && this.#head * 2 > this.#idx.length) {
+      this.#idx = this.#idx.slice(this.#head)
+      this.#tid = this.#tid.slice(this.#head)
+      this.#head = 0
+    }
+  }
+
+  tidAt(idx: number): number {
+    let lo = this.#head
+    let hi = this.#idx.length - 1
+    let found = -1
+    while (lo <= hi) {
+      const mid = (lo + hi) >> 1
+      if (this.#idx[mid]! <= idx) {
+        found = mid
+        lo = mid + 1
+      } else hi = mid - 1
+    }
+    return found < 0 ? this.#floorTid : this.#tid[found]!
+  }
+}
+
+/** What a batch being committed changes, until it is stored. */
+interface Staged {
+  ctid: number
+  floor: number
+  rel: number[]
+  /** Other regions' commit entries it logs. */
+  logged: CommitEntry[]
+  /** This region's commit entries it stores. */
+  made: CommitEntry[]
+}
 
 /** What the versions need of their replica. */
 export interface LevelTxHost {
@@ -62,8 +119,11 @@ export class LevelTxVersions {
   #rel: number[]
   /** By origin: idx of its commit entries logged here that no relay has made visible yet. */
   #pending: number[][]
+  /** The tids of this region's commit entries, by idx; of each other region's relayed ones. */
+  #own = new TidIndex()
+  #relayed: TidIndex[] = []
   /** What the batch being committed changes, applied by {@link committed}. */
-  #staged: { ctid: number; floor: number; rel: number[]; logged: CommitEntry[] } | undefined
+  #staged: Staged | undefined
 
   constructor(host: LevelTxHost) {
     this.#host = host
@@ -78,6 +138,9 @@ export class LevelTxVersions {
     this.#rel = meta ? [...meta.rel] : new Array<number>(this.#host.regions).fill(0)
     this.#pending = Array.from({ length: this.#host.regions }, () => [])
     this.#staged = undefined
+    // What came before this run is known only as a bound: tids at most the committed one.
+    this.#own = new TidIndex(this.#ctid)
+    this.#relayed = Array.from({ length: this.#host.regions }, () => new TidIndex(this.#ctid))
     for (let origin = 0; origin < this.#host.regions; origin++) {
       if (origin === this.#host.region || (sv[origin] ?? 0) <= (this.#rel[origin] ?? 0)) continue
       const rows = this.#host.db.iterator({
@@ -109,13 +172,18 @@ export class LevelTxVersions {
     return { ctid, floor, rel: [...rel] }
   }
 
-  /** See `AbstractPartitionReplica.relayCovers`. */
-  relayCovers(need: readonly number[]): boolean {
+  /** See `AbstractPartitionReplica.visibleAt`. */
+  visibleAt(need: readonly number[]): number | undefined {
+    const { region } = this.#host
+    let tid = (need[region] ?? 0) > 0 ? this.#own.tidAt(need[region]!) : 0
     for (let origin = 0; origin < this.#pending.length; origin++) {
+      const idx = need[origin] ?? 0
+      if (origin === region || idx === 0) continue
       const first = this.#pending[origin]![0]
-      if (first !== undefined && first <= (need[origin] ?? 0)) return false
+      if (first !== undefined && first <= idx) return undefined
+      tid = Math.max(tid, this.#relayed[origin]!.tidAt(idx))
     }
-    return true
+    return tid
   }
 
   /**
@@ -126,13 +194,9 @@ export class LevelTxVersions {
    */
   async commitOps(entries: readonly CommitEntry[]): Promise<StoreOp[]> {
     const { region, regions } = this.#host
-    const staged = (this.#staged ??= {
-      ctid: this.#ctid,
-      floor: this.#floor,
-      rel: [...this.#rel],
-      logged: [],
-    })
+    const staged = (this.#staged ??= this.#stage())
     const own = entries.filter((e) => e.origin === region)
+    staged.made.push(...own)
     for (const e of entries) if (e.origin !== region) staged.logged.push(e)
     if (own.length === 0) return []
     const keys = [...new Set(own.flatMap((e) => commitWritesOf(e).map(([key]) => key)))]
@@ -186,12 +250,7 @@ export class LevelTxVersions {
    */
   async collectOps(floor: number): Promise<StoreOp[]> {
     const { db } = this.#host
-    const staged = (this.#staged ??= {
-      ctid: this.#ctid,
-      floor: this.#floor,
-      rel: [...this.#rel],
-      logged: [],
-    })
+    const staged = (this.#staged ??= this.#stage())
     if (floor <= staged.floor) return []
     staged.floor = floor
     const ops: StoreOp[] = []
@@ -206,6 +265,10 @@ export class LevelTxVersions {
     return ops
   }
 
+  #stage(): Staged {
+    return { ctid: this.#ctid, floor: this.#floor, rel: [...this.#rel], logged: [], made: [] }
+  }
+
   /** The batch that staged changes was stored: they hold from now on. */
   committed(): void {
     const s = this.#staged
@@ -214,6 +277,10 @@ export class LevelTxVersions {
     this.#ctid = s.ctid
     this.#floor = s.floor
     this.#rel = s.rel
+    for (const entry of s.made) {
+      this.#own.add(entry.idx, entry.tid)
+      if (entry.relay) this.#relayed[entry.relay[0]]!.add(entry.relay[2], entry.tid)
+    }
     for (const entry of s.logged) {
       if (entry.idx > (this.#rel[entry.origin] ?? 0)) this.#pending[entry.origin]!.push(entry.idx)
     }
