@@ -503,8 +503,8 @@ export abstract class AbstractPartitionReplica {
    * local write). A transactional read for a session that has seen `need` reads at a snapshot at
    * least this. 0 where there are no transactions.
    */
-  visibleAt(_need: readonly number[]): number | undefined {
-    return 0
+  visibleAt(_need: readonly number[]): Promise<number | undefined> {
+    return Promise.resolve(0)
   }
 
   /** Checked commits, at least one (see {@link commit}). */

@@ -186,24 +186,24 @@ export function txCompliance(name: string, factory: ReplicaStoreFactory): void {
       expect(await r.readLog(1, 0, 10)).toEqual([foreign])
       expect(await valuesAt(r, 100, ['a'])).toEqual([null])
       // A session that saw the entry must wait for its relay; one that did not need not.
-      expect(r.visibleAt([0, 1, 0])).toBeUndefined()
-      expect(r.visibleAt([5, 0, 5])).toBe(0)
+      expect(await r.visibleAt([0, 1, 0])).toBeUndefined()
+      expect(await r.visibleAt([5, 0, 5])).toBe(0)
       r = await restart(r)
-      expect(r.visibleAt([0, 1, 0])).toBeUndefined()
+      expect(await r.visibleAt([0, 1, 0])).toBeUndefined()
       // This region's own newer version wins over the relay of an older one.
       await r.commit([commit(2, tsIn(0), { a: '"mine"', b: '"mine"' })])
       const [relayed] = await r.commit([{ ...commit(3, old, { a: '"from 1"' }), relay: [1, 7, 1] }])
       expect(relayed).toMatchObject({ origin: 0, tid: 3, ts: old, relay: [1, 7, 1] })
       // Visible from the relay's snapshot on; this region's own commit (idx 1 or 2) from its tid.
-      expect(r.visibleAt([0, 1, 0])).toBe(3)
-      expect(r.visibleAt([r.sv()[0]! - 1, 0, 0])).toBe(2)
+      expect(await r.visibleAt([0, 1, 0])).toBe(3)
+      expect(await r.visibleAt([r.sv()[0]! - 1, 0, 0])).toBe(2)
       expect(await valuesAt(r, 3, ['a'])).toEqual(['"mine"'])
       // A newer relay wins, as a version of its region.
       await r.commit([{ ...commit(4, tsIn(60_000), { b: '"from 2"' }), relay: [2, 1, 1] }])
       r = await restart(r)
       // After a restart, a bound: at most the newest committed tid.
-      expect(r.visibleAt([0, 1, 0])).toBeLessThanOrEqual(4)
-      expect(r.visibleAt([0, 1, 0])).toBeGreaterThanOrEqual(3)
+      expect(await r.visibleAt([0, 1, 0])).toBeLessThanOrEqual(4)
+      expect(await r.visibleAt([0, 1, 0])).toBeGreaterThanOrEqual(3)
       const { versions } = await r.readAsOf(4, ['b'])
       expect(versions[0]).toMatchObject({ tid: 4, dc: 2, value: '"from 2"' })
       expect(r.committedTid()).toBe(4)

@@ -278,21 +278,36 @@ export class RegionTransactions implements TransactionService {
     await this.#router.checkNeed(p, need)
     const leader = this.#router.leader(p)
     await this.#router.wait(p, leader, need, Math.max(0, deadline - Date.now()))
-    const now = leader.visibleAt(need.need)
+    const now = await leader.visibleAt(need.need)
     if (now !== undefined) return now
+    // Another region's transaction the session saw is logged here but not relayed yet: a relay is
+    // a local write, so look again on each advance.
     const visible = await new Promise<number | undefined>((resolve) => {
+      let looking = false
+      let settled = false
       const timer = setTimeout(() => done(undefined), Math.max(0, deadline - Date.now()))
-      const unsubscribe = leader.onAdvance(() => {
-        const at = leader.visibleAt(need.need)
-        if (at !== undefined) done(at)
-      })
+      const look = () => {
+        if (looking || settled) return
+        looking = true
+        leader.visibleAt(need.need).then(
+          (at) => {
+            looking = false
+            if (at !== undefined) done(at)
+          },
+          () => {
+            looking = false
+          },
+        )
+      }
+      const unsubscribe = leader.onAdvance(look)
       function done(at: number | undefined) {
+        if (settled) return
+        settled = true
         clearTimeout(timer)
         unsubscribe()
         resolve(at)
       }
-      const at = leader.visibleAt(need.need)
-      if (at !== undefined) done(at)
+      look()
     })
     if (visible !== undefined) return visible
     throw new SessionNotAvailableError(

@@ -366,8 +366,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     return this.#tx.floor
   }
 
-  override visibleAt(need: readonly number[]): number | undefined {
-    return this.#tx.visibleAt(need)
+  override visibleAt(need: readonly number[]): Promise<number | undefined> {
+    return Promise.resolve(this.#tx.visibleAt(need))
   }
 
   /**

@@ -24,6 +24,7 @@
  */
 import {
   CausewayError,
+  type CommitEntry,
   DvvSet,
   type KeyEntry,
   type LogEntry,
@@ -40,9 +41,11 @@ import { Redis } from 'ioredis'
 import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import type {
   AdvanceListener,
+  AsOfRead,
   ReplicaManifest,
   ReplicaRead,
   SiblingRead,
+  TxCommit,
   Version,
 } from '../partition-replica.js'
 import {
@@ -70,6 +73,7 @@ import {
   svOf,
 } from './replica-scripts.js'
 import { StableVector } from './stable-vector.js'
+import { RedisTxVersions, TX_SCRIPTS, commitOfFields } from './redis-tx.js'
 import {
   DEFAULT_OP_RETENTION_MS,
   type OpCheck,
@@ -158,7 +162,7 @@ const US = '\u001f'
 const MANIFEST: ReplicaManifest = Object.freeze({
   siblings: true,
   sets: true,
-  multiVersionReads: false,
+  multiVersionReads: true,
   // Several gateway processes write one leader: a view of `sv` may be a push behind.
   refresh: true,
   opRecords: true,
@@ -172,6 +176,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   readonly keys: ReplicaKeys
   /** The sets of this partition (`redis-sets.ts`). */
   protected readonly _sets: RedisSets
+  /** The versions of transactional keys (`redis-tx.ts`). */
+  readonly #tx: RedisTxVersions
 
   readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine'>>
   readonly #quarantine: QuarantineSink
@@ -224,6 +230,20 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       run: (client, operation, call) => this.#run(client, operation, call),
       advance: (sv) => this.#stable.advance(sv),
     })
+    this.#tx = new RedisTxVersions({
+      region: this.region,
+      regions: options.regions,
+      prefix: this.keys.prefix,
+      metaKey: this.keys.meta,
+      svKey: this.keys.sv,
+      logKey: (origin) => this.keys.log(origin),
+      now: () => (this.#now ? String(Math.floor(this.#now())) : ''),
+      writer: () => this.#live().writer,
+      reader: () => this.#live().reader,
+      run: (client, operation, call) => this.#run(client, operation, call),
+      advance: (sv) => this.#stable.advance(sv),
+      readLog: (origin, afterIdx, limit) => this._readLog(origin, afterIdx, limit),
+    })
   }
 
   /** True while every connection to the server is ready. */
@@ -261,6 +281,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       )
       this.#epoch = reply[0] ? Number(reply[0]) : 1
       this.#stable.advance(svOf(reply, 2, this.#options.regions))
+      await this.#tx.load(connections.reader)
     } catch (error) {
       this.#connections = undefined
       for (const r of all) r.disconnect()
@@ -455,16 +476,55 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   }
 
   protected async _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number> {
-    const sv = entries.some((e) => e.kind === 'set-op')
-      ? await this.#ingestWithSets('receive', 'batch', entries)
-      : await this.#ingest('receive', 'batch', entries)
+    const sv = await this.#ingestAny('receive', 'batch', entries)
     return sv[origin] ?? 0
   }
 
   protected async _applyReplicated(entries: readonly LogEntry[]): Promise<void> {
-    if (entries.some((e) => e.kind === 'set-op'))
-      await this.#ingestWithSets('apply', 'per-origin', entries)
-    else await this.#ingest('apply', 'per-origin', entries)
+    await this.#ingestAny('apply', 'per-origin', entries)
+  }
+
+  // Entries of any kind: commit entries through the transactions' script, set writes through the
+  // sets', the rest through the ingest script, in order.
+  #ingestAny(
+    operation: string,
+    mode: 'batch' | 'per-origin',
+    entries: readonly LogEntry[],
+  ): Promise<number[]> {
+    const others = (run: readonly LogEntry[]) =>
+      run.some((e) => e.kind === 'set-op')
+        ? this.#ingestWithSets(operation, mode, run)
+        : this.#ingest(operation, mode, run)
+    if (!entries.some((e) => e.kind === 'commit')) return others(entries)
+    return this.#tx.ingest(entries, mode, others, this.sv())
+  }
+
+  override committedTid(): number {
+    return this.#tx.committedTid
+  }
+
+  override txFloor(): number {
+    return this.#tx.floor
+  }
+
+  override visibleAt(need: readonly number[]): Promise<number | undefined> {
+    return this.#tx.visibleAt(need)
+  }
+
+  protected override _commit(commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+    return this.#tx.commit(commits)
+  }
+
+  protected override _readAsOf(
+    tid: number,
+    keys: readonly string[],
+    values: boolean,
+  ): Promise<AsOfRead> {
+    return this.#tx.readAsOf(tid, keys, values)
+  }
+
+  protected override _collectGarbage(floor: number): Promise<void> {
+    return this.#tx.collect(floor)
   }
 
   // Entries with set writes among them: set entries go through the set scripts, one by one.
@@ -646,6 +706,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
         ts: f.get('ts') ?? '',
         at: Number(f.get('at') ?? 0),
       }
+      const commit = commitOfFields(head, f)
+      if (commit !== undefined) return commit
       const siblings = f.get('s')
       if (siblings !== undefined) return siblingsEntry(head, siblings)
       const setDelta = f.get('b')
@@ -889,6 +951,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       SCAN_LOG_SCRIPT,
       REPAIR_SCRIPT,
       ...SET_SCRIPTS,
+      ...TX_SCRIPTS,
     ])
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }
