@@ -17,14 +17,17 @@
  * `BACKEND_UNAVAILABLE` and everything else is served. Once open, a replica reconnects by itself.
  */
 import { createHmac } from 'node:crypto'
-import { CausewayError, type ShipEnvelope } from '@causeway/core'
+import { CausewayError, type ShipEnvelope, hasTransactions } from '@causeway/core'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
+import { RedisTxLog } from '../storage/redis/redis-tx-log.js'
 import type { ClusterConfig } from '../config/cluster-config.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { RegionService } from './region-service.js'
+import { RedisLease } from './shipping-lease.js'
+import { TxApplier } from './transactions/tx-applier.js'
 
 /** Options of {@link RedisCluster.start}. */
 export interface RedisClusterOptions {
@@ -72,6 +75,12 @@ export class RedisCluster implements ShippingReceiver {
   /** `replicas[p][i]`. */
   readonly replicas: readonly (readonly RedisPartitionReplica[])[]
   readonly #shipping: LeasedShipping | undefined
+  /** The region's transaction log, when the cluster has transactional namespaces. */
+  readonly txLog: RedisTxLog | undefined
+  /** The lease to run the region's applier (one process at a time). */
+  readonly #applierLease: RedisLease | undefined
+  #applier: TxApplier | undefined
+  #applierStopping: Promise<void> | undefined
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
@@ -131,6 +140,35 @@ export class RedisCluster implements ShippingReceiver {
           })
         : undefined
     const replicas = this.replicas
+    const txUrls = here.transactions
+    this.txLog =
+      hasTransactions(config.namespaces) && txUrls !== undefined
+        ? new RedisTxLog({
+            url: txUrls[0]!,
+            namespace: config.redis.namespace,
+            region,
+            regions: config.regions.length,
+            replicas: txUrls.length - 1,
+            durability: config.transactions.durability,
+            commandTimeoutMs: config.redis.commandTimeoutMs,
+            connectTimeoutMs: config.redis.connectTimeoutMs,
+            ...(options.opRetentionMs === undefined
+              ? {}
+              : { opRetentionMs: options.opRetentionMs }),
+          })
+        : undefined
+    const txLog = this.txLog
+    this.#applierLease =
+      txLog === undefined
+        ? undefined
+        : new RedisLease({
+            url: txUrls![0]!,
+            key: txLog.keys.lease,
+            ttlMs: config.transactions.leaseMs,
+            ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
+            onAcquired: () => this.#startApplier(),
+            onLost: () => void this.#stopApplier(),
+          })
     this.service = new RegionService({
       cluster: config.cluster,
       region,
@@ -144,6 +182,20 @@ export class RedisCluster implements ShippingReceiver {
       },
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
+      ...(txLog === undefined
+        ? {}
+        : {
+            transactions: {
+              log: txLog,
+              snapshots: {
+                idleMs: config.transactions.snapshotIdleMs,
+                maxAgeMs: config.transactions.snapshotMaxAgeMs,
+              },
+              // Every process publishes its open snapshots; the applier's collects.
+              collects: () => this.#applierLease?.held ?? false,
+              onError: (error: unknown) => this.#onEvent('collecting versions: will retry', error),
+            },
+          }),
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}
@@ -157,9 +209,68 @@ export class RedisCluster implements ShippingReceiver {
    */
   static async start(options: RedisClusterOptions): Promise<RedisCluster> {
     const cluster = new RedisCluster(options)
-    await Promise.all(cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)))
+    await Promise.all([
+      ...cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)),
+      cluster.#openTxLog(0),
+    ])
     cluster.#shipping?.start()
     return cluster
+  }
+
+  /** Whether this process runs the region's applier now. */
+  appliesTransactions(): boolean {
+    return this.#applier !== undefined
+  }
+
+  #startApplier(): void {
+    const log = this.txLog
+    if (log === undefined || this.#applier !== undefined || this.#closing) return
+    const applier = new TxApplier({
+      log,
+      region: this.region,
+      partitions: this.config.partitions,
+      leader: (p) => this.#leader(p),
+      commitCache: this.config.transactions.commitCache,
+      onError: (error) => this.#onEvent('applying transactions: will retry', error),
+    })
+    this.#applier = applier
+    this.#onEvent('took the transaction applier lease')
+    // After a previous applier of this process has stopped.
+    void (this.#applierStopping ?? Promise.resolve()).then(() => {
+      if (this.#applier === applier) applier.start()
+    })
+  }
+
+  #stopApplier(): Promise<void> {
+    const applier = this.#applier
+    this.#applier = undefined
+    if (applier === undefined) return this.#applierStopping ?? Promise.resolve()
+    this.#onEvent('gave up the transaction applier lease')
+    this.#applierStopping = applier.stop()
+    return this.#applierStopping
+  }
+
+  // Opens the transaction log (retried in the background while its server is down), then
+  // competes for the applier's lease.
+  async #openTxLog(attempt: number): Promise<void> {
+    const log = this.txLog
+    if (log === undefined || this.#closing) return
+    try {
+      await log.open()
+    } catch (error) {
+      if (attempt === 0)
+        this.#onEvent('cannot open the transaction log yet; retrying in the background', error)
+      const wait = Math.min(this.#reopenMaxMs, 50 * 2 ** Math.min(attempt, 10))
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer)
+        void this.#openTxLog(attempt + 1)
+      }, wait)
+      this.#timers.add(timer)
+      return
+    }
+    if (this.#closing) return
+    if (attempt > 0) this.#onEvent('opened the transaction log')
+    this.#applierLease?.start()
   }
 
   /** The partitions whose shipping lease this process holds. */
@@ -182,8 +293,12 @@ export class RedisCluster implements ShippingReceiver {
       for (const timer of this.#timers) clearTimeout(timer)
       this.#timers.clear()
       await this.#shipping?.close()
+      await this.#applierLease?.close()
+      await this.#stopApplier()
+      await this.service.close()
       await Promise.allSettled([...this.#opening])
       await Promise.all(this.replicas.flat().map((r) => r.close()))
+      await this.txLog?.close()
     })()
     return this.#closing
   }

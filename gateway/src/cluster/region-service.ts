@@ -126,8 +126,10 @@ export interface RegionServiceOptions {
     log: AbstractTxLog
     /** How long snapshots stay open for transactions. */
     snapshots?: OpenSnapshotsOptions
-    /** How often to collect versions behind the oldest open snapshot (0: another process does). */
+    /** How often to publish open snapshots and collect versions behind the oldest (0: never). */
     collectEveryMs?: number
+    /** Whether this process collects (the one running the region's applier). @default always */
+    collects?: () => boolean
     onError?: (error: unknown) => void
   }
 }
@@ -178,6 +180,7 @@ export class RegionService implements ClusterService {
             log: tx.log,
             ...(tx.snapshots ? { snapshots: tx.snapshots } : {}),
             ...(tx.collectEveryMs === undefined ? {} : { collectEveryMs: tx.collectEveryMs }),
+            ...(tx.collects ? { collects: tx.collects } : {}),
             ...(tx.onError ? { onError: tx.onError } : {}),
           })
   }

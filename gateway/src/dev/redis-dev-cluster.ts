@@ -19,7 +19,7 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { Limits, Namespaces } from '@causeway/core'
+import { hasTransactions, type Limits, type Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
   parseClusterConfig,
@@ -77,6 +77,12 @@ export interface RedisDevClusterOptions {
    * @default {} (every key last-writer-wins)
    */
   namespaces?: Namespaces
+  /**
+   * Transactions the applier's commit cache indexes (the config's `transactions.commitCache`);
+   * `false`: none.
+   * @default 10000
+   */
+  commitCache?: number | false
   /**
    * Emulated one-way delay of shipping between regions, in ms (written to the config's
    * `benchmark.wanDelayMs`; every shipping request and its answer take that long extra).
@@ -162,6 +168,11 @@ export interface RedisDevCluster {
   urls: string[]
   gateways: DevGateway[]
   redis: DevRedis[]
+  /**
+   * The servers of each region's transaction log (with transactional namespaces): its leader
+   * (`replica` 0) and its Redis replicas, as many as a partition has.
+   */
+  transactionLogs: Omit<DevRedis, 'partition'>[]
   /** Stops the balancers, the gateways (gracefully), then the Redis servers. Idempotent. */
   close(): Promise<void>
 }
@@ -201,7 +212,7 @@ export async function startRedisDevCluster(
 
     // Leaders first, then their followers (REPLICAOF from the start).
     const grid: RedisProcess[][][] = []
-    const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
+    const start = async (d: number, p: number | 'tx', i: number, leader?: RedisProcess) => {
       for (let attempt = 0; ; attempt++) {
         try {
           const server = await startRedisProcess({
@@ -234,6 +245,15 @@ export async function startRedisDevCluster(
         }),
       ),
     )
+    // Each region's transaction log: a leader and as many Redis replicas as a partition has.
+    const txLogs: RedisProcess[][] = []
+    if (hasTransactions(options.namespaces))
+      for (let d = 0; d < regions; d++) {
+        const leader = await start(d, 'tx', 0)
+        const list = [leader]
+        for (let i = 1; i < replicas; i++) list.push(await start(d, 'tx', i, leader))
+        txLogs.push(list)
+      }
 
     // Ports: a region's public port is its gateway's, or its balancer's.
     const gatewayPorts: number[][] = []
@@ -261,7 +281,13 @@ export async function startRedisDevCluster(
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
         gateways: gatewayPorts[d]!.map(urlOf),
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
+        ...(txLogs[d] ? { transactions: txLogs[d].map((s) => s.url) } : {}),
       })),
+      ...(options.commitCache === undefined
+        ? {}
+        : {
+            transactions: { commitCache: options.commitCache === false ? 0 : options.commitCache },
+          }),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
@@ -344,6 +370,9 @@ export async function startRedisDevCluster(
             pid: s.pid,
           })),
         ),
+      ),
+      transactionLogs: txLogs.flatMap((list, d) =>
+        list.map((s, i) => ({ region: d, replica: i, url: s.url, pid: s.pid })),
       ),
       close,
     }

@@ -268,6 +268,29 @@ export abstract class AbstractTxLog {
     return Promise.resolve(this.lastTid())
   }
 
+  /**
+   * Publishes the oldest snapshot the transactions of process `token` still read at (`undefined`:
+   * none), for the one that collects versions behind every process's oldest. A log shared by
+   * several processes keeps it where they all see it; here, in memory.
+   */
+  publishOpenSnapshot(token: string, oldest: number | undefined): Promise<void> {
+    if (oldest === undefined) this.#snapshots.delete(token)
+    else this.#snapshots.set(token, { oldest, at: Date.now() })
+    return Promise.resolve()
+  }
+
+  /** The oldest snapshot any process published within the last `freshMs`. */
+  oldestOpenSnapshot(freshMs: number): Promise<number | undefined> {
+    let oldest: number | undefined
+    for (const [token, { oldest: snapshot, at }] of this.#snapshots) {
+      if (Date.now() - at > freshMs) this.#snapshots.delete(token)
+      else if (oldest === undefined || snapshot < oldest) oldest = snapshot
+    }
+    return Promise.resolve(oldest)
+  }
+
+  readonly #snapshots = new Map<string, { oldest: number; at: number }>()
+
   /** Told the new last tid after appends. */
   abstract onAppend(listener: (last: number) => void): () => void
 

@@ -1,7 +1,8 @@
 /**
  * Transactions (Nami): `db.transaction()` and `db.runTransaction()`. A transaction reads at one
  * snapshot of its region's transaction log (the first read fixes it: at least the session's tid of
- * that region and `minTid`, and covering every partition vector of the session), buffers its writes
+ * that region and `minTid`, which covers what the session saw of that region's transactions, and
+ * covering what its partition vectors say it saw of other regions' ones), buffers its writes
  * here, and commits them with what it read. The region decides in log order: `applied` when no key
  * it read changed after its snapshot, else `conflict` (nothing written).
  *
@@ -364,10 +365,16 @@ export class Transaction {
     if (this.#snapshot !== undefined) payload.snapshot = this.#snapshot
     else {
       payload.minTid = Math.max(this.#options.minTid ?? 0, parts.session.tid(this.region.id))
+      // What the session saw of other regions' transactions (its tid covers this region's).
       const after: Record<string, string> = {}
       for (const p of parts.session.touched()) {
         const need = parts.session.readNeed(p, 'session')
-        const text = need && formatReadNeed(need)
+        if (need === undefined) continue
+        const foreign = {
+          ...need,
+          need: need.need.map((idx, d) => (d === this.region.id ? 0 : idx)),
+        }
+        const text = formatReadNeed(foreign)
         if (text !== undefined) after[p] = text
       }
       if (Object.keys(after).length > 0) payload.after = after

@@ -448,6 +448,13 @@ export const ChangeEventSchema = Type.Object({
   ts: Hlc,
   deleted: Type.Boolean(),
   value: Type.Optional(Type.Unknown()),
+  tid: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description:
+        'a transaction’s write (transactional namespaces): its tid in the log of the region that serves the feed; every key of one transaction has the same',
+    }),
+  ),
   siblings: Type.Optional(Type.Array(SiblingReplySchema)),
   context: Type.Optional(Type.String()),
   set: Type.Optional(

@@ -58,11 +58,16 @@ export interface RegionTransactionsOptions {
   /** How long snapshots stay open for transactions (`open-snapshots.ts`). */
   snapshots?: OpenSnapshotsOptions
   /**
-   * How often to collect versions behind the oldest open snapshot, in ms; 0: never (another
-   * process of the region does it).
+   * How often to publish this process's oldest open snapshot and collect versions behind the
+   * region's oldest, in ms (0: never).
    * @default 1000
    */
   collectEveryMs?: number
+  /**
+   * Whether this process collects (one per region: the applier's; the others only publish).
+   * @default always
+   */
+  collects?: () => boolean
   /** Told about a failed collection (retried at the next period). @default ignores it */
   onError?: (error: unknown) => void
 }
@@ -80,7 +85,11 @@ export class RegionTransactions implements TransactionService {
   /** Commits waiting for their outcome, by tid. */
   readonly #waiting = new Map<number, ((o: TxOutcomeRecord) => void)[]>()
   readonly #unsubscribe: () => void
+  /** This process's name in the published open snapshots. */
+  readonly #token = `gw-${Math.random().toString(36).slice(2)}-${Date.now().toString(36)}`
   #collector: ReturnType<typeof setInterval> | undefined
+  /** The watermark at each collection, the oldest first (the ones of the last two periods). */
+  readonly #watermarks: { at: number; tid: number }[] = []
   #collecting: Promise<void> | undefined
 
   constructor(options: RegionTransactionsOptions) {
@@ -122,9 +131,12 @@ export class RegionTransactions implements TransactionService {
     } else {
       const minTid = request.minTid ?? 0
       await this.#checkReachable(minTid, 'minTid')
-      let target = minTid
-      for (const [p, need] of request.after ?? [])
-        target = Math.max(target, await this.#cover(p, need, deadline, request.timeoutMs))
+      const covered = await Promise.all(
+        [...(request.after ?? [])].map(([p, need]) =>
+          this.#cover(p, need, deadline, request.timeoutMs),
+        ),
+      )
+      const target = Math.max(minTid, ...covered)
       await this.#awaitApplied(target, deadline, request.timeoutMs)
       snapshot = this.#log.appliedTid()
     }
@@ -216,14 +228,28 @@ export class RegionTransactions implements TransactionService {
   }
 
   /**
-   * Raises the version floor of every replica to the oldest open snapshot (or the watermark when
-   * none is open). Runs every `collectEveryMs`; one at a time.
+   * Publishes this process's oldest open snapshot, and (when it collects) raises the version floor
+   * of every replica to the oldest any process published (or the watermark when none is open).
+   * Runs every `collectEveryMs`; one at a time.
    */
   collect(): Promise<void> {
     this.#collecting ??= (async () => {
       try {
         const watermark = this.#log.appliedTid()
-        const floor = Math.min(this.#snapshots.oldest() ?? watermark, watermark)
+        const mine = this.#snapshots.oldest()
+        await this.#log.publishOpenSnapshot(this.#token, mine)
+        if (!(this.#options.collects?.() ?? true)) return
+        // A process that stopped publishing (it died) holds nothing back after a while.
+        const every = this.#options.collectEveryMs ?? 1000
+        const open = await this.#log.oldestOpenSnapshot(Math.max(3 * every, 3000))
+        // A snapshot another process picked since its last publication is at least the watermark
+        // of then: keep everything from the watermark of two periods ago.
+        const now = Date.now()
+        this.#watermarks.push({ at: now, tid: watermark })
+        while (this.#watermarks.length > 1 && now - this.#watermarks[1]!.at >= 2 * every)
+          this.#watermarks.shift()
+        const settled = now - this.#watermarks[0]!.at >= 2 * every ? this.#watermarks[0]!.tid : 0
+        const floor = Math.min(open ?? watermark, mine ?? watermark, settled)
         if (floor <= 0) return
         await Promise.all(
           this.#options.replicas

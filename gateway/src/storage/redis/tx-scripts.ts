@@ -185,14 +185,20 @@ local function need(d) return tonumber(ARGV[3 + d]) end
 local own = ''
 if need(region) > 0 then
   own = '?'
-  local rows = redis.call('XREVRANGE', KEYS[2], need(region) .. '-0', '-', 'COUNT', 256)
-  if #rows < 256 then own = '' end
-  for _, row in ipairs(rows) do
-    local f = row[2]
-    for i = 1, #f, 2 do
-      if f[i] == 'c' then own = f[i + 1]; break end
+  local upto = need(region) .. '-0'
+  -- Pages of 16 entries, at most 256 entries back.
+  for page = 1, 16 do
+    local rows = redis.call('XREVRANGE', KEYS[2], upto, '-', 'COUNT', 16)
+    for _, row in ipairs(rows) do
+      local f = row[2]
+      for i = 1, #f, 2 do
+        if f[i] == 'c' then own = f[i + 1]; break end
+      end
+      if own ~= '?' then break end
     end
-    if own ~= '' and own ~= '?' then break end
+    if own ~= '?' then break end
+    if #rows < 16 then own = ''; break end
+    upto = '(' .. rows[#rows][1]
   end
 end
 reply[#reply + 1] = own
