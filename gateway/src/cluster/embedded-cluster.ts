@@ -16,6 +16,8 @@ import { type Logger, processLogger } from '../log.js'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
+import { InProcessTxLink } from '../replication/tx-links.js'
+import { TxShipper } from '../replication/tx-shipper.js'
 import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-replica.js'
 import { LevelTxLog } from '../storage/level/level-tx-log.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -154,6 +156,8 @@ export class EmbeddedCluster {
   /** `#txLogs[d]`: region `d`'s transaction log, when the cluster has transactional namespaces. */
   readonly #txLogs: LevelTxLog[]
   readonly #appliers: TxApplier[]
+  /** One per ordered pair of regions: each region's applied transactions, as units. */
+  readonly #txShippers: TxShipper[] = []
   #closing: Promise<void> | undefined
 
   private constructor(
@@ -169,6 +173,7 @@ export class EmbeddedCluster {
       shippers: Shipper[]
       quarantines: QuarantineRegistry[]
       txLogs: LevelTxLog[]
+      wanDelayMs: number
       commitCache: number | false | undefined
       snapshots: OpenSnapshotsOptions | undefined
       onError: (error: unknown, source: string) => void
@@ -227,6 +232,24 @@ export class EmbeddedCluster {
         }),
     )
     for (const applier of this.#appliers) applier.start()
+    for (const [from, log] of options.txLogs.entries())
+      for (const [to, destination] of options.txLogs.entries()) {
+        if (from === to) continue
+        const shipper = new TxShipper({
+          log,
+          to,
+          link: new InProcessTxLink({
+            origin: from,
+            destination,
+            partitions: this.partitions,
+            delayMs: options.wanDelayMs,
+          }),
+          onError: (error) =>
+            options.onError(error, `shipping transactions from region ${from} to ${to}`),
+        })
+        this.#txShippers.push(shipper)
+        shipper.start()
+      }
   }
 
   /** Opens (or creates) every replica, then starts the follower feeds and the shippers. */
@@ -358,6 +381,7 @@ export class EmbeddedCluster {
       shippers,
       quarantines,
       txLogs,
+      wanDelayMs: options.wanDelayMs ?? 0,
       commitCache: options.commitCache,
       snapshots: options.snapshots,
       onError,
@@ -401,6 +425,7 @@ export class EmbeddedCluster {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await Promise.all(this.#txShippers.map((s) => s.stop()))
       await Promise.all(this.#appliers.map((a) => a.stop()))
       await Promise.all(this.#services.map((s) => s.close()))
       await Promise.all(this.#shippers.map((s) => s.stop()))

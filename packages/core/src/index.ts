@@ -58,6 +58,7 @@ export * from './ship-envelope.js'
 export * from './version-order.js'
 export * from './commit-writes.js'
 export * from './transaction.js'
+export * from './tx-shipment.js'
 export type {
   TxCommitBody,
   TxCommitPart,
