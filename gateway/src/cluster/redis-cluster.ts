@@ -19,6 +19,10 @@
 import { createHmac } from 'node:crypto'
 import { CausewayError, type ShipEnvelope, hasTransactions } from '@causeway/core'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import type { TxReceiver } from '../replication/tx-link.js'
+import { HttpTxLink, receiveShipment } from '../replication/tx-links.js'
+import { TxShipper } from '../replication/tx-shipper.js'
+import { DelayedTxLink } from './delayed-shipping-link.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
@@ -68,7 +72,7 @@ export interface RedisClusterOptions {
 }
 
 /** One region of a Redis-backed cluster, served by this process. */
-export class RedisCluster implements ShippingReceiver {
+export class RedisCluster implements ShippingReceiver, TxReceiver {
   readonly config: ClusterConfig
   readonly region: number
   readonly service: RegionService
@@ -80,7 +84,10 @@ export class RedisCluster implements ShippingReceiver {
   /** The lease to run the region's applier (one process at a time). */
   readonly #applierLease: RedisLease | undefined
   #applier: TxApplier | undefined
+  /** With the applier: this region's transactions shipped to each other region. */
+  #txShippers: TxShipper[] = []
   #applierStopping: Promise<void> | undefined
+  readonly #fetch: typeof fetch | undefined
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
@@ -94,6 +101,7 @@ export class RedisCluster implements ShippingReceiver {
     this.config = config
     this.region = region
     this.#reopenMaxMs = options.reopenMaxMs ?? 2000
+    this.#fetch = options.fetch
     const log = options.log ?? processLogger()
     this.#onEvent =
       options.onEvent ??
@@ -235,9 +243,36 @@ export class RedisCluster implements ShippingReceiver {
     })
     this.#applier = applier
     this.#onEvent('took the transaction applier lease')
+    const secret = this.config.auth.clusterSecret
+    const shippers =
+      secret === undefined
+        ? []
+        : this.config.regions
+            .filter((r) => r.id !== this.region)
+            .map((r) => {
+              const http = new HttpTxLink({
+                gateways: r.gateways,
+                origin: this.region,
+                secret,
+                timeoutMs: this.config.shipping.requestTimeoutMs,
+                ...(this.#fetch ? { fetch: this.#fetch } : {}),
+              })
+              const wan = this.config.benchmark.wanDelayMs
+              return new TxShipper({
+                log,
+                to: r.id,
+                link: wan > 0 ? new DelayedTxLink(http, wan) : http,
+                retryMaxMs: this.config.shipping.retryMaxMs,
+                onError: (error) =>
+                  this.#onEvent(`shipping transactions to region ${r.name}: will retry`, error),
+              })
+            })
+    this.#txShippers = shippers
     // After a previous applier of this process has stopped.
     void (this.#applierStopping ?? Promise.resolve()).then(() => {
-      if (this.#applier === applier) applier.start()
+      if (this.#applier !== applier) return
+      applier.start()
+      for (const shipper of shippers) shipper.start()
     })
   }
 
@@ -246,7 +281,10 @@ export class RedisCluster implements ShippingReceiver {
     this.#applier = undefined
     if (applier === undefined) return this.#applierStopping ?? Promise.resolve()
     this.#onEvent('gave up the transaction applier lease')
-    this.#applierStopping = applier.stop()
+    const shippers = this.#txShippers.splice(0)
+    this.#applierStopping = Promise.all([applier.stop(), ...shippers.map((s) => s.stop())]).then(
+      () => undefined,
+    )
     return this.#applierStopping
   }
 
@@ -285,6 +323,18 @@ export class RedisCluster implements ShippingReceiver {
 
   receive(partition: number, envelope: ShipEnvelope): Promise<number> {
     return this.#leader(partition).receive(envelope)
+  }
+
+  txCheckpoint(origin: number): Promise<number> {
+    if (this.txLog === undefined)
+      return Promise.reject(new CausewayError('NOT_FOUND', 'this region has no transaction log'))
+    return this.txLog.foreignCheckpoint(origin)
+  }
+
+  receiveTransactions(_origin: number, shipment: unknown): Promise<number> {
+    if (this.txLog === undefined)
+      return Promise.reject(new CausewayError('NOT_FOUND', 'this region has no transaction log'))
+    return receiveShipment(this.txLog, shipment, this.config.partitions)
   }
 
   /** Stops shipping (handing the leases back), then closes every replica. */

@@ -34,6 +34,7 @@ import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { internalRoutes } from './routes/internal.js'
+import type { TxReceiver } from '../replication/tx-link.js'
 import { kvRoutes } from './routes/kv.js'
 import { opsRoute } from './routes/ops.js'
 import { type WatchOptions, watchRoute } from './routes/watch.js'
@@ -77,7 +78,7 @@ export interface GatewayOptions {
    * receiver; needs `auth.clusterSecret`.
    * @default not served
    */
-  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number }
+  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number; transactions?: TxReceiver }
   /**
    * Origins whose web pages may call the client routes (CORS): `scheme://host[:port]` as browsers
    * send it, or `'*'` for any. The internal routes never answer cross-origin. See `http/cors.ts`.
@@ -240,6 +241,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
       maxValueBytes: shape.limits.maxValueBytes,
       maxBatchBytes: options.shipping.maxBatchBytes,
       metrics,
+      ...(options.shipping.transactions
+        ? {
+            transactions: {
+              receiver: options.shipping.transactions,
+              maxTxBytes: shape.limits.maxTxBytes,
+            },
+          }
+        : {}),
     })
   }
   return app
