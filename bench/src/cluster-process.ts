@@ -29,6 +29,8 @@ export interface ClusterConfig {
   maxValueBytes?: number
   /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
   nodeFlags?: string[]
+  /** Extra `causeway dev` arguments (e.g. `--transactional acct`). @default [] */
+  extraArgs?: string[]
 }
 
 /** A running cluster. */
@@ -88,6 +90,7 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
   if (config.withoutHlc) args.push('--without-hlc')
   if (config.maxValueBytes !== undefined)
     args.push('--max-value-bytes', String(config.maxValueBytes))
+  args.push(...(config.extraArgs ?? []))
   return args
 }
 
@@ -120,6 +123,7 @@ function redisDevArgs(config: ClusterConfig): string[] {
   if (config.withoutHlc) args.push('--without-hlc')
   if (config.maxValueBytes !== undefined)
     args.push('--max-value-bytes', String(config.maxValueBytes))
+  args.push(...(config.extraArgs ?? []))
   return args
 }
 

@@ -38,7 +38,8 @@ describe('browser bundle', () => {
     expect(bundle.code).toContain('causeway-after')
     // What browsers download: no schema library (TypeBox stays in @causeway/core/schemas).
     expect(bundle.packages).toEqual([])
-    expect(bundle.bytes).toBeLessThan(40_000)
+    // 35 kB before transactions (issue 18: db.transaction and runTransaction, about 7 kB).
+    expect(bundle.bytes).toBeLessThan(46_000)
   })
 
   it('the README states the size it has, minified and gzipped (npm run size)', async () => {
