@@ -21,8 +21,12 @@ export const CONFLICT_MODES: readonly ConflictMode[] = ['lww', 'siblings']
 
 /** The configuration of one namespace. */
 export interface NamespaceConfig {
-  /** How concurrent writes to its keys are resolved. @default 'lww' */
-  conflicts: ConflictMode
+  /**
+   * How concurrent writes to its keys are resolved. Required unless `transactions: true`
+   * (`checkNamespaces` fills it in).
+   * @default 'lww' (transactional namespaces only)
+   */
+  conflicts?: ConflictMode
   /**
    * Its keys are written by transactions only, through the region's transaction log; a plain
    * write of one is refused (`TRANSACTION_REQUIRED`). Only with `conflicts: 'lww'`.
@@ -51,7 +55,7 @@ export function conflictModeOf(key: string, namespaces: Namespaces | undefined):
   const ns = namespaceOf(key)
   if (ns === undefined || namespaces === undefined || !Object.hasOwn(namespaces, ns))
     return DEFAULT_CONFLICT_MODE
-  return namespaces[ns]!.conflicts
+  return namespaces[ns]!.conflicts ?? DEFAULT_CONFLICT_MODE
 }
 
 /** True when `key` is in a namespace configured `transactions: true` under `namespaces`. */

@@ -16,7 +16,6 @@ const Hlc = Type.String({
   description: 'HLC timestamp: 16 lowercase hex digits',
 })
 const RegionId = Type.Integer({ minimum: 0, maximum: 254 })
-const Tid = Type.Integer({ minimum: 0, description: 'a position in the region’s transaction log' })
 
 /** Body of `POST /v1/tx/read`. */
 export const TxReadBodySchema = Type.Object(
