@@ -129,6 +129,11 @@ export interface EmbeddedClusterOptions {
    * @default 30 s after the last read, 5 min at most
    */
   snapshots?: OpenSnapshotsOptions
+  /**
+   * How often each region collects versions behind its oldest open snapshot, in ms.
+   * @default 1000
+   */
+  collectEveryMs?: number
 }
 
 const MAX_REGIONS = 255
@@ -176,6 +181,7 @@ export class EmbeddedCluster {
       wanDelayMs: number
       commitCache: number | false | undefined
       snapshots: OpenSnapshotsOptions | undefined
+      collectEveryMs: number | undefined
       onError: (error: unknown, source: string) => void
     },
   ) {
@@ -214,6 +220,9 @@ export class EmbeddedCluster {
                 transactions: {
                   log: options.txLogs[d],
                   ...(options.snapshots ? { snapshots: options.snapshots } : {}),
+                  ...(options.collectEveryMs === undefined
+                    ? {}
+                    : { collectEveryMs: options.collectEveryMs }),
                   onError: (error: unknown) =>
                     options.onError(error, `collecting versions in region ${d}`),
                 },
@@ -384,6 +393,7 @@ export class EmbeddedCluster {
       wanDelayMs: options.wanDelayMs ?? 0,
       commitCache: options.commitCache,
       snapshots: options.snapshots,
+      collectEveryMs: options.collectEveryMs,
       onError,
     })
   }

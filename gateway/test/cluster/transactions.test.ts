@@ -1,5 +1,5 @@
 import { HLC_ZERO, type TxWrite, sortWrites } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterEach, describe, expect, it, vi } from 'vitest'
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster.js'
 import type { RegionTransactions } from '../../src/cluster/transactions/region-transactions.js'
 
@@ -118,5 +118,53 @@ describe.each([10_000, false] as const)('transactions in one region (commit cach
       level: 'session',
     })
     expect(read).toMatchObject({ version: { value: '{"n":1}', dc: 0 }, tid: 1, replica: 0 })
+  })
+})
+
+describe('old versions', () => {
+  it('are collected behind the oldest open snapshot; a read at a collected one is SNAPSHOT_TOO_OLD', async () => {
+    const cluster = await EmbeddedCluster.start({
+      regions: 1,
+      partitions: 2,
+      replicas: 2,
+      sync: false,
+      namespaces: { acct: { transactions: true } },
+      snapshots: { idleMs: 150, maxAgeMs: 400 },
+      collectEveryMs: 25,
+    })
+    clusters.push(cluster)
+    const tx = cluster.service(0).transactions!
+    const write = (n: number) =>
+      tx.commit({
+        snapshot: 0,
+        reads: [],
+        writes: writes({ 'acct:x': n }),
+        dt: HLC_ZERO,
+        durability: 'leader',
+        timeoutMs: 5000,
+      })
+    await write(1)
+    // A transaction reads at snapshot 1 and keeps reading: its snapshot stays open.
+    const open = await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })
+    expect(open.snapshot).toBe(1)
+    for (let n = 2; n <= 6; n++) await write(n)
+    for (let i = 0; i < 4; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 60))
+      const again = await tx.read({ keys: ['acct:x'], snapshot: 1, timeoutMs: 1000 })
+      expect(again.items[0]!.version?.value).toBe('1')
+    }
+    // Once it is idle past idleMs, the region collects behind the newest snapshot.
+    const leaders = [0, 1].map((p) => cluster.replica(0, p, 0))
+    const followers = [0, 1].map((p) => cluster.replica(0, p, 1))
+    await vi.waitUntil(() => [...leaders, ...followers].every((r) => r.txFloor() >= 6), {
+      timeout: 5000,
+      interval: 20,
+    })
+    await expect(tx.read({ keys: ['acct:x'], snapshot: 1, timeoutMs: 1000 })).rejects.toMatchObject(
+      { code: 'SNAPSHOT_TOO_OLD' },
+    )
+    expect((await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })).items[0]!.version?.value).toBe(
+      '6',
+    )
   })
 })
