@@ -15,6 +15,7 @@ import {
   type TxWrite,
   checkKey,
   checkReadSet,
+  encodeCommitWrites,
   isHlc,
   parseOpId,
   parseReadNeed,
@@ -67,10 +68,11 @@ export function parseTxRead(
   return read
 }
 
-/** What a commit is made of, as its fingerprint hashes it. */
+/** What a commit is made of, as its fingerprint hashes it (the writes as the log will hold them). */
 function fingerprintOf(snapshot: number, reads: unknown, writes: readonly TxWrite[]): string {
   return createHash('sha256')
-    .update(JSON.stringify(['commit', snapshot, reads, writes.map(([k, v]) => [k, v ?? null])]))
+    .update(`commit\n${snapshot}\n${JSON.stringify(reads)}\n`)
+    .update(encodeCommitWrites(writes))
     .digest('base64url')
 }
 

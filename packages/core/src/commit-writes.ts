@@ -19,9 +19,23 @@ export function sortWrites(writes: readonly TxWrite[]): TxWrite[] {
   return sorted
 }
 
+// Each write's own text, made once per write object: a transaction's writes are encoded for its
+// log record, its fingerprint and each partition's commit entry, from the same objects.
+const pairs = new WeakMap<TxWrite, string>()
+
 /** The text of `writes`, which must already be sorted and distinct ({@link sortWrites}). */
 export function encodeCommitWrites(writes: readonly TxWrite[]): string {
-  return JSON.stringify(writes.map(([key, value]) => (value === undefined ? [key] : [key, value])))
+  let out = '['
+  for (let i = 0; i < writes.length; i++) {
+    const write = writes[i]!
+    let text = pairs.get(write)
+    if (text === undefined) {
+      text = JSON.stringify(write[1] === undefined ? [write[0]] : [write[0], write[1]])
+      pairs.set(write, text)
+    }
+    out += i === 0 ? text : ',' + text
+  }
+  return out + ']'
 }
 
 // Entries are frozen and shared by the replicas of a process: each is decoded once.

@@ -8,11 +8,11 @@
  * - `d/<key>`: the winning version of `key`.
  * - `s/<key>`: the sibling set of `key` in a siblings namespace (its text form, `sibling-set.ts`).
  * - `b/...`: the keys of sets (Bigsets), binary keys as latin1 strings (`level-set-kv.ts`).
- * - Transactional keys (`tx-layout` below): `y/<key>` the newest version of `key`,
- *   `x/<len>/<key>/<tid>` the versions it superseded, `g/<tid>/<len>/<key>/<tid>` which of those a
- *   snapshot from `tid` on no longer sees (what a collection deletes), `c/<tid>` the idx of the
- *   commit entry of transaction `tid`. A version points at its commit entry in the log, which
- *   holds the value: a value is stored once.
+ * - Transactional keys (`tx-layout` below): `y/<key>` the newest version of `key`, with its value
+ *   (most reads are of the newest), `x/<len>/<key>/<tid>` the versions it superseded, each a
+ *   pointer to the commit entry in the log that holds its value, `g/<tid>/<len>/<key>/<tid>` which
+ *   of those a snapshot from `tid` on no longer sees (what a collection deletes), `c/<tid>` the idx
+ *   of the commit entry of transaction `tid`.
  *
  * Values are compact strings rather than JSON objects so a value (already JSON text) is never
  * escaped a second time.
@@ -275,13 +275,15 @@ export interface TxStoredVersion {
   deleted: boolean
   /** The idx (in this replica's own region's stream) of the commit entry holding the value. */
   idx: number
+  /** The value itself, kept with the newest version only (absent: read it from the entry). */
+  value?: string
 }
 
-/** `<tid:16><ts:16><dc:2 hex><'=' | '-'><idx>`. */
+/** `<tid:16><ts:16><dc:2 hex><'=' | '-'><idx>`, then `|` and the value when it is kept. */
 export function encodeTxVersion(v: TxStoredVersion): string {
-  return (
+  const head =
     tidText(v.tid) + v.ts + v.dc.toString(16).padStart(2, '0') + (v.deleted ? '-' : '=') + v.idx
-  )
+  return v.value === undefined ? head : head + '|' + v.value
 }
 
 /**
@@ -293,7 +295,8 @@ export function decodeTxVersion(text: string, regions: number): TxStoredVersion 
   const ts = text.slice(TID_DIGITS, TID_DIGITS + 16)
   const dc = parseInt(text.slice(TID_DIGITS + 16, TID_DIGITS + 18), 16)
   const mark = text[TID_DIGITS + 18]
-  const idx = Number(text.slice(TID_DIGITS + 19))
+  const bar = text.indexOf('|', TID_DIGITS + 19)
+  const idx = Number(text.slice(TID_DIGITS + 19, bar < 0 ? undefined : bar))
   if (
     !Number.isSafeInteger(tid) ||
     tid < 1 ||
@@ -307,5 +310,7 @@ export function decodeTxVersion(text: string, regions: number): TxStoredVersion 
       'INVALID_REQUEST',
       `malformed version ${JSON.stringify(text.slice(0, 48))}`,
     )
-  return { tid, ts, dc, deleted: mark === '-', idx }
+  const version: TxStoredVersion = { tid, ts, dc, deleted: mark === '-', idx }
+  if (bar >= 0) version.value = text.slice(bar + 1)
+  return version
 }

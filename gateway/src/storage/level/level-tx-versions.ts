@@ -221,11 +221,14 @@ export class LevelTxVersions {
           deleted: value === undefined,
           idx: entry.idx,
         }
+        if (value !== undefined) version.value = value
         if (current !== undefined) {
+          // Superseded: a pointer to its entry (older versions are seldom read).
+          const { value: _kept, ...pointer } = current
           ops.push({
             type: 'put',
             key: txHistoryKey(key, current.tid),
-            value: encodeTxVersion(current),
+            value: encodeTxVersion(pointer),
           })
           ops.push({ type: 'put', key: txGarbageKey(entry.tid, key, current.tid), value: '' })
         }
@@ -349,7 +352,7 @@ export class LevelTxVersions {
     const entries = new Map<number, CommitEntry | undefined>()
     const missing: number[] = []
     for (const v of found) {
-      if (v === undefined || v.deleted || entries.has(v.idx)) continue
+      if (v === undefined || v.deleted || v.value !== undefined || entries.has(v.idx)) continue
       const [entry] = tail?.read(v.idx - 1, 1) ?? []
       if (entry !== undefined && entry.kind === 'commit') entries.set(v.idx, entry)
       else {
@@ -368,6 +371,7 @@ export class LevelTxVersions {
     return found.map((v, i) => {
       if (v === undefined) return undefined
       if (v.deleted) return toVersion(v, undefined)
+      if (v.value !== undefined) return toVersion(v, v.value)
       const entry = entries.get(v.idx)
       const write = entry && commitWritesOf(entry).find(([key]) => key === keys[i])
       if (write?.[1] === undefined)
