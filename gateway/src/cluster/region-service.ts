@@ -409,6 +409,11 @@ export class RegionService implements ClusterService {
       shippers: (await this.#options.shippers?.()) ?? [],
     }
     if (this.#options.quarantine) status.quarantine = this.#options.quarantine.status()
+    const tx = this.#options.transactions?.log
+    if (tx !== undefined && tx.available) {
+      await tx.refresh().catch(() => undefined)
+      status.transactions = { lastTid: tx.lastTid(), appliedTid: tx.appliedTid() }
+    }
     return status
   }
 

@@ -110,6 +110,12 @@ describe('transaction routes', () => {
       headers: { authorization: `Bearer ${SECRET}` },
     })
     expect(plain.json()).toMatchObject({ found: true, value: { balance: 7 }, tid: 2 })
+    const status = await app.inject({
+      method: 'GET',
+      url: '/v1/status',
+      headers: { authorization: `Bearer ${SECRET}` },
+    })
+    expect(status.json().transactions).toEqual({ lastTid: 3, appliedTid: 3 })
   })
 
   it('answers a commit sent again with its id once, and refuses the id with another body', async () => {

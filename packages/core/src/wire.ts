@@ -220,6 +220,18 @@ export const StatusSchema = Type.Object({
   replicas: Type.Array(ReplicaStatusSchema),
   shippers: Type.Array(ShipperStatusSchema),
   quarantine: Type.Optional(QuarantineStatusSchema),
+  transactions: Type.Optional(
+    Type.Object(
+      {
+        lastTid: Type.Integer({ minimum: 0, description: 'the highest tid appended to the log' }),
+        appliedTid: Type.Integer({
+          minimum: 0,
+          description: 'the highest tid decided and applied: the snapshot watermark',
+        }),
+      },
+      { description: "the region's transaction log (transactional namespaces only)" },
+    ),
+  ),
 })
 export type Status = Static<typeof StatusSchema>
 export type ReplicaStatus = Static<typeof ReplicaStatusSchema>
