@@ -40,7 +40,8 @@ describe('the nami suite', () => {
       conflictRate: 0.01,
       transactions: 100,
       failed: 0,
-      driverCpuS: 1,
+      driverCpuS: 0.05,
+      serverCpuMsPerTx: 1,
     })
     const results = {
       accounts: 30_000,
@@ -58,6 +59,7 @@ describe('the nami suite', () => {
         row('redis-watch', true, 10, 600),
       ],
       sums: { embedded: 0, redis: 0 },
+      cores: 2,
     } as NamiResults
     const { markdown } = namiSuite.report(results, false)
     expect(markdown).toContain('Table 2')
@@ -65,5 +67,8 @@ describe('the nami suite', () => {
     expect(markdown).toContain('**1,400 tx/s**')
     expect(markdown).toMatch(/\*\*0\.50×\*\*/)
     expect(markdown).toContain('embedded 0, redis 0')
+    // 100 transactions: 1 ms of the system's CPU and 0.5 ms of the driver's each; on 2 cores 1,333/s.
+    expect(markdown).toContain('1.00 + 0.50 ms (1,333 tx/s)')
+    expect(markdown).toContain('2 idle cores would allow about 1,333 tx/s')
   })
 })

@@ -20,7 +20,7 @@
  */
 import { execFileSync, spawn } from 'node:child_process'
 import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
+import { cpus, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { startChild } from '../child-server.js'
@@ -32,6 +32,7 @@ import {
 } from '../cluster-process.js'
 import type { DriverResult } from '../nami/bank-driver.js'
 import { freePort } from '../ports.js'
+import { treeCpuSeconds } from '../process-cpu.js'
 import { fixed, table, whole } from '../report/markdown.js'
 import type { Suite, SuiteContext } from '../suite.js'
 
@@ -53,6 +54,11 @@ export interface NamiRow {
   failed: number
   /** The driver's own CPU over the run, seconds. */
   driverCpuS: number
+  /**
+   * CPU of the system under test (its process and every child: gateways, replicas, Redis servers)
+   * per applied transaction, ms; absent where it cannot be read (no `/proc`).
+   */
+  serverCpuMsPerTx?: number
 }
 
 /** What the suite records. */
@@ -67,6 +73,8 @@ export interface NamiResults {
   rows: NamiRow[]
   /** The sum of the balances after each system's runs (0 when no money was lost or made). */
   sums: Partial<Record<string, number>>
+  /** Cores of the machine (for the CPU ceiling). */
+  cores: number
 }
 
 const TITLES: Record<System, string> = {
@@ -147,12 +155,18 @@ function planOf(quick: boolean): Plan {
 /** The target of the driver for one system: `--url` or `--redis`. */
 interface Target {
   args: string[]
+  /** The process (tree) serving the workload, whose CPU is measured. */
+  pid: number
   stop(): Promise<void>
 }
 
 async function causewayTarget(config: ClusterConfig): Promise<Target> {
   const cluster: ClusterProcess = await startCluster(config, { startTimeoutMs: 120_000 })
-  return { args: ['--target', 'causeway', '--url', cluster.urls[0]!], stop: () => cluster.stop() }
+  return {
+    args: ['--target', 'causeway', '--url', cluster.urls[0]!],
+    pid: cluster.pid,
+    stop: () => cluster.stop(),
+  }
 }
 
 async function redisWatchTarget(persistent: boolean): Promise<Target> {
@@ -168,6 +182,7 @@ async function redisWatchTarget(persistent: boolean): Promise<Target> {
   )
   return {
     args: ['--target', 'redis-watch', '--redis', `redis://127.0.0.1:${port}`],
+    pid: server.pid,
     async stop() {
       await server.stop()
       await rm(dir, { recursive: true, force: true })
@@ -175,7 +190,7 @@ async function redisWatchTarget(persistent: boolean): Promise<Target> {
   }
 }
 
-function row(system: System, cache: boolean, r: DriverResult): NamiRow {
+function row(system: System, cache: boolean, r: DriverResult, serverCpuS?: number): NamiRow {
   return {
     system,
     cache,
@@ -188,6 +203,9 @@ function row(system: System, cache: boolean, r: DriverResult): NamiRow {
     transactions: r.transactions,
     failed: r.failed,
     driverCpuS: r.cpuS,
+    ...(serverCpuS !== undefined && r.transactions > 0
+      ? { serverCpuMsPerTx: (serverCpuS * 1000) / r.transactions }
+      : {}),
   }
 }
 
@@ -210,6 +228,7 @@ export const namiSuite: Suite<NamiResults> = {
       redisAvailable: withRedis,
       rows: [],
       sums: {},
+      cores: cpus().length,
     }
     const bank = [
       '--accounts',
@@ -309,6 +328,7 @@ export const namiSuite: Suite<NamiResults> = {
           String(plan.warmupS),
         ])
         for (const workers of s.workers) {
+          const cpuBefore = treeCpuSeconds(target.pid)
           const r = (await runDriver([
             ...target.args,
             ...bank,
@@ -317,7 +337,10 @@ export const namiSuite: Suite<NamiResults> = {
             '--seconds',
             String(plan.seconds),
           ])) as unknown as DriverResult
-          results.rows.push(row(s.system, s.cache, r))
+          const cpuAfter = treeCpuSeconds(target.pid)
+          const serverCpuS =
+            cpuBefore !== undefined && cpuAfter !== undefined ? cpuAfter - cpuBefore : undefined
+          results.rows.push(row(s.system, s.cache, r, serverCpuS))
           ctx.log(
             `  ${workers} workers: ${r.throughput.toFixed(1)} tx/s, p50 ${r.p50.toFixed(1)} ms, conflicts ${(r.attempts - r.transactions).toString()}`,
           )
@@ -402,12 +425,45 @@ export const namiSuite: Suite<NamiResults> = {
         ),
       )
     }
+    const cpuRows = results.rows.filter((r) => r.cache && r.serverCpuMsPerTx !== undefined)
+    const perTx = (r: NamiRow) => (r.serverCpuMsPerTx ?? 0) + (r.driverCpuS * 1000) / r.transactions
+    if (cpuRows.length > 0) {
+      parts.push('#### CPU per transaction')
+      parts.push(
+        `CPU seconds (user + system) per applied transaction of the system under test (every ` +
+          `process of the cluster, or the baseline's redis-server) and of the driver, and the ` +
+          `throughput the ${results.cores} cores would allow if they ran nothing else ` +
+          `(${results.cores} s / (system + driver)). On a shared machine this moves much less ` +
+          `with the neighbours' load than the throughput does.`,
+      )
+      parts.push(
+        table(
+          ['workers', ...systems.map((s) => TITLES[s])],
+          results.workers.map((w) => [
+            String(w),
+            ...systems.map((s) => {
+              const r = at(s, true, w)
+              return r?.serverCpuMsPerTx !== undefined && r.transactions > 0
+                ? `${fixed(r.serverCpuMsPerTx, 2)} + ${fixed((r.driverCpuS * 1000) / r.transactions, 2)} ms (${whole((results.cores * 1000) / perTx(r))} tx/s)`
+                : ''
+            }),
+          ]),
+        ),
+      )
+    }
     const goals: string[] = []
     const best = Math.max(
       0,
       ...results.rows.filter((r) => r.system === 'embedded' && r.cache).map((r) => r.throughput),
     )
-    goals.push(`- Embedded, best throughput: **${whole(best)} tx/s** (goal: at least 1,300).`)
+    const embeddedCpu = cpuRows.filter((r) => r.system === 'embedded')
+    const ceiling = Math.max(0, ...embeddedCpu.map((r) => (results.cores * 1000) / perTx(r)))
+    goals.push(
+      `- Embedded, best throughput: **${whole(best)} tx/s** (goal: at least 1,300)` +
+        (embeddedCpu.length > 0
+          ? `; by CPU per transaction, ${results.cores} idle cores would allow about ${whole(ceiling)} tx/s.`
+          : '.'),
+    )
     const redis10 = at('redis', true, 10)
     for (const base of ['redis-watch', 'redis-watch-memory'] as const) {
       const b = at(base, true, 10)
