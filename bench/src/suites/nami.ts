@@ -243,6 +243,9 @@ export const namiSuite: Suite<NamiResults> = {
       regions: 1,
       partitions: 4,
       replicas,
+      // memory-level keeps every log entry in the heap: a sweep's tens of thousands of 10 KB
+      // transactions (log, partitions' logs, versions) need more than the default old space.
+      ...(embeddedBackend === 'memory' ? { nodeFlags: ['--max-old-space-size=8192'] } : {}),
       extraArgs: ['--transactional', 'acct', ...(cache ? [] : ['--commit-cache', '0'])],
     })
     const redis = (cache: boolean): ClusterConfig => ({
