@@ -215,7 +215,7 @@ export abstract class AbstractTxLog {
     }
   }
 
-  /** Up to `limit` records with `tid > afterTid`, in tid order. */
+  /** Up to `limit` records with `afterTid < tid <= lastTid()`, in tid order. */
   read(afterTid: number, limit: number): Promise<TxRecord[]> {
     try {
       this.checkOpen()
@@ -257,7 +257,11 @@ export abstract class AbstractTxLog {
     }
   }
 
-  /** The highest tid appended (as this process knows it). */
+  /**
+   * The highest tid appended and durable at the log's durability, as this process knows it: what
+   * an applier may apply through (`read` returns no record above it; a record the log could still
+   * lose, applied, would leave the partitions with a tid a recovered log gives to another).
+   */
   abstract lastTid(): number
 
   /** The highest tid whose outcome is recorded: the region's snapshot watermark. */
@@ -291,7 +295,7 @@ export abstract class AbstractTxLog {
 
   readonly #snapshots = new Map<string, { oldest: number; at: number }>()
 
-  /** Told the new last tid after appends. */
+  /** Told the new last tid once appends are durable. */
   abstract onAppend(listener: (last: number) => void): () => void
 
   /** Told each run of outcomes recorded (by any process, for a shared log), in tid order. */

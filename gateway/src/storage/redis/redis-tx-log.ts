@@ -7,6 +7,12 @@
  * outcomes in a second stream, which every process tails (`XREAD BLOCK`) to learn the outcomes of
  * its commits and the watermark.
  *
+ * `lastTid()` counts only appends known to be durable (a `WAIT` at the durability succeeded after
+ * they reached the leader): the applier must not apply a record the log could still lose, since a
+ * promoted replica would give its tid to another transaction while the partitions kept the first.
+ * The process that tails the appends (the applier's) `WAIT`s for what it sees too, so another
+ * process's appends become applicable without waiting for that process.
+ *
  * Connections: one for appends and outcomes, one for reads, one blocked on the outcomes, one (for
  * the applier only) blocked on the appends, one for `WAIT`. None queues commands while the server
  * is away: calls fail at once with `BACKEND_UNAVAILABLE` and the connections reconnect by
@@ -101,7 +107,10 @@ export class RedisTxLog extends AbstractTxLog {
   readonly #options: Required<Omit<RedisTxLogOptions, 'now'>>
   readonly #now: (() => number) | undefined
   #connections: Connections | undefined
+  /** The highest tid known durable (see the module comment). */
   #last = 0
+  /** The highest tid known to be in the leader's stream. */
+  #seen = 0
   #applied = 0
   readonly #records = new Map<number, TxRecord>()
   readonly #outcomes = new Map<number, TxOutcomeRecord>()
@@ -146,8 +155,10 @@ export class RedisTxLog extends AbstractTxLog {
     try {
       await Promise.all([c.writer.connect(), c.reader.connect(), c.outcomes.connect()])
       const [last, applied] = await c.reader.hmget(this.keys.meta, 'last', 'applied')
-      this.#last = Number(last ?? 0)
       this.#applied = Number(applied ?? 0)
+      // What has outcomes was durable before it was applied; the rest awaits a WAIT.
+      this.#last = this.#applied
+      this.#seen = Math.max(this.#applied, Number(last ?? 0))
     } catch (error) {
       for (const r of [c.writer, c.reader, c.outcomes]) r.disconnect()
       throw backendError(error, this.backend, 'open')
@@ -183,12 +194,14 @@ export class RedisTxLog extends AbstractTxLog {
     const [last, applied] = await this.#run(reader, 'refresh', (r) =>
       r.hmget(this.keys.meta, 'last', 'applied'),
     )
-    this.#last = Math.max(this.#last, Number(last ?? 0))
+    this.#seen = Math.max(this.#seen, Number(last ?? 0))
     const watermark = Number(applied ?? 0)
     if (watermark > this.#applied) {
       // The tail will bring the outcomes themselves; the watermark moves now.
       this.#applied = watermark
+      this.#advance(watermark)
     }
+    if (this.#seen > this.#last) await this.#durable()
     return this.#last
   }
 
@@ -237,7 +250,7 @@ export class RedisTxLog extends AbstractTxLog {
     const tid = Number(reply[0])
     const ts = String(reply[1]) as Hlc
     const at = Number(reply[2])
-    if (tid > this.#last) this.#last = tid
+    if (tid > this.#seen) this.#seen = tid
     this.#remember(this.#records, tid, {
       tid,
       ts,
@@ -268,7 +281,7 @@ export class RedisTxLog extends AbstractTxLog {
     )) as string[]
     if (reply[1] !== '' && reply[1] !== undefined) {
       const tid = Number(reply[1])
-      if (tid > this.#last) this.#last = tid
+      if (tid > this.#seen) this.#seen = tid
     }
     await this.#durable()
     return Number(reply[0])
@@ -283,18 +296,20 @@ export class RedisTxLog extends AbstractTxLog {
   }
 
   protected async _read(afterTid: number, limit: number): Promise<TxRecord[]> {
+    // Only durable records (lastTid): the applier must not see one the log could lose.
     const out: TxRecord[] = []
+    const last = this.#last
     let tid = afterTid + 1
-    while (out.length < limit) {
+    while (out.length < limit && tid <= last) {
       const known = this.#records.get(tid)
       if (known === undefined) break
       out.push(known)
       tid++
     }
-    if (out.length === limit) return out
+    if (out.length === limit || tid > last) return out
     const { reader } = this.#live()
     const rows = await this.#run(reader, 'read', (r) =>
-      r.xrange(this.keys.log, `${tid}-0`, '+', 'COUNT', limit - out.length),
+      r.xrange(this.keys.log, `${tid}-0`, `${last}-0`, 'COUNT', limit - out.length),
     )
     for (const [id, fields] of rows) out.push(decodeRecord(id, fields))
     return out
@@ -362,7 +377,9 @@ export class RedisTxLog extends AbstractTxLog {
     for (const o of fresh) this.#remember(this.#outcomes, o.tid, o)
     const last = outcomes.at(-1)?.tid ?? 0
     if (last > this.#applied) this.#applied = last
-    if (last > this.#last) this.#last = last
+    // Applied records were durable.
+    if (last > this.#seen) this.#seen = last
+    this.#advance(last)
     if (fresh.length > 0) for (const listener of this.#outcomeListeners) listener(fresh)
   }
 
@@ -411,9 +428,10 @@ export class RedisTxLog extends AbstractTxLog {
         for (const [id, fields] of rows) {
           const record = decodeRecord(id, fields)
           this.#remember(this.#records, record.tid, record)
-          if (record.tid > this.#last) this.#last = record.tid
+          if (record.tid > this.#seen) this.#seen = record.tid
         }
-        for (const listener of this.#appendListeners) listener(this.#last)
+        // Listeners hear of them once durable (the appender's WAIT may be in another process).
+        if (this.#seen > this.#last) this.#durable().catch(noop)
       } catch {
         if (this.#closing) return
         await new Promise((resolve) => setTimeout(resolve, 100))
@@ -421,10 +439,20 @@ export class RedisTxLog extends AbstractTxLog {
     }
   }
 
+  // Moves lastTid to `tid` (known durable) and tells the append listeners.
+  #advance(tid: number): void {
+    if (tid <= this.#last) return
+    this.#last = tid
+    for (const listener of this.#appendListeners) listener(tid)
+  }
+
   // Resolves once the appends made so far have reached the durability's servers: one `WAIT`
   // for every append that finished before it started.
   #durable(): Promise<void> {
-    if (this.#needed === 0) return Promise.resolve()
+    if (this.#needed === 0) {
+      this.#advance(this.#seen)
+      return Promise.resolve()
+    }
     return new Promise<void>((resolve, reject) => {
       this.#waitQueue.push({ resolve, reject })
       if (!this.#waiting) void this.#pumpWaits()
@@ -436,6 +464,9 @@ export class RedisTxLog extends AbstractTxLog {
     try {
       while (this.#waitQueue.length > 0) {
         const batch = this.#waitQueue.splice(0)
+        // Everything this process knows to be in the leader precedes the INCR below in its
+        // replication stream, so a WAIT that covers the INCR covers all of it.
+        const covers = this.#seen
         try {
           const c = this.#live()
           if (c.waiter === undefined) {
@@ -459,6 +490,7 @@ export class RedisTxLog extends AbstractTxLog {
               `the transaction log of region ${this.region} reached ${Number(acked) + 1} of its servers within ${timeout} ms; ${this.#needed + 1} are needed`,
               { region: this.region, acked: Number(acked) + 1, needed: this.#needed + 1 },
             )
+          this.#advance(covers)
           for (const p of batch) p.resolve()
         } catch (error) {
           for (const p of batch) p.reject(error)
