@@ -25,6 +25,30 @@ export function integer(
   return value
 }
 
+/**
+ * `--clock-offset MS` (repeatable, one per region in region order; negative as
+ * `--clock-offset=-MS`): ms added to each region's wall clock, for dev and tests only.
+ */
+export function clockOffsets(
+  texts: readonly string[] | undefined,
+  regions: number,
+): number[] | undefined {
+  if (texts === undefined || texts.length === 0) return undefined
+  if (texts.length !== regions)
+    throw new UsageError(
+      `--clock-offset: give one per region, in region order (${regions}), not ${texts.length}`,
+    )
+  return texts.map((text) => {
+    if (!/^-?[0-9]{1,9}$/.test(text) || Math.abs(Number(text)) > DAY_MS)
+      throw new UsageError(
+        `--clock-offset must be whole ms between -${DAY_MS} and ${DAY_MS} (a negative one as --clock-offset=-MS), not ${JSON.stringify(text)}`,
+      )
+    return Number(text)
+  })
+}
+
+const DAY_MS = 86_400_000
+
 /** The namespaces `--siblings NS` (repeatable) marks as siblings namespaces. */
 export function siblingNamespaces(
   names: readonly string[] | undefined,

@@ -9,6 +9,7 @@ import {
   HTTP_LIMIT_USAGE,
   RATE_LIMIT_ARGS,
   UsageError,
+  clockOffsets,
   corsOrigins,
   describeOrigins,
   httpLimitsOf,
@@ -47,10 +48,10 @@ ${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --log-level, --siblings,
---transactional (each region gets a transaction log: a redis-server and as many Redis
-replicas as a partition), --commit-cache, --cors-origin, --public-url, the HTTP limits and
---rate-limit N (default 0: off in dev) as above):
+--host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --skew-wait, --clock-offset,
+--log-level, --siblings, --transactional (each region gets a transaction log: a redis-server and
+as many Redis replicas as a partition), --commit-cache, --cors-origin, --public-url, the HTTP
+limits and --rate-limit N (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -154,11 +155,13 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
       `${name}: WARNING: the config names no API keys, so anyone who reaches ${command.host}:${command.port} can read and write\n`,
     )
   const { wanDelayMs, withoutHlc } = config.benchmark
-  if (wanDelayMs > 0 || withoutHlc)
+  const clockOffsetMs = config.benchmark.clockOffsetsMs[region.id] ?? 0
+  if (wanDelayMs > 0 || withoutHlc || clockOffsetMs !== 0)
     process.stderr.write(
       `${name}: benchmark switches on (${[
         wanDelayMs > 0 ? `shipping delayed ${wanDelayMs} ms one way` : '',
         withoutHlc ? 'WITHOUT HLC: writes wait for their dependencies' : '',
+        clockOffsetMs !== 0 ? `this region's clock offset ${clockOffsetMs} ms` : '',
       ]
         .filter(Boolean)
         .join(', ')}); never run a real cluster like this\n`,
@@ -217,6 +220,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
       'max-skew': { type: 'string' },
+      'skew-wait': { type: 'string' },
+      'clock-offset': { type: 'string', multiple: true },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
       transactional: { type: 'string', multiple: true },
@@ -263,6 +268,10 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
   if (values.data !== undefined) options.dataDir = values.data
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
+  const offsets = clockOffsets(values['clock-offset'], regions)
+  if (offsets !== undefined) options.clockOffsetsMs = offsets
+  if (values['skew-wait'] !== undefined)
+    options.skewWaitMs = integer('skew-wait', values['skew-wait'], 0, 0, 60_000)
   options.http = httpLimitsOf(values)
   options.rateLimit = { max: 0, ...rateLimitOf(values) }
   const namespaces = namespacesOf(values.siblings, values.transactional)
@@ -288,6 +297,7 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}` +
       `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )

@@ -11,6 +11,7 @@ import {
   HTTP_LIMIT_USAGE,
   RATE_LIMIT_ARGS,
   UsageError,
+  clockOffsets,
   corsOrigins,
   describeOrigins,
   httpLimitsOf,
@@ -48,8 +49,12 @@ Options of dev:
   --replica-lag MS       delay before a follower applies an entry         [default: 0]
   --wan-delay MS         one-way delay between regions                    [default: 0]
   --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
-  --max-skew MS          how far ahead of the region's clock a write's
-                         causeway-dt may be                              [default: 30000]
+  --max-skew MS          how far ahead of the latest region clock known a
+                         write's causeway-dt may be                      [default: 30000]
+  --skew-wait MS         how long a write further ahead than that waits for a later
+                         clock to be known before CLOCK_SKEW_EXCEEDED     [default: 2000]
+  --clock-offset MS      dev and tests only: ms added to a region's wall clock; one
+                         per region, in region order (negative: --clock-offset=-MS)
   --log-level LEVEL      fatal, error, warn, info, debug, trace, silent  [default: warn]
   --without-hlc          benchmark ablation: writes wait for their dependency vector
                          instead of using the HLC (NuKV section 6)       [default: off]
@@ -109,6 +114,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'wan-delay': { type: 'string' },
       'max-value-bytes': { type: 'string' },
       'max-skew': { type: 'string' },
+      'skew-wait': { type: 'string' },
+      'clock-offset': { type: 'string', multiple: true },
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
@@ -172,6 +179,10 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
+  const offsets = clockOffsets(values['clock-offset'], regions)
+  if (offsets !== undefined) options.clockOffsetsMs = offsets
+  if (values['skew-wait'] !== undefined)
+    options.skewWaitMs = integer('skew-wait', values['skew-wait'], 0, 0, 60_000)
   if (values['op-retention-ms'] !== undefined)
     options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
   if (values['max-watchers'] !== undefined)
@@ -214,6 +225,7 @@ async function runDev(command: DevCommand): Promise<void> {
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `${describeNamespaces(options)}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,

@@ -67,6 +67,20 @@ export interface EmbeddedClusterOptions {
    */
   clockOffsetsMs?: number[]
   /**
+   * How long a write whose dependency time is more than `limits.maxSkewMs` ahead of every region
+   * clock its region knows waits for a later one before `CLOCK_SKEW_EXCEEDED`, in ms
+   * (`ReplicaRouterOptions.skewWaitMs`).
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
+   * How far another region's wall clock may run ahead, in ms: a dependency more than
+   * `limits.maxSkewMs` past the region's clock plus this is refused without waiting
+   * (`ReplicaRouterOptions.maxClockOffsetMs`).
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
+  /**
    * Most entries per shipped batch.
    * @default 256
    */
@@ -172,6 +186,8 @@ export class EmbeddedCluster {
       regionNames: string[]
       limits: Limits
       clocks: (() => number)[]
+      skewWaitMs: number | undefined
+      maxClockOffsetMs: number | undefined
       namespaces: Namespaces
       members: AbstractPartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
@@ -210,6 +226,10 @@ export class EmbeddedCluster {
           shippers: () =>
             Promise.all(this.#shippers.filter((s) => s.from === d).map((s) => s.status())),
           now: options.clocks[d]!,
+          ...(options.skewWaitMs === undefined ? {} : { skewWaitMs: options.skewWaitMs }),
+          ...(options.maxClockOffsetMs === undefined
+            ? {}
+            : { maxClockOffsetMs: options.maxClockOffsetMs }),
           // Followers here are feeds with injected lag: a majority may wait as long as a call may.
           majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
@@ -384,6 +404,8 @@ export class EmbeddedCluster {
       regionNames,
       limits: { ...DEFAULT_LIMITS, ...options.limits },
       clocks,
+      skewWaitMs: options.skewWaitMs,
+      maxClockOffsetMs: options.maxClockOffsetMs,
       namespaces,
       members,
       feeds,

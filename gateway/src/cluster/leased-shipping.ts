@@ -5,9 +5,14 @@
  * others stand by and take the lease over within a few seconds when the holder dies. A shipper
  * always resumes from the destination's `sv` (its checkpoint) and the destination applies each
  * entry once, so a takeover neither loses nor duplicates anything.
+ *
+ * The links to a region share one {@link GatewayHealth} of its gateways: each is health-checked
+ * while this process ships to the region, and a link leaves a gateway that fails a check at once.
  */
 import type { ShipperStatus } from '@causeway/core'
+import { GatewayHealth } from '../replication/gateway-health.js'
 import { HttpShippingLink } from '../replication/http-shipping-link.js'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -34,8 +39,8 @@ export interface LeasedShippingOptions {
    * @default a random UUID per lease
    */
   token?: string
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Emulated one-way WAN delay added to every shipping request and its answer, in ms (benchmarks
    * on one machine; see {@link DelayedShippingLink}).
@@ -44,12 +49,20 @@ export interface LeasedShippingOptions {
   wanDelayMs?: number
   /** Told about failed shipping attempts (they are retried) and lease changes. */
   onEvent?: (event: 'acquired' | 'lost' | 'error', partition: number, error?: unknown) => void
+  /**
+   * Told when a gateway of another region fails its health check (`up` false: shipping leaves
+   * it) or passes one again.
+   * @default nothing
+   */
+  onGateway?: (gateway: string, region: number, up: boolean) => void
 }
 
 /** The leases and shippers of one gateway process. */
 export class LeasedShipping {
   readonly #options: LeasedShippingOptions
   readonly #leases: RedisLease[]
+  /** The health of each other region's gateways, by region id. */
+  readonly #health = new Map<number, GatewayHealth>()
   /** The running shippers of each partition whose lease this process holds. */
   readonly #shippers = new Map<number, Shipper[]>()
   readonly #stopping = new Set<Promise<void>>()
@@ -57,6 +70,19 @@ export class LeasedShipping {
 
   constructor(options: LeasedShippingOptions) {
     this.#options = options
+    for (const destination of options.regions) {
+      if (destination.id === options.region) continue
+      this.#health.set(
+        destination.id,
+        new GatewayHealth({
+          gateways: destination.gateways,
+          intervalMs: options.shipping.healthIntervalMs,
+          timeoutMs: options.shipping.healthTimeoutMs,
+          ...(options.fetch ? { fetch: options.fetch } : {}),
+          onChange: (gateway, up) => options.onGateway?.(gateway, destination.id, up),
+        }),
+      )
+    }
     this.#leases = options.leaders.map(
       (_, p) =>
         new RedisLease({
@@ -105,7 +131,7 @@ export class LeasedShipping {
             to: destination.id,
             link: this.#delayed(
               new HttpShippingLink({
-                gateways: destination.gateways,
+                gateways: this.#health.get(destination.id)!,
                 partition: p,
                 origin: region,
                 secret,

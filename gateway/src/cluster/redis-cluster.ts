@@ -18,6 +18,7 @@
  */
 import { createHmac } from 'node:crypto'
 import { CausewayError, type ShipEnvelope, hasTransactions } from '@causeway/core'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import type { TxReceiver } from '../replication/tx-link.js'
 import { HttpTxLink, receiveShipment } from '../replication/tx-links.js'
@@ -54,11 +55,12 @@ export interface RedisClusterOptions {
    * @default 24 hours
    */
   opRetentionMs?: number
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
-   * that opened late, shipping failures (retried), lease changes, a follower that is not a Redis
+   * that opened late, shipping failures (retried), lease changes, a gateway of another region
+   * that fails its health check (or passes it again), a follower that is not a Redis
    * replica, keys quarantined because their stored value does not decode (`quarantine.ts`; once
    * per key, at most ten a minute).
    * @default logs them as warnings to `log`
@@ -87,7 +89,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
   /** With the applier: this region's transactions shipped to each other region. */
   #txShippers: TxShipper[] = []
   #applierStopping: Promise<void> | undefined
-  readonly #fetch: typeof fetch | undefined
+  readonly #fetch: ShippingFetch | undefined
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
@@ -107,6 +109,10 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       options.onEvent ??
       ((message, error) => log.warn(error === undefined ? {} : { err: error }, message))
     const quarantine = new QuarantineRegistry({ log: (line) => this.#onEvent(line) })
+    // Dev and tests only: a region whose wall clock disagrees with the others' (the HLCs then
+    // read this process's clock plus the offset rather than the Redis server's TIME).
+    const offsetMs = config.benchmark.clockOffsetsMs[region] ?? 0
+    const now = offsetMs === 0 ? undefined : () => Date.now() + offsetMs
     this.replicas = here.replicas.map((urls, p) =>
       urls.map(
         (url, i) =>
@@ -121,6 +127,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
             quarantine,
+            ...(now ? { now } : {}),
             ...(options.opRetentionMs === undefined
               ? {}
               : { opRetentionMs: options.opRetentionMs }),
@@ -145,6 +152,12 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
               if (event === 'error') this.#onEvent(`shipping partition ${p}: will retry`, error)
               else this.#onEvent(`${event} the shipping lease of partition ${p}`)
             },
+            onGateway: (gateway, d, up) =>
+              this.#onEvent(
+                up
+                  ? `gateway ${gateway} of region ${d} passes its health check again`
+                  : `gateway ${gateway} of region ${d} failed its health check; shipping goes to another gateway of the region`,
+              ),
           })
         : undefined
     const replicas = this.replicas
@@ -204,6 +217,9 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
               onError: (error: unknown) => this.#onEvent('collecting versions: will retry', error),
             },
           }),
+      ...(now ? { now } : {}),
+      skewWaitMs: config.clock.skewWaitMs,
+      maxClockOffsetMs: config.clock.maxOffsetMs,
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

@@ -88,10 +88,24 @@ export interface RegionServiceOptions {
   shippers?: () => Promise<ShipperStatus[]>
   /**
    * The region's wall clock in ms, the one its leaders' HLCs read; writes whose dependency is too
-   * far ahead of it are refused.
+   * far ahead of it, and of every other region's clock it knows of, are refused.
    * @default Date.now
    */
   now?: () => number
+  /**
+   * How long a write whose dependency time is more than `limits.maxSkewMs` ahead of every clock
+   * the region knows waits, in ms, for a later one to be known (another region's entries
+   * arriving, or its own clock moving on) before it is refused with `CLOCK_SKEW_EXCEEDED`.
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a write dependency
+   * more than `limits.maxSkewMs` past this region's clock plus this (and past every clock the
+   * region knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
   /**
    * Chooses among equally good replicas.
    * @default Math.random
@@ -253,7 +267,7 @@ export class RegionService implements ClusterService {
         `${JSON.stringify(request.key)} is in a transactional namespace: write it in a transaction (db.transaction(), POST /v1/tx/commit)`,
         { key: request.key },
       )
-    this.#router.checkDependency(dt)
+    await this.#router.checkDependency(dt)
     const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
     if (!siblings && request.context !== undefined) {
       throw new CausewayError(

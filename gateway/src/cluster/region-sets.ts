@@ -144,7 +144,7 @@ export class RegionSets implements SetService {
 
   async write(request: SetWriteRequest): Promise<WriteResult> {
     const { name, partition } = request
-    this.#router.checkDependency(request.dt)
+    await this.#router.checkDependency(request.dt)
     const elements: SetElementOp[] = request.elements.map((e) =>
       e.ctx === undefined
         ? { element: e.element }

@@ -3,15 +3,15 @@
  * NuKV Algorithm 2's routing, shared by `RegionService` (keys), `RegionSets` (sets) and
  * `RegionChanges` (change feeds): a read picks an available replica, preferring one whose `sv`
  * already covers the session's vector, and waits (on `sv` events, with a deadline) until it does;
- * a write goes to the leader, with a dependency time no further ahead than `maxSkewMs`, and a
- * `majority` write waits for its leader's followers. It uses only the storage contract
+ * a write goes to the leader, with a dependency time no further ahead than `maxSkewMs` of the
+ * latest clock the region knows (its own, or another region's as shipped entries report it:
+ * `region-clocks.ts`), and a `majority` write waits for its leader's followers. It uses only the storage contract
  * (`AbstractPartitionReplica`), whatever the backend.
  */
 import {
   CausewayError,
   SessionNotAvailableError,
   covers,
-  hlcMillis,
   isHlc,
   vectorToObject,
   type Hlc,
@@ -20,6 +20,13 @@ import {
   type ReplicaChoice,
 } from '@causeway/core'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
+import { RegionClocks } from './region-clocks.js'
+
+/** The default {@link ReplicaRouterOptions.skewWaitMs}. */
+export const DEFAULT_SKEW_WAIT_MS = 2000
+
+/** The default {@link ReplicaRouterOptions.maxClockOffsetMs}: an hour. */
+export const DEFAULT_MAX_CLOCK_OFFSET_MS = 3_600_000
 
 /** What a {@link ReplicaRouter} routes over (a subset of `RegionServiceOptions`). */
 export interface ReplicaRouterOptions {
@@ -37,6 +44,20 @@ export interface ReplicaRouterOptions {
   majorityTimeoutMs?: number
   /** The region's wall clock in ms. @default Date.now */
   now?: () => number
+  /**
+   * How long a write whose dependency time is more than `limits.maxSkewMs` ahead of every clock
+   * the region knows waits, in ms, for a later one to be known (another region's entries
+   * arriving, or its own clock moving on) before it is refused with `CLOCK_SKEW_EXCEEDED`.
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a write dependency
+   * more than `limits.maxSkewMs` past this region's clock plus this (and past every clock the
+   * region knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxClockOffsetMs?: number
   /** Chooses among equally good replicas. @default Math.random */
   random?: () => number
 }
@@ -53,12 +74,18 @@ export class ReplicaRouter {
   readonly #options: ReplicaRouterOptions
   readonly #now: () => number
   readonly #random: () => number
+  readonly #clocks: RegionClocks
 
   constructor(options: ReplicaRouterOptions) {
     this.region = options.region
     this.#options = options
     this.#now = options.now ?? Date.now
     this.#random = options.random ?? Math.random
+    this.#clocks = new RegionClocks({
+      region: options.region,
+      leaders: () => options.replicas.map((r) => r[0]!),
+      now: this.#now,
+    })
   }
 
   /** The number of regions. */
@@ -182,18 +209,28 @@ export class ReplicaRouter {
     return this.wait(p, this.leader(p), need, timeoutMs)
   }
 
-  /** Refuses a write dependency too far ahead of this region's clock (`CLOCK_SKEW_EXCEEDED`). */
-  checkDependency(dt: Hlc): void {
+  /**
+   * Refuses a write dependency more than `maxSkewMs` ahead of the latest clock this region knows
+   * (`CLOCK_SKEW_EXCEEDED`), after waiting up to `skewWaitMs` for a later one: this region's wall
+   * clock, or another region's as its shipped entries report it (`region-clocks.ts`). A session
+   * that comes from a region whose clock runs ahead is served; a client that makes up a time
+   * further ahead than every region's clock is not (at once, when no region's clock could be that
+   * far ahead: `maxClockOffsetMs`).
+   */
+  async checkDependency(dt: Hlc): Promise<void> {
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
-    const aheadMs = hlcMillis(dt) - this.#now()
     const { maxSkewMs } = this.#options.limits
-    if (aheadMs > maxSkewMs) {
-      throw new CausewayError(
-        'CLOCK_SKEW_EXCEEDED',
-        `the write depends on a time ${Math.round(aheadMs)} ms ahead of region ${this.region}'s clock; at most ${maxSkewMs} ms is allowed`,
-        { dt, aheadMs, maxSkewMs },
-      )
-    }
+    const waitMs = this.#options.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS
+    const maxOffsetMs = this.#options.maxClockOffsetMs ?? DEFAULT_MAX_CLOCK_OFFSET_MS
+    const check = await this.#clocks.admit(dt, maxSkewMs, waitMs, maxOffsetMs)
+    if (check.ok) return
+    const aheadMs = Math.round(check.aheadMs)
+    throw new CausewayError(
+      'CLOCK_SKEW_EXCEEDED',
+      `the write depends on a time ${aheadMs} ms ahead of region ${this.region}'s clock and of every region clock it knows of ` +
+        `(waited ${Math.round(check.waitedMs)} ms for a later one); at most ${maxSkewMs} ms is allowed`,
+      { dt, aheadMs: check.aheadMs, maxSkewMs, waitedMs: Math.round(check.waitedMs) },
+    )
   }
 
   /**

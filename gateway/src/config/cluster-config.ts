@@ -16,6 +16,7 @@ import {
   hasTransactions,
 } from '@causeway/core'
 import { type Static, Type } from 'typebox'
+import { DEFAULT_MAX_CLOCK_OFFSET_MS, DEFAULT_SKEW_WAIT_MS } from '../cluster/replica-router.js'
 import { KEY_ACCESSES, type ApiKeySpec } from '../http/auth.js'
 import type { HttpLimits } from '../http/http-limits.js'
 import { DEFAULT_RATE_LIMIT } from '../http/rate-limit.js'
@@ -25,6 +26,8 @@ import { Value } from 'typebox/value'
 export const CONFIG_FORMAT = 1
 
 const MAX_REGIONS = 255
+/** Most a dev or test clock may be offset from the real one (a day), in ms. */
+const MAX_CLOCK_OFFSET_MS = 86_400_000
 
 const HttpUrl = Type.String({
   pattern: '^https?://[^\\s/?#]+(/[^\\s?#]*)?$',
@@ -180,6 +183,12 @@ export const ClusterConfigFileSchema = Type.Object(
           leaseMs: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
           requestTimeoutMs: Type.Optional(Ms('deadline of one request to another region')),
           retryMaxMs: Type.Optional(Ms('longest pause between shipping retries')),
+          healthIntervalMs: Type.Optional(
+            Ms("pause between two health checks of each of another region's gateways"),
+          ),
+          healthTimeoutMs: Type.Optional(
+            Ms('a health check unanswered this long marks the gateway down'),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -237,6 +246,39 @@ export const ClusterConfigFileSchema = Type.Object(
             Type.Boolean({
               description:
                 'the NuKV "without HLC" ablation: writes wait for their dependency vector instead of using the HLC',
+            }),
+          ),
+          clockOffsetsMs: Type.Optional(
+            Type.Array(
+              Type.Integer({
+                minimum: -MAX_CLOCK_OFFSET_MS,
+                maximum: MAX_CLOCK_OFFSET_MS,
+                description: "ms added to a region's wall clock (dev and tests only)",
+              }),
+              { maxItems: MAX_REGIONS },
+            ),
+          ),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    clock: Type.Optional(
+      Type.Object(
+        {
+          skewWaitMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 60_000,
+              description:
+                'how long a write whose causeway-dt is more than limits.maxSkewMs ahead of every region clock known waits for a later one, in ms',
+            }),
+          ),
+          maxOffsetMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: MAX_CLOCK_OFFSET_MS,
+              description:
+                "how far another region's wall clock may run ahead of a region's, in ms; a causeway-dt further ahead than this plus limits.maxSkewMs is refused without waiting",
             }),
           ),
         },
@@ -297,10 +339,27 @@ export interface ShippingConfig {
   maxInFlight: number
   /** How long a gateway's lease to ship a partition lasts unless renewed; it renews every third. */
   leaseMs: number
-  /** Deadline of one request to another region. */
+  /**
+   * Deadline of one request to another region, in ms, when its gateway still passes its health
+   * checks (a request to one that fails them is given up on at once).
+   * @default 2000
+   */
   requestTimeoutMs: number
   /** Longest pause between retries after a failure. */
   retryMaxMs: number
+  /**
+   * Pause between two health checks (`GET /healthz`) of each gateway of another region, in ms,
+   * while this process ships to it.
+   * @default 250
+   */
+  healthIntervalMs: number
+  /**
+   * A health check unanswered (with 200) this long marks its gateway down: requests to it are
+   * aborted and shipping goes to another gateway of the region. With `healthIntervalMs`, it bounds
+   * how long a hung gateway stalls shipping.
+   * @default 500
+   */
+  healthTimeoutMs: number
 }
 
 /** Options of the Redis connections. */
@@ -313,8 +372,8 @@ export interface RedisConfig {
 }
 
 /**
- * Switches for benchmarks on one machine (`causeway dev --backend redis --wan-delay MS
- * --without-hlc`); never for a real deployment.
+ * Switches for benchmarks and tests on one machine (`causeway dev --backend redis --wan-delay MS
+ * --without-hlc --clock-offset MS`); never for a real deployment.
  */
 export interface BenchmarkConfig {
   /** Emulated one-way delay of shipping between regions (and of its answers), in ms. */
@@ -324,6 +383,31 @@ export interface BenchmarkConfig {
    * the leader for the dependency vector they carry (see `ablation/without-hlc.ts`).
    */
   withoutHlc: boolean
+  /**
+   * Milliseconds added to each region's wall clock, by region id (missing: 0), so that one
+   * machine can run regions whose clocks disagree. A region with an offset stamps its HLCs from
+   * this process's clock plus the offset instead of the Redis server's `TIME`.
+   * @default []
+   */
+  clockOffsetsMs: number[]
+}
+
+/** How writes are checked against the clocks of the regions. */
+export interface ClockConfig {
+  /**
+   * How long a write whose dependency time (`causeway-dt`) is more than `limits.maxSkewMs` ahead
+   * of every region clock the region knows waits, in ms, for a later one to be known (another
+   * region's shipped entries, or its own clock moving on) before `CLOCK_SKEW_EXCEEDED`.
+   * @default 2000
+   */
+  skewWaitMs: number
+  /**
+   * How far another region's wall clock may run ahead of this region's, in ms: a dependency more
+   * than `limits.maxSkewMs` past this region's clock plus this (and past every region clock it
+   * knows) is refused at once, without the `skewWaitMs` wait.
+   * @default 3600000 (an hour)
+   */
+  maxOffsetMs: number
 }
 
 /** The rate limit of a region's gateways. */
@@ -362,6 +446,7 @@ export interface ClusterConfig {
   /** Benchmark switches; off (0 ms, with HLC) unless the file has a `benchmark` section. */
   benchmark: BenchmarkConfig
   transactions: TransactionsConfig
+  clock: ClockConfig
 }
 
 /** Defaults of {@link ShippingConfig}. */
@@ -370,8 +455,10 @@ export const DEFAULT_SHIPPING: Readonly<ShippingConfig> = Object.freeze({
   maxBatchBytes: 4 * 1024 * 1024,
   maxInFlight: 8,
   leaseMs: 3000,
-  requestTimeoutMs: 10_000,
+  requestTimeoutMs: 2000,
   retryMaxMs: 5000,
+  healthIntervalMs: 250,
+  healthTimeoutMs: 500,
 })
 
 /** A config that cannot be used; `problems` lists each, with its path in the file. */
@@ -498,6 +585,12 @@ export function parseClusterConfig(
     })
   })
 
+  const offsets = file.benchmark?.clockOffsetsMs ?? []
+  if (offsets.length > file.regions.length)
+    problems.push(
+      `benchmark.clockOffsetsMs: has ${offsets.length} offsets; the cluster has ${file.regions.length} regions`,
+    )
+
   const apiKeys = (file.auth?.apiKeys ?? [])
     .map((k, i): string | ApiKeySpec | undefined => {
       if (typeof k === 'string' || !('key' in k)) return secret(k, `auth.apiKeys[${i}]`)
@@ -568,6 +661,11 @@ export function parseClusterConfig(
     benchmark: {
       wanDelayMs: file.benchmark?.wanDelayMs ?? 0,
       withoutHlc: file.benchmark?.withoutHlc ?? false,
+      clockOffsetsMs: [...(file.benchmark?.clockOffsetsMs ?? [])],
+    },
+    clock: {
+      skewWaitMs: file.clock?.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS,
+      maxOffsetMs: file.clock?.maxOffsetMs ?? DEFAULT_MAX_CLOCK_OFFSET_MS,
     },
     redis: {
       namespace: file.redis?.namespace ?? file.cluster,

@@ -96,6 +96,26 @@ export interface RedisDevClusterOptions {
    */
   withoutHlc?: boolean
   /**
+   * Milliseconds added to each region's wall clock, by region id (the config's
+   * `benchmark.clockOffsetsMs`), to run regions whose clocks disagree on one machine. Dev and
+   * tests only.
+   * @default none (every region reads the real clock)
+   */
+  clockOffsetsMs?: number[]
+  /**
+   * How long a write whose `causeway-dt` is more than `limits.maxSkewMs` ahead of every region
+   * clock known waits for a later one, in ms (the config's `clock.skewWaitMs`).
+   * @default 2000
+   */
+  skewWaitMs?: number
+  /**
+   * The URL the other regions ship to for each gateway (the config's `regions[].gateways`), given
+   * the gateway's own URL: the chaos suite puts a TCP proxy there that it can cut. Clients still
+   * reach the gateways directly.
+   * @default the gateway's own URL
+   */
+  shippingVia?: (gateway: { region: number; index: number; url: string }) => Promise<string>
+  /**
    * Time limits and the connection cap of the gateways, written to the config's `http`.
    * @default the gateway's defaults
    */
@@ -272,6 +292,16 @@ export async function startRedisDevCluster(
         `publicUrls has ${options.publicUrls.length} URLs; the cluster has ${regions} regions`,
       )
 
+    const shippingUrls = await Promise.all(
+      gatewayPorts.map((ports, d) =>
+        Promise.all(
+          ports.map((port, index) => {
+            const url = urlOf(port)
+            return options.shippingVia ? options.shippingVia({ region: d, index, url }) : url
+          }),
+        ),
+      ),
+    )
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
       cluster: previous?.cluster ?? randomUUID(),
@@ -279,7 +309,7 @@ export async function startRedisDevCluster(
       regions: names.map((name, d) => ({
         name,
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
-        gateways: gatewayPorts[d]!.map(urlOf),
+        gateways: shippingUrls[d]!,
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
         ...(txLogs[d] ? { transactions: txLogs[d].map((s) => s.url) } : {}),
       })),
@@ -294,14 +324,16 @@ export async function startRedisDevCluster(
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
       rateLimit: options.rateLimit ?? { max: 0 },
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
-      ...(options.wanDelayMs || options.withoutHlc
+      ...(options.wanDelayMs || options.withoutHlc || options.clockOffsetsMs?.some((o) => o !== 0)
         ? {
             benchmark: {
               wanDelayMs: options.wanDelayMs ?? 0,
               withoutHlc: options.withoutHlc ?? false,
+              ...(options.clockOffsetsMs ? { clockOffsetsMs: [...options.clockOffsetsMs] } : {}),
             },
           }
         : {}),
+      ...(options.skewWaitMs === undefined ? {} : { clock: { skewWaitMs: options.skewWaitMs } }),
     }
     const config = parseClusterConfig(file, 'the dev cluster config')
     await writeFile(`${configPath}.tmp`, JSON.stringify(file, null, 2) + '\n', { mode: 0o600 })

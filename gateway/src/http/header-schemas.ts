@@ -38,7 +38,7 @@ export function afterHeader(regions: number, description?: string) {
 export const DT_HEADER = Type.String({
   pattern: '^[0-9a-f]{16}$',
   description:
-    "the write's HLC dependency: 16 lowercase hex digits (48-bit ms, 16-bit counter); at most `limits.maxSkewMs` ahead of the gateway's clock",
+    "the write's HLC dependency: 16 lowercase hex digits (48-bit ms, 16-bit counter); at most `limits.maxSkewMs` ahead of the latest region clock the gateway knows",
   examples: ['00018f2a3b4c0001'],
 })
 

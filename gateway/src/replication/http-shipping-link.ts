@@ -6,8 +6,19 @@
  *
  * FIFO: requests go one at a time, in the order they were made, so a batch never overtakes the
  * one before it (HTTP on several connections would reorder them, and the receiver would see gaps).
- * An envelope larger than `maxBatchBytes` goes as several envelopes, in order. When a gateway of
- * the destination fails, the next request goes to the next one.
+ * Envelopes sent while a request is on its way wait together and go as one envelope when their
+ * turn comes (they follow each other: the shipper sends consecutive batches), so a busy link makes
+ * fewer, larger requests instead of a queue of small ones; each sender gets the checkpoint of the
+ * request that carried its entries. An envelope larger than `maxBatchBytes` goes as several
+ * envelopes, in order.
+ *
+ * Which gateway of the destination region: the one its {@link GatewayHealth} picks (shared by
+ * every link of the process to that region). A request to a gateway that fails its health check
+ * meanwhile is aborted at once, so a frozen gateway stalls shipping for about the health check's
+ * interval and timeout (under a second by default) instead of the request timeout; after any
+ * failure the next request goes to another gateway that is up. The shipper then resumes from the
+ * checkpoint, and the destination skips what it already has, so a request the frozen gateway
+ * answers late changes nothing.
  */
 import {
   type LogEntry,
@@ -16,20 +27,27 @@ import {
   envelopeToWire,
   shipEnvelope,
 } from '@causeway/core'
+import { GatewayHealth } from './gateway-health.js'
+import { type ShippingFetch, keepAliveFetch, shippingAgent } from './keep-alive-fetch.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
 export interface HttpShippingLinkOptions {
-  /** Base URLs of the destination region's gateways, tried in turn. */
-  gateways: readonly string[]
+  /**
+   * The destination region's gateways and their health, shared by the links to that region; the
+   * link holds it ({@link GatewayHealth.retain}) until it closes. A list of base URLs gets a
+   * {@link GatewayHealth} of its own, with its default interval and timeout.
+   */
+  gateways: GatewayHealth | readonly string[]
   partition: number
   /** The region whose entries travel on this link (the local one). */
   origin: number
   /** The cluster secret, sent as `authorization: Bearer <secret>`. */
   secret: string
   /**
-   * Deadline of one request, in ms.
-   * @default 10000
+   * Deadline of one request, in ms, for a gateway that still passes its health checks (one that
+   * fails them is given up on sooner).
+   * @default 2000
    */
   timeoutMs?: number
   /**
@@ -38,11 +56,45 @@ export interface HttpShippingLinkOptions {
    */
   maxBatchBytes?: number
   /**
-   * The fetch to use (tests inject one).
-   * @default globalThis.fetch
+   * The HTTP client (tests inject a `fetch`).
+   * @default a keep-alive `node:http` client of this link's own (`keep-alive-fetch.ts`)
    */
-  fetch?: typeof fetch
+  fetch?: ShippingFetch
 }
+
+/** Envelopes waiting for their turn together, to go as one (see the module comment). */
+interface WaitingBatch {
+  envelopes: ShipEnvelope[]
+  sent: Promise<number>
+}
+
+/**
+ * At least the summed `JSON.stringify(entry).length` of `entries`, without encoding them: a
+ * string's JSON is at most six characters per character (`\uXXXX`) and two quotes, a number's
+ * at most 24; anything else counts as unbounded.
+ */
+export function jsonLengthBound(entries: readonly LogEntry[]): number {
+  let bound = 0
+  for (const entry of entries) {
+    bound += 2
+    for (const [name, value] of Object.entries(entry)) {
+      if (value === undefined) continue
+      bound += name.length + 4
+      if (typeof value === 'string') bound += 6 * value.length + 2
+      else if (typeof value === 'number') bound += 24
+      else return Infinity
+    }
+  }
+  return bound
+}
+
+/** True when `next` carries the entries right after `last`'s, of the same sender and epoch. */
+function follows(last: ShipEnvelope, next: ShipEnvelope): boolean {
+  return next.from === last.from && next.epoch === last.epoch && next.first === last.last + 1
+}
+
+/** The default {@link HttpShippingLinkOptions.timeoutMs}. */
+export const DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS = 2000
 
 /** The path of the internal shipping endpoint of `partition`, for entries of `origin`. */
 export function shippingPath(partition: number, origin: number): string {
@@ -63,47 +115,86 @@ export class ShippingRequestError extends Error {
 
 /** Ships over HTTP to another region's gateways. */
 export class HttpShippingLink implements ShippingLink {
-  readonly #gateways: readonly string[]
+  readonly #gateways: GatewayHealth
   readonly #path: string
   readonly #secret: string
   readonly #timeoutMs: number
   readonly #maxBatchBytes: number
-  readonly #fetch: typeof fetch
+  readonly #fetch: ShippingFetch
+  readonly #close: () => void
   readonly #aborts = new Set<AbortController>()
-  #next = 0
+  /** The batch queued and not started yet, which later envelopes may join. */
+  #waiting: WaitingBatch | undefined
   #tail: Promise<unknown> = Promise.resolve()
   /** Bumped by every failure: calls queued before it are dropped instead of sent. */
   #generation = 0
   #closed = false
 
   constructor(options: HttpShippingLinkOptions) {
-    if (options.gateways.length === 0) throw new RangeError('a shipping link needs a gateway URL')
-    this.#gateways = options.gateways.map((u) => u.replace(/\/+$/, ''))
+    if (options.fetch) {
+      this.#fetch = options.fetch
+      this.#close = () => {}
+    } else {
+      const agent = shippingAgent()
+      this.#fetch = keepAliveFetch(agent)
+      this.#close = () => agent.destroy()
+    }
+    // Health checks on their own connections (global fetch), unless a test injects a client.
+    this.#gateways =
+      options.gateways instanceof GatewayHealth
+        ? options.gateways
+        : new GatewayHealth({
+            gateways: options.gateways,
+            ...(options.fetch ? { fetch: options.fetch } : {}),
+          })
     this.#path = shippingPath(options.partition, options.origin)
     this.#secret = options.secret
-    this.#timeoutMs = options.timeoutMs ?? 10_000
+    this.#timeoutMs = options.timeoutMs ?? DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS
     this.#maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024
-    this.#fetch = options.fetch ?? globalThis.fetch
+    this.#gateways.retain()
   }
 
   checkpoint(): Promise<number> {
+    // Nothing queued before it may move behind it.
+    this.#waiting = undefined
     return this.#queue(() => this.#request('GET'))
   }
 
   send(envelope: ShipEnvelope): Promise<number> {
-    return this.#queue(async () => {
+    const waiting = this.#waiting
+    if (waiting !== undefined && follows(waiting.envelopes.at(-1)!, envelope)) {
+      waiting.envelopes.push(envelope)
+      return waiting.sent
+    }
+    const batch: WaitingBatch = { envelopes: [envelope], sent: Promise.resolve(0) }
+    batch.sent = this.#queue(async () => {
+      // Its turn: nothing joins it any more.
+      if (this.#waiting === batch) this.#waiting = undefined
+      const joined =
+        batch.envelopes.length === 1
+          ? envelope
+          : shipEnvelope(
+              envelope.from,
+              envelope.epoch,
+              batch.envelopes.flatMap((e) => e.entries),
+            )
       let checkpoint = 0
-      for (const chunk of this.#chunks(envelope)) {
+      for (const chunk of this.#chunks(joined)) {
         checkpoint = await this.#request('POST', envelopeToWire(chunk))
         // A gap at the destination: later chunks would be refused as well.
         if (checkpoint < chunk.last) break
       }
       return checkpoint
     })
+    this.#waiting = batch
+    return batch.sent
   }
 
   async close(): Promise<void> {
+    if (!this.#closed) this.#gateways.release()
     this.#closed = true
+    this.#waiting = undefined
+    this.#close()
     for (const abort of this.#aborts) abort.abort(new Error('shipping link closed'))
     this.#aborts.clear()
   }
@@ -122,6 +213,8 @@ export class HttpShippingLink implements ShippingLink {
         return await call()
       } catch (error) {
         this.#generation++
+        // What waits behind a failure is dropped (below), so nothing may join it either.
+        this.#waiting = undefined
         throw error
       }
     })
@@ -132,6 +225,8 @@ export class HttpShippingLink implements ShippingLink {
   // Splits an envelope by the size of its entries' JSON into envelopes of consecutive entries,
   // keeping order; every chunk has at least one entry.
   #chunks(envelope: ShipEnvelope): ShipEnvelope[] {
+    // Most envelopes are far below the limit: then no entry is encoded just to be measured.
+    if (jsonLengthBound(envelope.entries) <= this.#maxBatchBytes) return [envelope]
     const chunks: ShipEnvelope[] = []
     let chunk: LogEntry[] = []
     let bytes = 0
@@ -152,12 +247,15 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   async #request(method: 'GET' | 'POST', envelope?: ShipEnvelopeWire): Promise<number> {
-    const base = this.#gateways[this.#next % this.#gateways.length]!
+    const base = this.#gateways.pick()
     const abort = new AbortController()
     this.#aborts.add(abort)
     const timer = setTimeout(
       () => abort.abort(new Error(`no answer from ${base} in ${this.#timeoutMs} ms`)),
       this.#timeoutMs,
+    )
+    const unsubscribe = this.#gateways.onDown(base, () =>
+      abort.abort(new Error(`${base} failed its health check`)),
     )
     try {
       const headers: Record<string, string> = { authorization: `Bearer ${this.#secret}` }
@@ -184,11 +282,12 @@ export class HttpShippingLink implements ShippingLink {
         throw new ShippingRequestError(`${method} ${base}${this.#path}: no checkpoint in the reply`)
       return checkpoint
     } catch (error) {
-      // Try the region's next gateway next time.
-      this.#next++
+      // Try another gateway of the region next time.
+      this.#gateways.failed(base)
       throw error
     } finally {
       clearTimeout(timer)
+      unsubscribe()
       this.#aborts.delete(abort)
     }
   }

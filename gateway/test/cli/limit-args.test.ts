@@ -1,6 +1,12 @@
 /** The HTTP-limit and rate-limit flags every gateway-running command takes, as options. */
 import { describe, expect, it } from 'vitest'
-import { UsageError, httpLimitsOf, limitsOf, rateLimitOf } from '../../src/cli-args.js'
+import {
+  UsageError,
+  clockOffsets,
+  httpLimitsOf,
+  limitsOf,
+  rateLimitOf,
+} from '../../src/cli-args.js'
 
 describe('limit flags', () => {
   it('maps each given flag to its option and leaves the others out', () => {
@@ -33,6 +39,14 @@ describe('limit flags', () => {
       maxValueBytes: 100,
     })
     expect(() => limitsOf({ 'max-skew': '0' })).toThrow(UsageError)
+  })
+
+  it('offsets region clocks for dev and tests, one per region (--clock-offset)', () => {
+    expect(clockOffsets(undefined, 2)).toBeUndefined()
+    expect(clockOffsets(['0', '-60000'], 2)).toEqual([0, -60_000])
+    expect(() => clockOffsets(['0'], 2)).toThrow('one per region')
+    expect(() => clockOffsets(['0', '1.5'], 2)).toThrow(UsageError)
+    expect(() => clockOffsets(['0', '86400001'], 2)).toThrow(UsageError)
   })
 
   it('refuses values that are not whole numbers in range', () => {

@@ -102,7 +102,7 @@ describe('RegionService', () => {
     })
 
     it('rejects a dependency time too far ahead of the region clock, writing nothing', async () => {
-      const cluster = await start({ limits: { maxSkewMs: 5000 } })
+      const cluster = await start({ limits: { maxSkewMs: 5000 }, skewWaitMs: 100 })
       const region = cluster.service(0)
       const dt = hlcFrom(Date.now() + 60_000, 0)
       const error = await rejection(region.write(write('k', '1', { dt })))
@@ -119,7 +119,11 @@ describe('RegionService', () => {
 
     it('measures skew against the region’s own clock', async () => {
       // Region 1's clock runs 10 s ahead, so a dependency 8 s ahead is fine there and not in region 0.
-      const cluster = await start({ limits: { maxSkewMs: 5000 }, clockOffsetsMs: [0, 10_000] })
+      const cluster = await start({
+        limits: { maxSkewMs: 5000 },
+        clockOffsetsMs: [0, 10_000],
+        skewWaitMs: 100,
+      })
       const dt = hlcFrom(Date.now() + 8000, 0)
       expect((await rejection(cluster.service(0).write(write('k', '1', { dt })))).code).toBe(
         'CLOCK_SKEW_EXCEEDED',

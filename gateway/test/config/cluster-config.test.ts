@@ -168,6 +168,28 @@ describe('cluster config', () => {
     ).toEqual(['limits.defaultTimeoutMs: 9000 is above limits.maxTimeoutMs (8000)'])
   })
 
+  it('reads the clock settings: the skew wait, and per-region offsets for dev and tests', () => {
+    const defaults = parseClusterConfig(valid())
+    expect(defaults.clock).toEqual({ skewWaitMs: 2000, maxOffsetMs: 3_600_000 })
+    expect(defaults.benchmark.clockOffsetsMs).toEqual([])
+    const config = parseClusterConfig({
+      ...valid(),
+      clock: { skewWaitMs: 0 },
+      benchmark: { clockOffsetsMs: [0, -60_000] },
+    })
+    expect(config.clock.skewWaitMs).toBe(0)
+    expect(config.benchmark).toEqual({
+      wanDelayMs: 0,
+      withoutHlc: false,
+      clockOffsetsMs: [0, -60_000],
+    })
+    expect(problems({ ...valid(), benchmark: { clockOffsetsMs: [0, 1, 2] } })).toEqual([
+      'benchmark.clockOffsetsMs: has 3 offsets; the cluster has 2 regions',
+    ])
+    expect(problems({ ...valid(), benchmark: { clockOffsetsMs: [0, 1e9] } })).toHaveLength(1)
+    expect(problems({ ...valid(), clock: { skewWaitMs: -1 } })).toHaveLength(1)
+  })
+
   it('refuses region names that read as ids', () => {
     const data = valid()
     ;(data.regions as { name: string }[])[0]!.name = '1'

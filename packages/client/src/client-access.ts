@@ -11,9 +11,11 @@ import {
   HEADER_AFTER,
   HEADER_CONTEXT,
   HEADER_DT,
+  HEADER_OP_ID,
   HLC_ZERO,
   SessionNotAvailableError,
   formatReadNeed,
+  type Durability,
   type ErrorCode,
   type Hlc,
   type ReadObservation,
@@ -23,6 +25,7 @@ import {
 } from '@causeway/core'
 import { AttemptCutoff, CallDeadline } from './call-deadline.js'
 import type { WriteResult } from './client.js'
+import type { OfflineEngine } from './offline/engine.js'
 import {
   checkDurability,
   checkFallback,
@@ -53,6 +56,10 @@ export interface ClientParts {
   readonly maxKeyBytes: number
   /** Aborted when the client closes. */
   readonly closing: AbortSignal
+  /** The offline engine (`connect({ persist })`), once started. */
+  readonly offline: OfflineEngine | undefined
+  /** The next operation id of this client. */
+  nextOpId(): string
   /** The call's timeout, checked, or the default. */
   timeout(timeoutMs: number | undefined): number
   /** Tells the session listeners the session changed. */
@@ -206,6 +213,32 @@ export interface WriteCall {
    * routes do; the kv routes refuse it).
    */
   leaderWaits?: boolean
+  /** The write's operation id (`causeway-op-id`): a repeat of it is never applied twice. */
+  opId: string
+}
+
+/** A write's level, durability, region and deadline, from its options and the defaults, checked. */
+export interface WriteScope {
+  region: RegionRoute
+  timeoutMs: number
+  level: WriteLevel
+  durability: Durability
+}
+
+/** Checks a write's options (see {@link WriteScope}). */
+export function writeScope(
+  parts: ClientParts,
+  options: Omit<WriteOptions, 'context'> | undefined,
+): WriteScope {
+  const { region, timeoutMs } = callScope(parts, options)
+  const d = parts.defaults
+  return {
+    region,
+    timeoutMs,
+    level: options?.write === undefined ? d.write : checkWrite(options.write),
+    durability:
+      options?.durability === undefined ? d.durability : checkDurability(options.durability),
+  }
 }
 
 /**
@@ -214,13 +247,10 @@ export interface WriteCall {
  */
 export async function writeCall(parts: ClientParts, call: WriteCall): Promise<WriteResult> {
   const { options } = call
-  const { region, timeoutMs } = callScope(parts, options)
-  const d = parts.defaults
-  const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
-  const durability =
-    options?.durability === undefined ? d.durability : checkDurability(options.durability)
+  const { region, timeoutMs, level, durability } = writeScope(parts, options)
   const dt: Hlc = parts.session.writeDependency(level)
   const headers = { ...parts.headers }
+  headers[HEADER_OP_ID] = call.opId
   if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
   if (call.context !== undefined) headers[HEADER_CONTEXT] = call.context
   if (call.body !== undefined) headers['content-type'] = 'application/json'
@@ -252,6 +282,8 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   parts.session.observeWrite(call.partition, reply)
   parts.changed()
   return {
+    pending: false,
+    opId: call.opId,
     ts: reply.ts,
     dc: reply.dc,
     idx: reply.idx,

@@ -22,7 +22,6 @@ import {
   type TxReadItem,
   type TxReadReply,
   checkKey,
-  formatOpId,
   formatReadNeed,
   isHlc,
   partitionOf,
@@ -74,21 +73,10 @@ export interface CommitResult {
   outcome: TxOutcome
 }
 
-// A client id for the transactions' operation ids: random per client object.
-function randomClientId(): string {
-  const bytes = new Uint8Array(12)
-  globalThis.crypto.getRandomValues(bytes)
-  let text = ''
-  for (const b of bytes) text += b.toString(16).padStart(2, '0')
-  return `tx-${text}`
-}
-
 /** Makes the transactions of one client: ids, reads batched per turn, commits retried. */
 export class TransactionFactory {
   readonly #parts: ClientParts
   readonly #maxKeys: number
-  readonly #clientId = randomClientId()
-  #seq = 0
 
   /** `maxKeys`: most keys one read request may name (the cluster's `limits.maxTxKeys`). */
   constructor(parts: ClientParts, maxKeys: number) {
@@ -110,7 +98,9 @@ export class TransactionFactory {
         option: 'minTid',
       })
     if (options.durability !== undefined) checkDurability(options.durability)
-    const id = formatOpId(this.#clientId, ++this.#seq)
+    // The client's one sequence of operation ids (the offline engine's, with persist): a commit
+    // and the client's single writes never share an id.
+    const id = this.#parts.nextOpId()
     return new Transaction(this.#parts, region, id, options, this.#maxKeys)
   }
 

@@ -22,6 +22,14 @@ function builtinDetector(found: string[]): Plugin {
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (!isBuiltin(args.path)) return undefined
+        // abstract-level (the IndexedDB store's chunk, loaded only with persist) imports `events`
+        // and `buffer`: in a browser bundle those are the npm packages of the same names, which
+        // the SDK and abstract-level depend on.
+        if (
+          (args.path === 'events' || args.path === 'buffer') &&
+          args.importer.includes('/node_modules/')
+        )
+          return undefined
         found.push(`${args.path} (imported by ${args.importer})`)
         return { path: args.path, external: true }
       })
@@ -38,8 +46,8 @@ describe('browser bundle', () => {
     expect(bundle.code).toContain('causeway-after')
     // What browsers download: no schema library (TypeBox stays in @causeway/core/schemas).
     expect(bundle.packages).toEqual([])
-    // 35 kB before transactions (issue 18: db.transaction and runTransaction, about 7 kB).
-    expect(bundle.bytes).toBeLessThan(46_000)
+    // 43.6 kB before transactions (issue 18: db.transaction and runTransaction, about 8 kB).
+    expect(bundle.bytes).toBeLessThan(55_000)
   })
 
   it('the README states the size it has, minified and gzipped (npm run size)', async () => {

@@ -9,7 +9,7 @@
  * delta by the set replica.
  */
 import { commitWritesOf, decodeCommitWrites } from './commit-writes.js'
-import { isRegionId, isSafeCounter } from './counter-bounds.js'
+import { isRegionId, isSafeCounter, withoutNegativeZero } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 import { isHlc } from './hlc.js'
 import {
@@ -75,13 +75,13 @@ export function checkLogEntry(entry: unknown, regions: number): LogEntry {
   else if (e.tid !== undefined || e.relay !== undefined)
     throw bad(`${where}: a ${e.kind} carries no tid or relay`)
   if (Object.isFrozen(entry)) return entry as LogEntry
-  // Numbers as JSON would give them back (`-0` is 0).
+  // Numbers as JSON would give them back (`-0` is 0: `counter-bounds.ts`).
   const head: LogEntryHead = {
-    origin: (e.origin as number) + 0,
+    origin: withoutNegativeZero(e.origin as number),
     idx: e.idx as number,
     key: e.key,
     ts: e.ts,
-    at: (e.at as number) + 0,
+    at: withoutNegativeZero(e.at as number),
   }
   switch (e.kind) {
     case 'put':

@@ -38,6 +38,7 @@ export const SDK_REQUEST_HEADERS: readonly string[] = [
   HEADER_AFTER,
   HEADER_DT,
   HEADER_CONTEXT,
+  HEADER_OP_ID,
 ]
 
 /**

@@ -170,7 +170,7 @@ export class RegionTransactions implements TransactionService {
 
   async commit(request: TxCommitRequest): Promise<TxCommitResult> {
     this.#checkKeys([...request.reads.map(([k]) => k), ...request.writes.map(([k]) => k)])
-    this.#router.checkDependency(request.dt)
+    await this.#router.checkDependency(request.dt)
     if (request.snapshot > this.#log.appliedTid()) {
       await this.#log.refresh()
       await this.#checkReachable(request.snapshot, 'snapshot')

@@ -1,4 +1,7 @@
-/** `GET /healthz`: liveness. While the gateway drains for shutdown it answers 503 SHUTTING_DOWN. */
+/**
+ * `GET /healthz`: liveness. While the gateway drains for shutdown it answers 503 SHUTTING_DOWN.
+ * Gateways of other regions ask it to choose where to ship (`replication/gateway-health.ts`).
+ */
 import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
@@ -22,6 +25,9 @@ export const healthRoute: FastifyPluginAsyncTypebox<HealthRouteOptions> = async 
     '/healthz',
     {
       config: { operation: 'health', rateLimit: false as const },
+      // Asked several times a second by every gateway that ships here (`gateway-health.ts`) and
+      // by load balancers: not worth a request log line each at `info`.
+      logLevel: 'warn',
       schema: {
         summary: 'Liveness',
         operationId: 'getHealth',

@@ -21,6 +21,7 @@
  * version at most a tid is the winner at that tid, as in the LevelDB replica.
  */
 import { LuaScript } from './lua-script.js'
+import { SV_LUA } from './sv-lua.js'
 
 const COMMON_LUA = `
 local function version_wins(ts, dc, cur_ts, cur_dc)
@@ -41,12 +42,7 @@ local function put_version(xkey, gkey, enc, tid, ts, dc, value)
   redis.call('ZADD', xkey, tid, member)
   if cur_ts then redis.call('ZADD', gkey, 'GT', tid, enc) end
 end
-local function sv_list(svkey, regions)
-  local out = {}
-  for d = 0, regions - 1 do out[#out + 1] = redis.call('HGET', svkey, tostring(d)) or '0' end
-  return out
-end
-`
+${SV_LUA}`
 
 /**
  * The leader's commits, in tid order. KEYS: meta, sv, log(region), tx, c, g, then the version set of every write of every commit, in
@@ -122,7 +118,9 @@ end
 redis.call('HSET', KEYS[4], 'ctid', string.format('%d', ctid))
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 redis.call('HSET', KEYS[1], 'hlc', hlc)
-for _, v in ipairs(sv_list(KEYS[2], regions)) do reply[#reply + 1] = v end
+-- Published (sv-lua.ts): other gateways, and those of the followers once they apply it, learn
+-- the advance from the message.
+for _, v in ipairs(sv_publish(KEYS[2], regions)) do reply[#reply + 1] = v end
 return reply
 `)
 
@@ -247,6 +245,7 @@ local origin = ARGV[3]
 local own = tonumber(origin) == region
 local n = tonumber(ARGV[4])
 local cur = tonumber(redis.call('HGET', KEYS[2], origin) or '0')
+local before = cur
 local hlc = redis.call('HGET', KEYS[1], 'hlc') or '0000000000000000'
 local ctid = tonumber(redis.call('HGET', KEYS[4], 'ctid') or '0')
 local a = 5
@@ -291,5 +290,6 @@ end
 redis.call('HSET', KEYS[2], origin, string.format('%d', cur))
 redis.call('HSET', KEYS[4], 'ctid', string.format('%d', ctid))
 redis.call('HSET', KEYS[1], 'hlc', hlc)
+if cur > before then return sv_publish(KEYS[2], regions) end
 return sv_list(KEYS[2], regions)
 `)
