@@ -131,6 +131,9 @@ describe('transaction routes', () => {
     expect(b.headers['causeway-op-replayed']).toBe('1')
     const reused = await commit({ ...body, writes: [{ key: 'acct:9', value: 2 }] })
     expect([reused.status, reused.body.code]).toEqual([409, 'OP_ID_REUSED'])
+    // The same writes with another read set are another transaction too.
+    const reread = await commit({ ...body, snapshot: a.body.tid, reads: [['acct:9', a.body.tid]] })
+    expect([reread.status, reread.body.code]).toEqual([409, 'OP_ID_REUSED'])
     expect(await balances('acct:9')).toEqual([1])
   })
 
@@ -178,6 +181,12 @@ describe('transaction routes', () => {
         'OUT_OF_SCOPE',
       ],
       ['a read without rights', () => read({ keys: ['stock:1'] }), 403, 'OUT_OF_SCOPE'],
+      [
+        'a read set naming a key without rights',
+        () => commit({ ...ok, snapshot: 1, reads: [['stock:1', 0]] }),
+        403,
+        'OUT_OF_SCOPE',
+      ],
       ['a write with read rights only', () => commit(ok, OTHER), 403, 'OUT_OF_SCOPE'],
       [
         'minTid in the future',
@@ -247,6 +256,36 @@ describe('transaction routes', () => {
       ],
       ['an empty key read', () => read({ keys: [''] }), 400, 'INVALID_KEY'],
       ['a read set that is no array', () => commit({ ...ok, reads: {} }), 400, 'INVALID_READ_SET'],
+      [
+        'a read without its tid',
+        () => commit({ ...ok, snapshot: 1, reads: [['acct:1']] }),
+        400,
+        'INVALID_READ_SET',
+      ],
+      [
+        'a read with a negative tid',
+        () => commit({ ...ok, snapshot: 1, reads: [['acct:1', -1]] }),
+        400,
+        'INVALID_READ_SET',
+      ],
+      [
+        'a read with a fractional tid',
+        () => commit({ ...ok, snapshot: 1, reads: [['acct:1', 0.5]] }),
+        400,
+        'INVALID_READ_SET',
+      ],
+      [
+        'a read whose key is no string',
+        () => commit({ ...ok, snapshot: 1, reads: [[7, 0]] }),
+        400,
+        'INVALID_READ_SET',
+      ],
+      [
+        'a read of an empty key',
+        () => commit({ ...ok, snapshot: 1, reads: [['', 0]] }),
+        400,
+        'INVALID_READ_SET',
+      ],
       [
         'a bad vector',
         () => read({ keys: ['acct:1'], after: { '0': 'nonsense' } }),

@@ -52,6 +52,22 @@ const tx = (key: string) => ({
 })
 
 describe('the transaction log on Redis', () => {
+  it('appends a commit under its operation id once, and refuses the id with another body', async () => {
+    const log = await logOn(`txlog-${randomUUID()}`)
+    const op = { namespace: '', id: 'bank-test-client.1', fingerprint: 'first-body' }
+    const first = await log.append(tx('c:1'), op)
+    expect(first).toMatchObject({ tid: 1 })
+    const again = await log.append(tx('c:1'), op)
+    expect(again).toMatchObject({ replayed: expect.anything() as unknown })
+    const reused = await log
+      .append(tx('c:2'), { ...op, fingerprint: 'another-body' })
+      .catch((error: unknown) => error)
+    expect((reused as CausewayError).code).toBe('OP_ID_REUSED')
+    // Nothing of the refused or the replayed request reached the log.
+    expect(log.lastTid()).toBe(1)
+    expect((await log.read(0, 10)).map((r) => r.tid)).toEqual([1])
+  }, 30_000)
+
   it('offers an append to the applier only once a majority of its servers have it', async () => {
     const log = await logOn(`txlog-${randomUUID()}`)
     const heard: number[] = []
