@@ -120,8 +120,10 @@ describe('the banking app on Redis', () => {
     await progress(30)
     stop = true
     const report = await running
-    // The faults did hit transactions in flight (they failed, and the workers went on).
-    expect(report.failed).toBeGreaterThan(0)
+    // Workers ran through every fault (30 transactions applied between each two). Whether a fault
+    // shows as a failed transaction depends on timing: the applier retries commits to a restarted
+    // leader and the SDK resends a commit to the killed gateway under its id, and since the
+    // failover merge a run with no failure at all has been seen, so failures are not required.
     expect(report.transactions).toBeGreaterThan(120)
     const total = await totalBalance(admin!, bank)
     expect(total).toMatchObject({ sum: 0, accounts: 400 })

@@ -7,6 +7,7 @@
  */
 export * from './consistency.js'
 export * from './counter-bounds.js'
+export * from './epoch-history.js'
 export * from './errors.js'
 export * from './hlc.js'
 export * from './limits.js'
@@ -30,6 +31,8 @@ export type {
   ReadReply,
   ReplicaStatus,
   ShipperStatus,
+  LeaderStatus,
+  DivergenceStatus,
   SiblingReply,
   Status,
   Topology,

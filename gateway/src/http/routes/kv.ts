@@ -41,12 +41,6 @@ export interface KvRoutesOptions {
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
-const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(DT_HEADER),
-  [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
-  [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
-})
-
 function writeReply(
   result: WriteResult,
   region: number,
@@ -75,6 +69,17 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   const shape = service.shape()
   const ReadHeadersSchema = Type.Object({
     [HEADER_AFTER]: Type.Optional(afterHeader(shape.regionNames.length)),
+  })
+  const WriteHeadersSchema = Type.Object({
+    [HEADER_DT]: Type.Optional(DT_HEADER),
+    [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
+    [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
+    [HEADER_AFTER]: Type.Optional(
+      afterHeader(
+        shape.regionNames.length,
+        'the positions the write follows (the session’s writes for monotonic-writes, its reads for writes-follow-reads), as for reads: a write that follows a position a failover lost is refused with EPOCH_MISMATCH before anything is written',
+      ),
+    ),
   })
   app.get(
     '/v1/kv/:key',

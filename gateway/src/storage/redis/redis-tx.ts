@@ -97,7 +97,8 @@ export class RedisTxVersions {
     this.#floor = Number(floor ?? 0)
   }
 
-  async commit(commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+  /** The leader's commits; `token`: the claim they go under ('' unsupervised: none checked). */
+  async commit(commits: readonly TxCommit[], token: string): Promise<CommitEntry[]> {
     const { region, regions } = this.#host
     const keys = [
       this.#host.metaKey,
@@ -120,6 +121,7 @@ export class RedisTxVersions {
         String(c.writes.length),
       )
     })
+    args.push(token)
     const writer = this.#host.writer()
     const reply = stringsOf(
       await this.#host.run(writer, 'commit', (r) => COMMIT_SCRIPT.run(r, keys, args)),

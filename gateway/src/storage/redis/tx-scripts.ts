@@ -22,6 +22,7 @@
  */
 import { LuaScript } from './lua-script.js'
 import { SV_LUA } from './sv-lua.js'
+import { LEADER_CHECK_LUA } from './epoch-scripts.js'
 
 const COMMON_LUA = `
 local function version_wins(ts, dc, cur_ts, cur_dc)
@@ -48,7 +49,10 @@ ${SV_LUA}`
  * The leader's commits, in tid order. KEYS: meta, sv, log(region), tx, c, g, then the version set of every write of every commit, in
  * order. ARGV: region, regions, now ('' for TIME), n, then per commit: tid, ts, relay ('' or
  * `region:tid:idx`), writes text, the encoded keys of its writes joined by US, the number of its
- * writes. A commit whose tid is at most `ctid` is not applied again: its idx is looked up.
+ * writes; last, the writer's leader token (`LEADER_CHECK_LUA`: '' checks nothing). A commit whose
+ * tid is at most `ctid` is not applied again: its idx is looked up. The new ones are fenced like
+ * any leader write: refused whole (`CW_NOT_LEADER`, `CW_CEILING` for the last new index) before
+ * the first is written.
  * Reply: per commit idx and at, then sv[0..regions-1].
  */
 export const COMMIT_SCRIPT = new LuaScript(`#!lua
@@ -77,6 +81,15 @@ for i = 1, n do
   end
   plan[i] = { tid = tid, ts = ARGV[a + 1], relay = ARGV[a + 2], text = ARGV[a + 3], writes = writes, keys = ARGV[a + 4] }
   a = a + 6
+end
+do
+  local fresh = 0
+  for i = 1, n do if plan[i].tid > ctid then fresh = fresh + 1 end end
+  if fresh > 0 then
+    local idx = idx + fresh
+    local leader_token = ARGV[a]
+${LEADER_CHECK_LUA}
+  end
 end
 local reply = {}
 local k = 7
