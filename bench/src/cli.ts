@@ -23,6 +23,7 @@ import { bookkeepingSuite } from './suites/bookkeeping.js'
 import { dvvSuite } from './suites/dvv.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
+import { namiSuite } from './suites/nami.js'
 import { offlineSuite } from './suites/offline.js'
 import { profileSuite } from './suites/profile.js'
 
@@ -34,6 +35,7 @@ const SUITES: Suite[] = [
   dvvSuite,
   bigsetsSuite,
   offlineSuite,
+  namiSuite,
 ] as Suite[]
 const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 /** What `--quick` over every suite may take, in seconds (builds included, it must stay under 3 min). */

@@ -29,6 +29,8 @@ export interface ClusterConfig {
   maxValueBytes?: number
   /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
   nodeFlags?: string[]
+  /** Extra `causeway dev` arguments (e.g. `--transactional acct`). @default [] */
+  extraArgs?: string[]
   /**
    * Another checkout of Causeway whose built CLI (`<checkout>/gateway/dist/cli.js`, so run `npm
    * ci && npm run build` there first) runs the cluster instead of this one: the baseline of a
@@ -98,6 +100,7 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
   if (config.withoutHlc) args.push('--without-hlc')
   if (config.maxValueBytes !== undefined)
     args.push('--max-value-bytes', String(config.maxValueBytes))
+  args.push(...(config.extraArgs ?? []))
   return args
 }
 
@@ -130,6 +133,7 @@ function redisDevArgs(config: ClusterConfig): string[] {
   if (config.withoutHlc) args.push('--without-hlc')
   if (config.maxValueBytes !== undefined)
     args.push('--max-value-bytes', String(config.maxValueBytes))
+  args.push(...(config.extraArgs ?? []))
   return args
 }
 

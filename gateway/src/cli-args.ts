@@ -66,6 +66,32 @@ export function siblingNamespaces(
 }
 
 /**
+ * The namespaces of `--siblings NS` and `--transactional NS` (each repeatable), or undefined when
+ * neither is given. A namespace named by both is a usage error.
+ */
+export function namespacesOf(
+  siblings: readonly string[] | undefined,
+  transactional: readonly string[] | undefined,
+):
+  Record<string, { conflicts: 'siblings' } | { conflicts: 'lww'; transactions: true }> | undefined {
+  const out: Record<string, { conflicts: 'siblings' } | { conflicts: 'lww'; transactions: true }> =
+    Object.create(null)
+  Object.assign(out, siblingNamespaces(siblings) ?? {})
+  for (const name of transactional ?? []) {
+    if (!isNamespaceName(name))
+      throw new UsageError(
+        `--transactional needs a namespace name (1 to 128 characters without ':'), not ${JSON.stringify(name)}`,
+      )
+    if (Object.hasOwn(out, name))
+      throw new UsageError(
+        `namespace ${JSON.stringify(name)} cannot be both siblings and transactional`,
+      )
+    out[name] = { conflicts: 'lww', transactions: true }
+  }
+  return Object.keys(out).length === 0 ? undefined : out
+}
+
+/**
  * The origins `--cors-origin ORIGIN` (repeatable; `*` for any) allows, checked; `fallback` when
  * none is given.
  */

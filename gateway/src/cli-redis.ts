@@ -20,7 +20,7 @@ import {
   publicUrls,
   rateLimitOf,
   runUntilSignal,
-  siblingNamespaces,
+  namespacesOf,
 } from './cli-args.js'
 import type { HttpLimits } from './http/http-limits.js'
 import type { Logger } from './log.js'
@@ -51,8 +51,9 @@ ${HTTP_LIMIT_USAGE}`
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
 --host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --skew-wait, --clock-offset,
---log-level, --siblings, --cors-origin, --public-url, the HTTP limits and --rate-limit N
-(default 0: off in dev) as above):
+--log-level, --siblings, --transactional (each region gets a transaction log: a redis-server and
+as many Redis replicas as a partition), --commit-cache, --cors-origin, --public-url, the HTTP
+limits and --rate-limit N (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -237,6 +238,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       'clock-offset': { type: 'string', multiple: true },
       'log-level': { type: 'string' },
       siblings: { type: 'string', multiple: true },
+      transactional: { type: 'string', multiple: true },
+      'commit-cache': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
       'public-url': { type: 'string', multiple: true },
       ...HTTP_LIMIT_ARGS,
@@ -297,8 +300,12 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
     options.skewWaitMs = integer('skew-wait', values['skew-wait'], 0, 0, 60_000)
   options.http = httpLimitsOf(values)
   options.rateLimit = { max: 0, ...rateLimitOf(values) }
-  const namespaces = siblingNamespaces(values.siblings)
+  const namespaces = namespacesOf(values.siblings, values.transactional)
   if (namespaces !== undefined) options.namespaces = namespaces
+  if (values['commit-cache'] !== undefined) {
+    const cache = integer('commit-cache', values['commit-cache'], 0, 0, 10_000_000)
+    options.commitCache = cache === 0 ? false : cache
+  }
   const limits = limitsOf(values)
   if (Object.keys(limits).length > 0) options.limits = limits
   return { options }

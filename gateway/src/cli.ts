@@ -19,7 +19,7 @@ import {
   limitsOf,
   publicUrls,
   rateLimitOf,
-  siblingNamespaces,
+  namespacesOf,
 } from './cli-args.js'
 import {
   DEV_REDIS_USAGE,
@@ -60,6 +60,11 @@ Options of dev:
                          instead of using the HLC (NuKV section 6)       [default: off]
   --siblings NS          keep concurrent writes to keys NS:... as siblings with a
                          causal context (docs/siblings.md); repeatable  [default: none]
+  --transactional NS     keys NS:... are written by transactions only, ordered by
+                         each region's transaction log (docs/transactions.md);
+                         repeatable                                      [default: none]
+  --commit-cache N       transactions the applier's commit cache indexes;
+                         0 = no cache                                    [default: 10000]
   --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call the
                          gateways; repeatable; * for any origin            [default: *]
   --public-url URL       the URL clients reach a region's gateway at (a proxy, another
@@ -114,6 +119,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'log-level': { type: 'string' },
       'without-hlc': { type: 'boolean' },
       siblings: { type: 'string', multiple: true },
+      transactional: { type: 'string', multiple: true },
+      'commit-cache': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
       'public-url': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
@@ -164,8 +171,12 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const limits = limitsOf(values)
   if (Object.keys(limits).length > 0) options.limits = limits
-  const namespaces = siblingNamespaces(values.siblings)
+  const namespaces = namespacesOf(values.siblings, values.transactional)
   if (namespaces !== undefined) options.namespaces = namespaces
+  if (values['commit-cache'] !== undefined) {
+    const cache = integer('commit-cache', values['commit-cache'], 0, 0, 10_000_000)
+    options.commitCache = cache === 0 ? false : cache
+  }
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
   const offsets = clockOffsets(values['clock-offset'], regions)
@@ -197,6 +208,16 @@ function version(): string {
   return pkg.version
 }
 
+function describeNamespaces(options: DevClusterOptions): string {
+  const all = Object.entries(options.namespaces ?? {})
+  const siblings = all.filter(([, c]) => c.conflicts === 'siblings').map(([n]) => n)
+  const transactional = all.filter(([, c]) => c.transactions === true).map(([n]) => n)
+  return (
+    (siblings.length > 0 ? `, siblings namespaces ${siblings.join(', ')}` : '') +
+    (transactional.length > 0 ? `, transactional namespaces ${transactional.join(', ')}` : '')
+  )
+}
+
 async function runDev(command: DevCommand): Promise<void> {
   const { options } = command
   const where = options.dataDir === undefined ? 'in memory' : `in ${options.dataDir}`
@@ -205,7 +226,7 @@ async function runDev(command: DevCommand): Promise<void> {
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
       `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
-      `${options.namespaces ? `, siblings namespaces ${Object.keys(options.namespaces).join(', ')}` : ''}` +
+      `${describeNamespaces(options)}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )

@@ -133,7 +133,13 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     },
     ...(config.auth.clusterSecret === undefined
       ? {}
-      : { shipping: { receiver: cluster, maxBatchBytes: config.shipping.maxBatchBytes } }),
+      : {
+          shipping: {
+            receiver: cluster,
+            maxBatchBytes: config.shipping.maxBatchBytes,
+            ...(cluster.txLog === undefined ? {} : { transactions: cluster }),
+          },
+        }),
     http: { ...config.http, ...options.http },
     ...(limiter === undefined
       ? {}

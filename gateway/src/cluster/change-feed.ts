@@ -21,7 +21,9 @@ import {
   type Namespaces,
   type ReadNeed,
   CausewayError,
+  type CommitEntry,
   checkNamespaces,
+  commitWritesOf,
   conflictModeOf,
   deltaFromJSON,
   encodeCausalContext,
@@ -222,6 +224,19 @@ class Feed implements ChangeFeed {
               if (this.#closed) return
               for (const entry of entries) {
                 if (entry.idx <= (tail.idx[d] ?? 0)) continue
+                if (entry.kind === 'commit') {
+                  // A transaction's writes here, one event per key; every event but the last
+                  // carries the cursor before the entry, so a feed resumed in the middle of one
+                  // gets all of it again.
+                  const before = this.#cursor()
+                  tail.idx[d] = entry.idx
+                  progressed = true
+                  for (const data of this.#commitData(tail, entry, before)) {
+                    if (this.#closed) return
+                    yield data
+                  }
+                  continue
+                }
                 tail.idx[d] = entry.idx
                 progressed = true
                 if (!this.#matches(entry.key)) continue
@@ -272,6 +287,27 @@ class Feed implements ChangeFeed {
     const positions = new Map<number, PartitionPosition>()
     for (const tail of this.#tails) positions.set(tail.p, { epoch: tail.epoch, idx: tail.idx })
     return encodeCursor(this.#shape, positions)
+  }
+
+  /**
+   * The events of a commit entry: one per key it writes that the feed watches. Another region's
+   * commit entries make none (its writes come here as a relay, a commit entry of this region).
+   */
+  #commitData(tail: Tail, entry: CommitEntry, before: string): FeedEvent[] {
+    if (entry.origin !== tail.replica.region) return []
+    const writes = commitWritesOf(entry).filter(([key]) => this.#matches(key))
+    // The stream the idx belongs to (a relay is an entry of this region's).
+    const dc = entry.origin
+    return writes.map(([key, value], i) => {
+      const head =
+        `{"key":${JSON.stringify(key)},"p":${tail.p},"dc":${dc},` +
+        `"idx":${entry.idx},"ts":"${entry.ts}","tid":${entry.tid}`
+      const data =
+        value === undefined
+          ? `${head},"deleted":true}`
+          : `${head},"deleted":false,"value":${value}}`
+      return { event: 'change', id: i === writes.length - 1 ? this.#cursor() : before, data }
+    })
   }
 
   /** The event data of `entry` (see the module comment), JSON text with stored values spliced in. */

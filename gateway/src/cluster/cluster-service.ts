@@ -17,6 +17,7 @@ import type {
 import type { Version } from '../storage/partition-replica.js'
 import type { ChangeFeedService } from './change-feed.js'
 import type { SetService } from './region-sets.js'
+import type { TransactionService } from './transactions/transaction-service.js'
 import type { SiblingVersion } from '../storage/sibling-set.js'
 
 /** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */
@@ -63,6 +64,11 @@ export interface ReadResult {
   siblings?: ReadSibling[]
   /** Siblings namespaces: the causal context of the siblings (empty for a key never written). */
   context?: CausalContext
+  /**
+   * Transactional namespaces: the tid of the region's transaction log that made the version (0:
+   * none); the read was served at a snapshot of the log.
+   */
+  tid?: number
 }
 
 /** A write (put or delete), already validated. */
@@ -139,4 +145,9 @@ export interface ClusterService {
   readonly sets?: SetService
   /** The change feeds of this region (`/v1/watch`); absent in services without them. */
   readonly changes?: ChangeFeedService
+  /**
+   * The transactions of this region (`/v1/tx`); absent when the cluster has no transactional
+   * namespace or its backend keeps no versions.
+   */
+  readonly transactions?: TransactionService
 }

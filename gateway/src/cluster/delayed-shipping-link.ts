@@ -5,9 +5,10 @@
  * embedded cluster's in-process link does. Calls travel one FIFO line each way, so pipelined
  * batches still arrive in order (the inner link keeps its own order for what it is handed).
  */
-import type { ShipEnvelope } from '@causeway/core'
+import type { ShipEnvelope, TxShipment } from '@causeway/core'
 import { DelayedRoundTrip } from '../replication/delayed-round-trip.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
+import type { TxLink } from '../replication/tx-link.js'
 
 /** A {@link ShippingLink} whose calls and answers each take `delayMs` longer. */
 export class DelayedShippingLink implements ShippingLink {
@@ -26,6 +27,30 @@ export class DelayedShippingLink implements ShippingLink {
 
   send(envelope: ShipEnvelope): Promise<number> {
     return this.#wan.call(() => this.#inner.send(envelope))
+  }
+
+  async close(): Promise<void> {
+    this.#wan.close()
+    await this.#inner.close()
+  }
+}
+
+/** A {@link TxLink} whose calls and answers each take `delayMs` longer (as above). */
+export class DelayedTxLink implements TxLink {
+  readonly #inner: TxLink
+  readonly #wan: DelayedRoundTrip
+
+  constructor(inner: TxLink, delayMs: number) {
+    this.#inner = inner
+    this.#wan = new DelayedRoundTrip(delayMs)
+  }
+
+  checkpoint(): Promise<number> {
+    return this.#wan.call(() => this.#inner.checkpoint())
+  }
+
+  send(shipment: TxShipment): Promise<number> {
+    return this.#wan.call(() => this.#inner.send(shipment))
   }
 
   async close(): Promise<void> {

@@ -5,16 +5,27 @@
  * injected one-way WAN delay). Replica 0 of each (region, partition) leads.
  */
 import { join } from 'node:path'
-import { DEFAULT_LIMITS, type Limits, type Namespaces, checkNamespaces } from '@causeway/core'
+import {
+  DEFAULT_LIMITS,
+  type Limits,
+  type Namespaces,
+  checkNamespaces,
+  hasTransactions,
+} from '@causeway/core'
 import { type Logger, processLogger } from '../log.js'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
+import { InProcessTxLink } from '../replication/tx-links.js'
+import { TxShipper } from '../replication/tx-shipper.js'
 import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-replica.js'
+import { LevelTxLog } from '../storage/level/level-tx-log.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
+import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
+import { TxApplier } from './transactions/tx-applier.js'
 
 /** Options of {@link EmbeddedCluster.start}. */
 export interface EmbeddedClusterOptions {
@@ -116,6 +127,27 @@ export interface EmbeddedClusterOptions {
    * @default a new store per replica
    */
   store?: (region: number, partition: number, replica: number) => StringLevel
+  /**
+   * For tests and tools: the store of region `region`'s transaction log, as {@link store}.
+   * @default a new store per region (under `dataDir`, or in memory)
+   */
+  txLogStore?: (region: number) => StringLevel
+  /**
+   * Transactions the applier's commit cache indexes (`transactions/commit-cache.ts`); `false`
+   * decides every transaction from the partitions' versions (the benchmark's "without cache").
+   * @default 10000
+   */
+  commitCache?: number | false
+  /**
+   * How long snapshots stay open for transactions (`transactions/open-snapshots.ts`).
+   * @default 30 s after the last read, 5 min at most
+   */
+  snapshots?: OpenSnapshotsOptions
+  /**
+   * How often each region collects versions behind its oldest open snapshot, in ms.
+   * @default 1000
+   */
+  collectEveryMs?: number
 }
 
 const MAX_REGIONS = 255
@@ -140,6 +172,11 @@ export class EmbeddedCluster {
   readonly #feeds: (FollowerFeed | undefined)[][][]
   readonly #shippers: Shipper[]
   readonly #services: RegionService[]
+  /** `#txLogs[d]`: region `d`'s transaction log, when the cluster has transactional namespaces. */
+  readonly #txLogs: LevelTxLog[]
+  readonly #appliers: TxApplier[]
+  /** One per ordered pair of regions: each region's applied transactions, as units. */
+  readonly #txShippers: TxShipper[] = []
   #closing: Promise<void> | undefined
 
   private constructor(
@@ -156,6 +193,12 @@ export class EmbeddedCluster {
       feeds: (FollowerFeed | undefined)[][][]
       shippers: Shipper[]
       quarantines: QuarantineRegistry[]
+      txLogs: LevelTxLog[]
+      wanDelayMs: number
+      commitCache: number | false | undefined
+      snapshots: OpenSnapshotsOptions | undefined
+      collectEveryMs: number | undefined
+      onError: (error: unknown, source: string) => void
     },
   ) {
     this.id = options.id
@@ -169,6 +212,7 @@ export class EmbeddedCluster {
     this.#members = options.members
     this.#feeds = options.feeds
     this.#shippers = options.shippers
+    this.#txLogs = options.txLogs
     this.#services = this.regionNames.map(
       (_, d) =>
         new RegionService({
@@ -190,8 +234,51 @@ export class EmbeddedCluster {
           majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
           quarantine: options.quarantines[d]!,
+          ...(options.txLogs[d] === undefined
+            ? {}
+            : {
+                transactions: {
+                  log: options.txLogs[d],
+                  ...(options.snapshots ? { snapshots: options.snapshots } : {}),
+                  ...(options.collectEveryMs === undefined
+                    ? {}
+                    : { collectEveryMs: options.collectEveryMs }),
+                  onError: (error: unknown) =>
+                    options.onError(error, `collecting versions in region ${d}`),
+                },
+              }),
         }),
     )
+    this.#appliers = options.txLogs.map(
+      (log, d) =>
+        new TxApplier({
+          log,
+          region: d,
+          partitions: this.partitions,
+          leader: (p) => this.#leader(d, p),
+          ...(options.commitCache === undefined ? {} : { commitCache: options.commitCache }),
+          onError: (error) => options.onError(error, `applying transactions in region ${d}`),
+        }),
+    )
+    for (const applier of this.#appliers) applier.start()
+    for (const [from, log] of options.txLogs.entries())
+      for (const [to, destination] of options.txLogs.entries()) {
+        if (from === to) continue
+        const shipper = new TxShipper({
+          log,
+          to,
+          link: new InProcessTxLink({
+            origin: from,
+            destination,
+            partitions: this.partitions,
+            delayMs: options.wanDelayMs,
+          }),
+          onError: (error) =>
+            options.onError(error, `shipping transactions from region ${from} to ${to}`),
+        })
+        this.#txShippers.push(shipper)
+        shipper.start()
+      }
   }
 
   /** Opens (or creates) every replica, then starts the follower feeds and the shippers. */
@@ -239,11 +326,31 @@ export class EmbeddedCluster {
           }),
       ),
     )
+    const txLogs = hasTransactions(namespaces)
+      ? regionNames.map(
+          (_, d) =>
+            new LevelTxLog({
+              region: d,
+              regions,
+              location: dataDir && join(dataDir, `region-${d}`, 'transactions'),
+              ...(options.txLogStore ? { db: options.txLogStore(d) } : {}),
+              now: clocks[d]!,
+              sync: options.sync ?? true,
+              ...(options.opRetentionMs === undefined
+                ? {}
+                : { opRetentionMs: options.opRetentionMs }),
+              onFailure: (error) => onError(error, `the transaction log of region ${d}`),
+            }),
+        )
+      : []
     const all = members.flat(2)
-    const opened = await Promise.allSettled(all.map((r) => r.open()))
+    const opened = await Promise.allSettled([
+      ...all.map((r) => r.open()),
+      ...txLogs.map((l) => l.open()),
+    ])
     const failed = opened.find((o) => o.status === 'rejected')
     if (failed) {
-      await Promise.all(all.map((r) => r.close()))
+      await Promise.all([...all.map((r) => r.close()), ...txLogs.map((l) => l.close())])
       throw failed.reason
     }
 
@@ -304,6 +411,12 @@ export class EmbeddedCluster {
       feeds,
       shippers,
       quarantines,
+      txLogs,
+      wanDelayMs: options.wanDelayMs ?? 0,
+      commitCache: options.commitCache,
+      snapshots: options.snapshots,
+      collectEveryMs: options.collectEveryMs,
+      onError,
     })
   }
 
@@ -323,6 +436,16 @@ export class EmbeddedCluster {
     return replica
   }
 
+  /** Region `region`'s transaction applier, when the cluster has transactions; for tests and tools. */
+  applier(region: number): TxApplier | undefined {
+    return this.#appliers[region]
+  }
+
+  /** Region `region`'s transaction log, when the cluster has transactions; for tests and tools. */
+  txLog(region: number): LevelTxLog | undefined {
+    return this.#txLogs[region]
+  }
+
   /** The shippers of every partition and region pair; for tests and tools. */
   shippers(): readonly Shipper[] {
     return this.#shippers
@@ -334,9 +457,13 @@ export class EmbeddedCluster {
    */
   close(): Promise<void> {
     this.#closing ??= (async () => {
+      await Promise.all(this.#txShippers.map((s) => s.stop()))
+      await Promise.all(this.#appliers.map((a) => a.stop()))
+      await Promise.all(this.#services.map((s) => s.close()))
       await Promise.all(this.#shippers.map((s) => s.stop()))
       await Promise.all(this.#feeds.flat(2).map((f) => f?.stop()))
       await Promise.all(this.#members.flat(2).map((r) => r.close()))
+      await Promise.all(this.#txLogs.map((l) => l.close()))
     })()
     return this.#closing
   }

@@ -24,18 +24,26 @@ import {
   type DivergenceStatus,
   type LogEntry,
   type ShipEnvelope,
+  hasTransactions,
 } from '@causeway/core'
 import { recoverFromRegions } from '../replication/region-log.js'
 import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import type { TxReceiver } from '../replication/tx-link.js'
+import { HttpTxLink, receiveShipment } from '../replication/tx-links.js'
+import { TxShipper } from '../replication/tx-shipper.js'
+import { DelayedTxLink } from './delayed-shipping-link.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
+import { RedisTxLog } from '../storage/redis/redis-tx-log.js'
 import { type ClusterConfig, sentinelMasterName } from '../config/cluster-config.js'
 import { durabilityProblems } from './durability-check.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { type Leadership, RedisFailover } from './redis-failover.js'
 import { RegionService } from './region-service.js'
+import { RedisLease } from './shipping-lease.js'
+import { TxApplier } from './transactions/tx-applier.js'
 import { SentinelLeaders } from './sentinel-leaders.js'
 
 /** Options of {@link RedisCluster.start}. */
@@ -78,13 +86,22 @@ export interface RedisClusterOptions {
 }
 
 /** One region of a Redis-backed cluster, served by this process. */
-export class RedisCluster implements ShippingReceiver {
+export class RedisCluster implements ShippingReceiver, TxReceiver {
   readonly config: ClusterConfig
   readonly region: number
   readonly service: RegionService
   /** `replicas[p][i]`. */
   readonly replicas: readonly (readonly RedisPartitionReplica[])[]
   readonly #shipping: LeasedShipping | undefined
+  /** The region's transaction log, when the cluster has transactional namespaces. */
+  readonly txLog: RedisTxLog | undefined
+  /** The lease to run the region's applier (one process at a time). */
+  readonly #applierLease: RedisLease | undefined
+  #applier: TxApplier | undefined
+  /** With the applier: this region's transactions shipped to each other region. */
+  #txShippers: TxShipper[] = []
+  #applierStopping: Promise<void> | undefined
+  readonly #fetch: ShippingFetch | undefined
   readonly #failover: RedisFailover
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
@@ -99,6 +116,7 @@ export class RedisCluster implements ShippingReceiver {
     this.config = config
     this.region = region
     this.#reopenMaxMs = options.reopenMaxMs ?? 2000
+    this.#fetch = options.fetch
     const log = options.log ?? processLogger()
     this.#onEvent =
       options.onEvent ??
@@ -201,6 +219,35 @@ export class RedisCluster implements ShippingReceiver {
           })
         : undefined
     const replicas = this.replicas
+    const txUrls = here.transactions
+    this.txLog =
+      hasTransactions(config.namespaces) && txUrls !== undefined
+        ? new RedisTxLog({
+            url: txUrls[0]!,
+            namespace: config.redis.namespace,
+            region,
+            regions: config.regions.length,
+            replicas: txUrls.length - 1,
+            durability: config.transactions.durability,
+            commandTimeoutMs: config.redis.commandTimeoutMs,
+            connectTimeoutMs: config.redis.connectTimeoutMs,
+            ...(options.opRetentionMs === undefined
+              ? {}
+              : { opRetentionMs: options.opRetentionMs }),
+          })
+        : undefined
+    const txLog = this.txLog
+    this.#applierLease =
+      txLog === undefined
+        ? undefined
+        : new RedisLease({
+            url: txUrls![0]!,
+            key: txLog.keys.lease,
+            ttlMs: config.transactions.leaseMs,
+            ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
+            onAcquired: () => this.#startApplier(),
+            onLost: () => void this.#stopApplier(),
+          })
     this.service = new RegionService({
       cluster: config.cluster,
       region,
@@ -219,6 +266,20 @@ export class RedisCluster implements ShippingReceiver {
       divergence: () => this.#divergence(),
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
+      ...(txLog === undefined
+        ? {}
+        : {
+            transactions: {
+              log: txLog,
+              snapshots: {
+                idleMs: config.transactions.snapshotIdleMs,
+                maxAgeMs: config.transactions.snapshotMaxAgeMs,
+              },
+              // Every process publishes its open snapshots; the applier's collects.
+              collects: () => this.#applierLease?.held ?? false,
+              onError: (error: unknown) => this.#onEvent('collecting versions: will retry', error),
+            },
+          }),
       ...(now ? { now } : {}),
       skewWaitMs: config.clock.skewWaitMs,
       maxClockOffsetMs: config.clock.maxOffsetMs,
@@ -235,11 +296,100 @@ export class RedisCluster implements ShippingReceiver {
    */
   static async start(options: RedisClusterOptions): Promise<RedisCluster> {
     const cluster = new RedisCluster(options)
-    await Promise.all(cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)))
+    await Promise.all([
+      ...cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)),
+      cluster.#openTxLog(0),
+    ])
     // The first look at every leader: a gateway that answers has its writes' leaders claimed.
     await cluster.#failover.start()
     cluster.#shipping?.start()
     return cluster
+  }
+
+  /** Whether this process runs the region's applier now. */
+  appliesTransactions(): boolean {
+    return this.#applier !== undefined
+  }
+
+  #startApplier(): void {
+    const log = this.txLog
+    if (log === undefined || this.#applier !== undefined || this.#closing) return
+    const applier = new TxApplier({
+      log,
+      region: this.region,
+      partitions: this.config.partitions,
+      leader: (p) => this.#leader(p),
+      commitCache: this.config.transactions.commitCache,
+      onError: (error) => this.#onEvent('applying transactions: will retry', error),
+    })
+    this.#applier = applier
+    this.#onEvent('took the transaction applier lease')
+    const secret = this.config.auth.clusterSecret
+    const shippers =
+      secret === undefined
+        ? []
+        : this.config.regions
+            .filter((r) => r.id !== this.region)
+            .map((r) => {
+              const http = new HttpTxLink({
+                gateways: r.gateways,
+                origin: this.region,
+                secret,
+                timeoutMs: this.config.shipping.requestTimeoutMs,
+                ...(this.#fetch ? { fetch: this.#fetch } : {}),
+              })
+              const wan = this.config.benchmark.wanDelayMs
+              return new TxShipper({
+                log,
+                to: r.id,
+                link: wan > 0 ? new DelayedTxLink(http, wan) : http,
+                retryMaxMs: this.config.shipping.retryMaxMs,
+                onError: (error) =>
+                  this.#onEvent(`shipping transactions to region ${r.name}: will retry`, error),
+              })
+            })
+    this.#txShippers = shippers
+    // After a previous applier of this process has stopped.
+    void (this.#applierStopping ?? Promise.resolve()).then(() => {
+      if (this.#applier !== applier) return
+      applier.start()
+      for (const shipper of shippers) shipper.start()
+    })
+  }
+
+  #stopApplier(): Promise<void> {
+    const applier = this.#applier
+    this.#applier = undefined
+    if (applier === undefined) return this.#applierStopping ?? Promise.resolve()
+    this.#onEvent('gave up the transaction applier lease')
+    const shippers = this.#txShippers.splice(0)
+    this.#applierStopping = Promise.all([applier.stop(), ...shippers.map((s) => s.stop())]).then(
+      () => undefined,
+    )
+    return this.#applierStopping
+  }
+
+  // Opens the transaction log (retried in the background while its server is down), then
+  // competes for the applier's lease.
+  async #openTxLog(attempt: number): Promise<void> {
+    const log = this.txLog
+    if (log === undefined || this.#closing) return
+    try {
+      await log.open()
+    } catch (error) {
+      if (attempt === 0)
+        this.#onEvent('cannot open the transaction log yet; retrying in the background', error)
+      const wait = Math.min(this.#reopenMaxMs, 50 * 2 ** Math.min(attempt, 10))
+      const timer = setTimeout(() => {
+        this.#timers.delete(timer)
+        void this.#openTxLog(attempt + 1)
+      }, wait)
+      this.#timers.add(timer)
+      return
+    }
+    if (this.#closing) return
+    if (attempt > 0) this.#onEvent('opened the transaction log')
+    this.#applierLease?.start()
   }
 
   // What this region's leaders noted of shipping from the other regions (`sv:diverged`).
@@ -323,6 +473,18 @@ export class RedisCluster implements ShippingReceiver {
     return copy.readLog(origin, after, limit)
   }
 
+  txCheckpoint(origin: number): Promise<number> {
+    if (this.txLog === undefined)
+      return Promise.reject(new CausewayError('NOT_FOUND', 'this region has no transaction log'))
+    return this.txLog.foreignCheckpoint(origin)
+  }
+
+  receiveTransactions(_origin: number, shipment: unknown): Promise<number> {
+    if (this.txLog === undefined)
+      return Promise.reject(new CausewayError('NOT_FOUND', 'this region has no transaction log'))
+    return receiveShipment(this.txLog, shipment, this.config.partitions)
+  }
+
   /** Stops shipping (handing the leases back), then closes every replica. */
   close(): Promise<void> {
     this.#closing ??= (async () => {
@@ -330,8 +492,12 @@ export class RedisCluster implements ShippingReceiver {
       this.#timers.clear()
       await this.#failover.close()
       await this.#shipping?.close()
+      await this.#applierLease?.close()
+      await this.#stopApplier()
+      await this.service.close()
       await Promise.allSettled([...this.#opening])
       await Promise.all(this.replicas.flat().map((r) => r.close()))
+      await this.txLog?.close()
     })()
     return this.#closing
   }

@@ -25,6 +25,8 @@ import {
   covers,
   vectorToObject,
   conflictModeOf,
+  hasTransactions,
+  isTransactionalKey,
   namespaceOf,
 } from '@causeway/core'
 import type { FollowerLag } from '../replication/follower-feed.js'
@@ -32,6 +34,7 @@ import type { OpRecord } from '../storage/op-records.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import type { SiblingRead, SiblingsEntry } from '../storage/partition-replica.js'
 import type { QuarantineRegistry } from '../storage/quarantine.js'
+import type { AbstractTxLog } from '../storage/tx-log.js'
 import {
   MAX_SIBLINGS,
   contextOf,
@@ -43,6 +46,8 @@ import {
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
 import { ReplicaRouter, keptPosition, keptVector, positionEpoch } from './replica-router.js'
+import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
+import { RegionTransactions } from './transactions/region-transactions.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -137,6 +142,22 @@ export interface RegionServiceOptions {
    */
   quarantine?: Pick<QuarantineRegistry, 'status'>
   /**
+   * The region's transaction log, which namespaces configured `transactions: true` need (and
+   * replicas that keep versions, `supports.multiVersionReads`); with it the service has
+   * {@link RegionService.transactions}. The applier that decides the log runs beside it.
+   * @default none (no transactional namespace may be configured)
+   */
+  transactions?: {
+    log: AbstractTxLog
+    /** How long snapshots stay open for transactions. */
+    snapshots?: OpenSnapshotsOptions
+    /** How often to publish open snapshots and collect versions behind the oldest (0: never). */
+    collectEveryMs?: number
+    /** Whether this process collects (the one running the region's applier). @default always */
+    collects?: () => boolean
+    onError?: (error: unknown) => void
+  }
+  /**
    * Where leaders fail over: each partition's leader, its state and epoch (the status's
    * `leaders`).
    * @default none (the status has no `leaders` section)
@@ -157,6 +178,8 @@ export class RegionService implements ClusterService {
   readonly sets: SetService | undefined
   /** The change feeds of this region (`/v1/watch`). */
   readonly changes: ChangeFeedService
+  /** The transactions of this region (`/v1/tx`), when it has a transaction log. */
+  readonly transactions: RegionTransactions | undefined
   readonly #options: RegionServiceOptions
   /** Replica choice, waiting, skew and majority: shared with the set service. */
   readonly #router: ReplicaRouter
@@ -176,6 +199,32 @@ export class RegionService implements ClusterService {
     this.#options = options
     this.#router = new ReplicaRouter(options)
     this.#namespaces = checkNamespaces(options.namespaces)
+    const tx = options.transactions
+    if (hasTransactions(this.#namespaces) && tx === undefined)
+      throw new TypeError('transactional namespaces need a transaction log (transactions.log)')
+    if (
+      tx !== undefined &&
+      !options.replicas.every((p) => p.every((r) => r.supports.multiVersionReads))
+    )
+      throw new TypeError(
+        'transactions need replicas that keep versions (supports.multiVersionReads)',
+      )
+    this.transactions =
+      tx === undefined
+        ? undefined
+        : new RegionTransactions({
+            ...options,
+            log: tx.log,
+            ...(tx.snapshots ? { snapshots: tx.snapshots } : {}),
+            ...(tx.collectEveryMs === undefined ? {} : { collectEveryMs: tx.collectEveryMs }),
+            ...(tx.collects ? { collects: tx.collects } : {}),
+            ...(tx.onError ? { onError: tx.onError } : {}),
+          })
+  }
+
+  /** Stops the background work of the service (the transactions' version collection). */
+  async close(): Promise<void> {
+    await this.transactions?.close()
   }
 
   shape(): ClusterShape {
@@ -194,6 +243,8 @@ export class RegionService implements ClusterService {
   }
 
   async read(request: ReadRequest): Promise<ReadResult> {
+    if (this.transactions !== undefined && isTransactionalKey(request.key, this.#namespaces))
+      return this.transactions.readLatest(request)
     const { replica: chosen, waitedMs } = await this.#router.serve(
       request.partition,
       request.need,
@@ -235,6 +286,12 @@ export class RegionService implements ClusterService {
 
   async write(request: WriteRequest): Promise<WriteResult> {
     const { partition, dt } = request
+    if (isTransactionalKey(request.key, this.#namespaces))
+      throw new CausewayError(
+        'TRANSACTION_REQUIRED',
+        `${JSON.stringify(request.key)} is in a transactional namespace: write it in a transaction (db.transaction(), POST /v1/tx/commit)`,
+        { key: request.key },
+      )
     await this.#router.checkDependency(dt)
     // A write after one of the session's that a failover lost would be applied without it.
     if (request.need !== undefined) await this.#router.checkPositions(partition, request.need)
@@ -396,6 +453,11 @@ export class RegionService implements ClusterService {
       shippers: (await this.#options.shippers?.()) ?? [],
     }
     if (this.#options.quarantine) status.quarantine = this.#options.quarantine.status()
+    const tx = this.#options.transactions?.log
+    if (tx !== undefined && tx.available) {
+      await tx.refresh().catch(() => undefined)
+      status.transactions = { lastTid: tx.lastTid(), appliedTid: tx.appliedTid() }
+    }
     if (this.#options.leadership) status.leaders = this.#options.leadership()
     if (this.#options.divergence) {
       const divergence = await this.#options.divergence().catch(() => [])

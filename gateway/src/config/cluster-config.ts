@@ -13,6 +13,7 @@ import {
   type Limits,
   type Namespaces,
   checkNamespaces,
+  hasTransactions,
 } from '@causeway/core'
 import { type Static, Type } from 'typebox'
 import { DEFAULT_MAX_CLOCK_OFFSET_MS, DEFAULT_SKEW_WAIT_MS } from '../cluster/replica-router.js'
@@ -95,6 +96,14 @@ const RegionConfigSchema = Type.Object(
       minItems: 1,
       maxItems: 65_536,
     }),
+    transactions: Type.Optional(
+      Type.Array(RedisUrl, {
+        minItems: 1,
+        maxItems: 99,
+        description:
+          'the region’s transaction log: its Redis server, then that server’s Redis replicas (needed with transactional namespaces)',
+      }),
+    ),
     sentinels: Type.Optional(
       Type.Array(RedisUrl, {
         minItems: 1,
@@ -167,6 +176,8 @@ export const ClusterConfigFileSchema = Type.Object(
           maxSkewMs: Type.Optional(Ms('how far ahead of the clock a write may depend')),
           defaultTimeoutMs: Type.Optional(Ms('deadline of a read that gives none')),
           maxTimeoutMs: Type.Optional(Ms('longest deadline a call may ask for')),
+          maxTxKeys: Type.Optional(Type.Integer({ minimum: 1, maximum: 100_000 })),
+          maxTxBytes: Type.Optional(Type.Integer({ minimum: 1, maximum: 512 * 1024 * 1024 })),
         },
         { additionalProperties: false },
       ),
@@ -193,11 +204,40 @@ export const ClusterConfigFileSchema = Type.Object(
     namespaces: Type.Optional(
       Type.Record(
         Type.String(),
-        Type.Object({ conflicts: Type.Enum([...CONFLICT_MODES]) }, { additionalProperties: false }),
+        Type.Object(
+          {
+            conflicts: Type.Optional(Type.Enum([...CONFLICT_MODES])),
+            transactions: Type.Optional(Type.Boolean()),
+          },
+          { additionalProperties: false },
+        ),
         {
           description:
-            "conflict mode by key namespace (the text before a key's first `:`): `siblings` keeps concurrent writes as siblings; unlisted namespaces are `lww`",
+            "conflict mode by key namespace (the text before a key's first `:`): `siblings` keeps concurrent writes as siblings; unlisted namespaces are `lww`; `transactions: true` makes a namespace's keys written by transactions only",
         },
+      ),
+    ),
+    transactions: Type.Optional(
+      Type.Object(
+        {
+          durability: Type.Optional(
+            Type.Enum(['leader', 'majority'], {
+              description:
+                'when a commit is in the log: at its leader, or at a majority of its servers',
+            }),
+          ),
+          commitCache: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 10_000_000,
+              description: 'transactions the applier’s commit cache indexes; 0: none',
+            }),
+          ),
+          leaseMs: Type.Optional(Type.Integer({ minimum: 300, maximum: 600_000 })),
+          snapshotIdleMs: Type.Optional(Ms('how long a snapshot stays open after a read')),
+          snapshotMaxAgeMs: Type.Optional(Ms('how long a snapshot stays open at most')),
+        },
+        { additionalProperties: false },
       ),
     ),
     benchmark: Type.Optional(
@@ -304,6 +344,20 @@ export interface RegionConfig {
   replicas: string[][]
   /** The Sentinels watching the region's partition leaders; empty without Sentinel. */
   sentinels: string[]
+  /** The region's transaction log: its server, then its Redis replicas (with transactions). */
+  transactions: string[] | undefined
+}
+
+/** Options of transactions (Nami). */
+export interface TransactionsConfig {
+  /** When a commit counts as in the log: at its server, or at a majority of its servers. */
+  durability: 'leader' | 'majority'
+  /** Transactions the applier's commit cache indexes; `false`: none. */
+  commitCache: number | false
+  /** How long a gateway's lease to run the region's applier lasts unless renewed. */
+  leaseMs: number
+  snapshotIdleMs: number
+  snapshotMaxAgeMs: number
 }
 
 /** Options of cross-region shipping. */
@@ -438,6 +492,7 @@ export interface ClusterConfig {
   namespaces: Namespaces
   /** Benchmark switches; off (0 ms, with HLC) unless the file has a `benchmark` section. */
   benchmark: BenchmarkConfig
+  transactions: TransactionsConfig
   clock: ClockConfig
 }
 
@@ -611,6 +666,13 @@ export function parseClusterConfig(
   } catch (error) {
     problems.push(`namespaces: ${(error as Error).message}`)
   }
+  if (hasTransactions(namespaces))
+    file.regions.forEach((region, d) => {
+      if (region.transactions === undefined)
+        problems.push(
+          `regions[${d}].transactions: missing (transactional namespaces need each region’s transaction log)`,
+        )
+    })
   if (problems.length > 0) throw new ConfigError(source, problems)
 
   return {
@@ -623,6 +685,7 @@ export function parseClusterConfig(
       url: trimSlash(r.url),
       gateways: (r.gateways ?? [r.url]).map(trimSlash),
       replicas: r.replicas.map((list) => [...list]),
+      transactions: r.transactions && [...r.transactions],
       sentinels: [...(r.sentinels ?? [])],
     })),
     auth: { apiKeys, clusterSecret },
@@ -635,6 +698,14 @@ export function parseClusterConfig(
     },
     shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
     namespaces,
+    transactions: {
+      durability: file.transactions?.durability ?? 'majority',
+      commitCache:
+        file.transactions?.commitCache === 0 ? false : (file.transactions?.commitCache ?? 10_000),
+      leaseMs: file.transactions?.leaseMs ?? 3000,
+      snapshotIdleMs: file.transactions?.snapshotIdleMs ?? 30_000,
+      snapshotMaxAgeMs: file.transactions?.snapshotMaxAgeMs ?? 300_000,
+    },
     benchmark: {
       wanDelayMs: file.benchmark?.wanDelayMs ?? 0,
       withoutHlc: file.benchmark?.withoutHlc ?? false,

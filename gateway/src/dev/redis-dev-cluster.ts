@@ -23,7 +23,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
-import type { Limits, Namespaces } from '@causeway/core'
+import { hasTransactions, type Limits, type Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
   parseClusterConfig,
@@ -83,6 +83,12 @@ export interface RedisDevClusterOptions {
    * @default {} (every key last-writer-wins)
    */
   namespaces?: Namespaces
+  /**
+   * Transactions the applier's commit cache indexes (the config's `transactions.commitCache`);
+   * `false`: none.
+   * @default 10000
+   */
+  commitCache?: number | false
   /**
    * Emulated one-way delay of shipping between regions, in ms (written to the config's
    * `benchmark.wanDelayMs`; every shipping request and its answer take that long extra).
@@ -222,6 +228,11 @@ export interface RedisDevCluster {
   urls: string[]
   gateways: DevGateway[]
   redis: DevRedis[]
+  /**
+   * The servers of each region's transaction log (with transactional namespaces): its leader
+   * (`replica` 0) and its Redis replicas, as many as a partition has.
+   */
+  transactionLogs: Omit<DevRedis, 'partition'>[]
   /** The Sentinels (none without `sentinel`). */
   sentinels: DevSentinel[]
   /** Stops the balancers, the gateways (gracefully), the Sentinels, then the Redis servers. Idempotent. */
@@ -273,7 +284,7 @@ export async function startRedisDevCluster(
     // cluster has nothing to lose: its followers copy at once (and Sentinel sees them at once).
     const fenced = previous !== undefined
     const grid: RedisProcess[][][] = []
-    const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
+    const start = async (d: number, p: number | 'tx', i: number, leader?: RedisProcess) => {
       for (let attempt = 0; ; attempt++) {
         try {
           const server = await startRedisProcess({
@@ -307,6 +318,15 @@ export async function startRedisDevCluster(
         }),
       ),
     )
+    // Each region's transaction log: a leader and as many Redis replicas as a partition has.
+    const txLogs: RedisProcess[][] = []
+    if (hasTransactions(options.namespaces))
+      for (let d = 0; d < regions; d++) {
+        const leader = await start(d, 'tx', 0)
+        const list = [leader]
+        for (let i = 1; i < replicas; i++) list.push(await start(d, 'tx', i, leader))
+        txLogs.push(list)
+      }
 
     // Three Sentinels per region (quorum 2), watching its partition leaders.
     const sentinelUrls: string[][] = names.map(() => [])
@@ -381,8 +401,14 @@ export async function startRedisDevCluster(
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
         gateways: shippingUrls[d]!,
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
+        ...(txLogs[d] ? { transactions: txLogs[d].map((s) => s.url) } : {}),
         ...(sentinelUrls[d]!.length > 0 ? { sentinels: sentinelUrls[d]! } : {}),
       })),
+      ...(options.commitCache === undefined
+        ? {}
+        : {
+            transactions: { commitCache: options.commitCache === false ? 0 : options.commitCache },
+          }),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
@@ -474,6 +500,9 @@ export async function startRedisDevCluster(
             pid: s.pid,
           })),
         ),
+      ),
+      transactionLogs: txLogs.flatMap((list, d) =>
+        list.map((s, i) => ({ region: d, replica: i, url: s.url, pid: s.pid })),
       ),
       close,
     }

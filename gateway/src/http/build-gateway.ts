@@ -34,10 +34,12 @@ import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { internalRoutes } from './routes/internal.js'
+import type { TxReceiver } from '../replication/tx-link.js'
 import { kvRoutes } from './routes/kv.js'
 import { opsRoute } from './routes/ops.js'
 import { type WatchOptions, watchRoute } from './routes/watch.js'
 import { setRoutes } from './routes/sets.js'
+import { transactionRoutes } from './routes/transactions.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { metricsRoute, requestTimer } from './routes/metrics.js'
 import { openApiOptions, openApiRoute } from './routes/openapi.js'
@@ -76,7 +78,7 @@ export interface GatewayOptions {
    * receiver; needs `auth.clusterSecret`.
    * @default not served
    */
-  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number }
+  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number; transactions?: TxReceiver }
   /**
    * Origins whose web pages may call the client routes (CORS): `scheme://host[:port]` as browsers
    * send it, or `'*'` for any. The internal routes never answer cross-origin. See `http/cors.ts`.
@@ -220,6 +222,8 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })
   if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })
+  if (service.transactions)
+    app.register(transactionRoutes, { service, transactions: service.transactions })
   app.register(opsRoute, { service, writeBodyLimit: bodyLimitFor(shape.limits.maxValueBytes) })
   if (service.changes)
     app.register(watchRoute, { service, changes: service.changes, ...options.watch })
@@ -237,6 +241,14 @@ export function buildGateway(options: GatewayOptions): Gateway {
       maxValueBytes: shape.limits.maxValueBytes,
       maxBatchBytes: options.shipping.maxBatchBytes,
       metrics,
+      ...(options.shipping.transactions
+        ? {
+            transactions: {
+              receiver: options.shipping.transactions,
+              maxTxBytes: shape.limits.maxTxBytes,
+            },
+          }
+        : {}),
     })
   }
   return app

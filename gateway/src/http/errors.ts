@@ -147,10 +147,15 @@ export function toCausewayError(error: unknown, url: string): CausewayError | un
   if (!isFastifyError(error)) return undefined
   switch (error.code) {
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new CausewayError(
-        'VALUE_TOO_LARGE',
-        'the request body is larger than the value limit allows',
-      )
+      return url.startsWith('/v1/tx/')
+        ? new CausewayError(
+            'TRANSACTION_TOO_LARGE',
+            'the request body is larger than a transaction may be (limits.maxTxBytes, maxTxKeys)',
+          )
+        : new CausewayError(
+            'VALUE_TOO_LARGE',
+            'the request body is larger than the value limit allows',
+          )
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new CausewayError('INVALID_JSON', 'the request body is not valid JSON')

@@ -32,6 +32,7 @@ export function readReplyFields(result: ReadResult, region: number): ReadReply {
     if (result.idx !== undefined) reply.idx = result.idx
   }
   if (result.context !== undefined) reply.context = contextHeader(result)
+  if (result.tid !== undefined) reply.tid = result.tid
   return reply
 }
 

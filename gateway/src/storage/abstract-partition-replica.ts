@@ -18,6 +18,7 @@
  */
 import {
   type CausalContext,
+  type CommitEntry,
   CausewayError,
   type EpochHistory,
   type Hlc,
@@ -41,10 +42,12 @@ import {
 } from './op-records.js'
 import type {
   AdvanceListener,
+  AsOfRead,
   ReplicaManifest,
   ReplicaPlace,
   ReplicaRead,
   SiblingRead,
+  TxCommit,
 } from './partition-replica.js'
 import {
   checkDeadline,
@@ -53,6 +56,9 @@ import {
   checkNeedVector,
   checkReplicaWrite,
   checkStoredKey,
+  checkStoredKeys,
+  checkTid,
+  checkTxCommits,
 } from './replica-input.js'
 import { parseSetDelta } from './set-writes.js'
 
@@ -425,6 +431,113 @@ export abstract class AbstractPartitionReplica {
     return this._awaitReplicated(idx, followers, needed, timeoutMs)
   }
 
+  /**
+   * Leader only, when {@link supports}`.multiVersionReads`: this partition's shares of transactions
+   * the region's applier decided to apply, in tid order. Each becomes a local `commit` log entry
+   * (`idx = ++counter`, stamped with the transaction's `ts`, which the HLC observes) and, for each
+   * write whose `(ts, dc)` beats the key's current version (`dc` is the relayed region for a relay,
+   * else this one), a new version of the key visible from snapshot `tid` on; atomically, durably,
+   * and in order with every other write. Idempotent: a commit whose tid this replica has already
+   * committed ({@link committedTid}) is not applied again; its stored entry is returned.
+   * @throws `INVALID_REQUEST` for tids not strictly increasing or a malformed commit, before
+   * anything is applied.
+   */
+  commit(commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+    try {
+      this.checkOpen()
+      this.#need('multiVersionReads')
+      checkTxCommits(commits, this.region, this.regions)
+      if (commits.length === 0) return Promise.resolve([])
+      return this._commit(commits)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * The version of each of `keys` at snapshot `tid` (the one made by the highest tid at most
+   * `tid`), with the values unless `values: false`, and the `sv` read with them. It does not wait:
+   * the caller knows the region has applied through `tid` (a version of a later tid is never
+   * returned, so a read too early sees an older snapshot, never a torn one).
+   * @throws `SNAPSHOT_TOO_OLD` when `tid` is below {@link txFloor} (its versions may be collected).
+   */
+  readAsOf(
+    tid: number,
+    keys: readonly string[],
+    options?: { values?: boolean },
+  ): Promise<AsOfRead> {
+    try {
+      this.checkOpen()
+      this.#need('multiVersionReads')
+      checkTid(tid)
+      checkStoredKeys(keys)
+      const floor = this.txFloor()
+      if (tid < floor)
+        throw new CausewayError(
+          'SNAPSHOT_TOO_OLD',
+          `snapshot ${tid} is older than partition ${this.partition} keeps versions for (from ${floor})`,
+          { snapshot: tid, floor, partition: this.partition },
+        )
+      if (keys.length === 0) return Promise.resolve({ versions: [], sv: this.sv() })
+      return this._readAsOf(tid, keys, options?.values ?? true)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /**
+   * Raises the version floor to `floor` (never lowers it): reads at snapshots below it are refused
+   * from now on, and the versions only they could see are deleted. The region calls it with the
+   * oldest snapshot it still serves.
+   */
+  collectGarbage(floor: number): Promise<void> {
+    try {
+      this.checkOpen()
+      this.#need('multiVersionReads')
+      checkTid(floor)
+      if (floor <= this.txFloor()) return Promise.resolve()
+      return this._collectGarbage(floor)
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
+
+  /** The highest tid of this region's transaction log committed here (0: none). */
+  committedTid(): number {
+    return 0
+  }
+
+  /** The oldest snapshot this replica still reads at (0: every one). */
+  txFloor(): number {
+    return 0
+  }
+
+  /**
+   * The oldest snapshot at which every transaction whose commit entry `need` (a vector of this
+   * partition's streams) covers is visible here; `undefined` while another region's commit entry
+   * it covers has not been made visible by a relay yet (then wait for an `sv` advance: a relay is a
+   * local write). A transactional read for a session that has seen `need` reads at a snapshot at
+   * least this. 0 where there are no transactions.
+   */
+  visibleAt(_need: readonly number[]): Promise<number | undefined> {
+    return Promise.resolve(0)
+  }
+
+  /** Checked commits, at least one (see {@link commit}). */
+  protected _commit(_commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+    return Promise.reject(new CausewayError('INTERNAL', `${this.backend} has no transactions`))
+  }
+
+  /** A checked read at a snapshot not below the floor, of at least one key. */
+  protected _readAsOf(_tid: number, _keys: readonly string[], _values: boolean): Promise<AsOfRead> {
+    return Promise.reject(new CausewayError('INTERNAL', `${this.backend} has no transactions`))
+  }
+
+  /** Raises the floor to `floor`, above the current one, and collects what is below it. */
+  protected _collectGarbage(_floor: number): Promise<void> {
+    return Promise.reject(new CausewayError('INTERNAL', `${this.backend} has no transactions`))
+  }
+
   /** Opens the store and loads its state. */
   protected abstract _open(): Promise<void>
 
@@ -520,6 +633,7 @@ export abstract class AbstractPartitionReplica {
   // An entry of a kind this backend cannot store is refused like a malformed one.
   #checkSupported(entry: LogEntry): void {
     if (entry.kind === 'siblings') this.#need('siblings')
+    else if (entry.kind === 'commit') this.#need('multiVersionReads')
     else if (entry.kind === 'set-op') {
       this.#need('sets')
       this._checkSetOp(entry)

@@ -3,10 +3,11 @@
  * the contract itself): what a read returns, what a backend declares it can do, and the log entry
  * union (`@causeway/core`'s `log-entry.ts`) re-exported for the storage layer.
  */
-import type { Hlc } from '@causeway/core'
+import type { CommitRelay, Hlc, TxWrite } from '@causeway/core'
 import type { SiblingSet } from './sibling-set.js'
 
 export type {
+  CommitEntry,
   DeleteEntry,
   KeyEntry,
   LogEntry,
@@ -50,8 +51,9 @@ export interface ReplicaManifest {
   /** Sets (Bigsets): `sets`, `set-op` log entries. */
   readonly sets: boolean
   /**
-   * Reads at a past point of the log (a snapshot), as transactions will need. No backend has
-   * them yet.
+   * Transactions (Nami): `commit` (a partition's share of a transaction, leader only), versions of
+   * transactional keys kept by tid and read at a snapshot (`readAsOf`), collected behind a floor
+   * (`collectGarbage`), and `commit` log entries.
    */
   readonly multiVersionReads: boolean
   /**
@@ -72,4 +74,36 @@ export interface ReplicaPlace {
   replica: number
   /** Number of regions D: the length of `sv`. */
   regions: number
+}
+
+/**
+ * A partition's share of a transaction the region's applier decided to apply, as the partition
+ * leader takes it (`AbstractPartitionReplica.commit`).
+ */
+export interface TxCommit {
+  /** The transaction's position in this region's transaction log. */
+  tid: number
+  /** The transaction's timestamp: one for all its writes, in every partition and region. */
+  ts: Hlc
+  /** This partition's writes, in key order (`sortWrites`), at least one. */
+  writes: readonly TxWrite[]
+  /** Another region's transaction this commit makes visible here (see `CommitEntry.relay`). */
+  relay?: CommitRelay
+}
+
+/** A version of a transactional key: the tid that made it the winner, its `(ts, dc)`, its value. */
+export interface TxVersion {
+  tid: number
+  ts: Hlc
+  dc: number
+  /** JSON text; absent for a tombstone, and when the read asked for no values. */
+  value?: string
+  /** True for a tombstone (a delete). */
+  deleted: boolean
+}
+
+/** A read at a snapshot: the version of each key (undefined: none at that tid) and `sv`. */
+export interface AsOfRead {
+  versions: (TxVersion | undefined)[]
+  sv: number[]
 }

@@ -3,8 +3,17 @@
  * `AbstractPartitionReplica` and `AbstractSetReplica`, before a backend's `_method` sees anything:
  * so every backend refuses the same input with the same code, and a backend never validates.
  */
-import { CausewayError, checkElement, checkKey, isHlc, isRegionId, type Hlc } from '@causeway/core'
+import {
+  CausewayError,
+  checkElement,
+  checkKey,
+  isHlc,
+  isRegionId,
+  isSafeCounter,
+  type Hlc,
+} from '@causeway/core'
 import type { ReplicaWrite } from './op-records.js'
+import type { TxCommit } from './partition-replica.js'
 import type { SetScanOptions } from './set-replica.js'
 import { checkSetWrite } from './set-writes.js'
 import { checkContext } from './sibling-set.js'
@@ -118,4 +127,64 @@ export function checkScanOptions(options: SetScanOptions): void {
     throw new CausewayError('INVALID_OPTION', 'limit must be a non-negative integer', {
       option: 'limit',
     })
+}
+
+/** Throws `INVALID_REQUEST` unless `tid` is a position of a transaction log (0 = before any). */
+export function checkTid(tid: unknown): asserts tid is number {
+  if (!(tid === 0 || isSafeCounter(tid)))
+    throw new CausewayError('INVALID_REQUEST', 'a tid is a non-negative integer')
+}
+
+/**
+ * Checks a leader's transaction commits: an array of commits in strictly increasing tid order,
+ * each with an HLC, at least one write, keys valid and strictly ascending, values JSON text or
+ * undefined, and a relay (if any) of another region. Throws `INVALID_REQUEST`, `INVALID_KEY`,
+ * `INVALID_VALUE` or `INVALID_HLC`.
+ */
+export function checkTxCommits(
+  commits: readonly TxCommit[],
+  region: number,
+  regions: number,
+): void {
+  if (!Array.isArray(commits))
+    throw new CausewayError('INVALID_REQUEST', 'commits must be an array')
+  let tid = 0
+  for (const commit of commits) {
+    if (typeof commit !== 'object' || commit === null)
+      throw new CausewayError('INVALID_REQUEST', 'a commit must be an object')
+    if (!isSafeCounter(commit.tid) || commit.tid <= tid)
+      throw new CausewayError('INVALID_REQUEST', 'commits need tids in strictly increasing order')
+    tid = commit.tid
+    if (!isHlc(commit.ts))
+      throw new CausewayError('INVALID_HLC', `invalid commit ts ${String(commit.ts)}`)
+    if (!Array.isArray(commit.writes) || commit.writes.length === 0)
+      throw new CausewayError('INVALID_REQUEST', 'a commit writes at least one key')
+    let previous: string | undefined
+    for (const write of commit.writes) {
+      if (!Array.isArray(write) || write.length !== 2)
+        throw new CausewayError('INVALID_REQUEST', 'a write is [key, value | undefined]')
+      checkStoredKey(write[0])
+      checkWrittenValue(write[1])
+      if (previous !== undefined && !(previous < write[0]))
+        throw new CausewayError('INVALID_REQUEST', 'a commit’s keys are distinct and in order')
+      previous = write[0]
+    }
+    const relay = commit.relay
+    if (
+      relay !== undefined &&
+      (!Array.isArray(relay) ||
+        relay.length !== 3 ||
+        !isRegionId(relay[0], regions) ||
+        relay[0] === region ||
+        !isSafeCounter(relay[1]) ||
+        !isSafeCounter(relay[2]))
+    )
+      throw new CausewayError('INVALID_REQUEST', 'a relay is [another region, tid, idx]')
+  }
+}
+
+/** Throws `INVALID_KEY` unless `keys` is an array of keys (see {@link checkStoredKey}). */
+export function checkStoredKeys(keys: unknown): asserts keys is string[] {
+  if (!Array.isArray(keys)) throw new CausewayError('INVALID_KEY', 'keys must be an array')
+  for (const key of keys) checkStoredKey(key)
 }

@@ -73,12 +73,12 @@ describe('POST /v1/internal/ship/:partition/:origin', () => {
 
   it('refuses an envelope with an entry of an unknown kind, whole, and counts it', async () => {
     const body = wire(ship(0, entries))
-    body.entries[2] = { ...body.entries[2]!, kind: 'commit' } as never
+    body.entries[2] = { ...body.entries[2]!, kind: 'label' } as never
     const res = await post(body)
     expect(res.statusCode).toBe(400)
     expect(res.json()).toMatchObject({
       code: 'UNSUPPORTED_LOG_FORMAT',
-      details: { field: 'kind', got: 'commit' },
+      details: { field: 'kind', got: 'label' },
     })
     expect(leader.sv()).toEqual([0, 0])
     expect(await leader.readLog(0, 0, 10)).toEqual([])

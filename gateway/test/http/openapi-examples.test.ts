@@ -1,7 +1,7 @@
 /**
  * The OpenAPI document says what the gateway enforces, and its examples work: against a dev
  * cluster of the default shape (2 regions × 4 partitions × 3 replicas, with `cart` a siblings
- * namespace so that a causal context applies), every operation sent with every example the
+ * namespace so that a causal context applies, and `acct` a transactional one), every operation sent with every example the
  * document gives (path, query, headers, body) is accepted; the session headers carry their
  * grammar; `timeoutMs` its maximum.
  */
@@ -30,7 +30,7 @@ beforeAll(async () => {
     partitions: 4,
     replicas: 3,
     port: 0,
-    namespaces: { cart: { conflicts: 'siblings' } },
+    namespaces: { cart: { conflicts: 'siblings' }, acct: { transactions: true } },
   })
   doc = (await (await fetch(`${dev.urls[0]}/v1/openapi.json`)).json()) as typeof doc
 })
@@ -125,7 +125,15 @@ describe('OpenAPI examples', () => {
       }
     }
     expect(sent).toEqual(
-      expect.arrayContaining(['getKey', 'putKey', 'deleteKey', 'getTopology', 'getStatus']),
+      expect.arrayContaining([
+        'getKey',
+        'putKey',
+        'deleteKey',
+        'getTopology',
+        'getStatus',
+        'txRead',
+        'txCommit',
+      ]),
     )
   })
 })

@@ -7,7 +7,8 @@ import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
 import { dataKey, siblingsKey } from '../../src/storage/level/level-layout.js'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
-import { replicaCompliance } from './replica-compliance.js'
+import { type ReplicaStoreFactory, replicaCompliance } from './replica-compliance.js'
+import { txCompliance } from './tx-compliance.js'
 import { entry, ship } from '../support/log-entries.js'
 
 // Damages a stored value in an open store, as a bad disk or an older version would.
@@ -16,16 +17,16 @@ function corrupter(db: StringLevel) {
     db.put(kind === 'siblings' ? siblingsKey(key) : dataKey(key), text)
 }
 
-replicaCompliance('level: memory-level', async (shape) => {
+const memoryStore: ReplicaStoreFactory = async (shape) => {
   const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
   return {
     replica: (options) => new LevelPartitionReplica({ ...shape, ...options, db }),
     corrupt: corrupter(db),
     destroy: async () => {},
   }
-})
+}
 
-replicaCompliance('level: classic-level', async (shape) => {
+const classicStore: ReplicaStoreFactory = async (shape) => {
   const location = await mkdtemp(join(tmpdir(), 'causeway-replica-'))
   // One store object that every replica opens and closes again, so a test can reach its data.
   const db = new ClassicLevel<string, string>(location)
@@ -37,7 +38,12 @@ replicaCompliance('level: classic-level', async (shape) => {
       await rm(location, { recursive: true, force: true })
     },
   }
-})
+}
+
+replicaCompliance('level: memory-level', memoryStore)
+replicaCompliance('level: classic-level', classicStore)
+txCompliance('level: memory-level', memoryStore)
+txCompliance('level: classic-level', classicStore)
 
 const HOUR = 3_600_000
 

@@ -1093,8 +1093,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           ['multiVersionReads', 'opRecords', 'refresh', 'sets', 'siblings'].sort(),
         )
         for (const value of Object.values(r.supports)) expect(typeof value).toBe('boolean')
-        // No backend reads at a snapshot yet (transactions will need it).
-        expect(r.supports.multiVersionReads).toBe(false)
+        // A backend that reads at a snapshot runs the transactional suite (tx-compliance.ts).
         expect(r.available).toBe(true)
         expect(await r.refresh()).toEqual(r.sv())
       })

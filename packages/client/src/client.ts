@@ -15,6 +15,7 @@
 import {
   CausewayError,
   type ConflictMode,
+  DEFAULT_LIMITS,
   type Hlc,
   type Namespaces,
   type ReadObservation,
@@ -51,6 +52,12 @@ import {
   checkTimeout,
 } from './options.js'
 import { checkReadReply } from './replies.js'
+import {
+  type RunTransactionOptions,
+  type Transaction,
+  TransactionFactory,
+  type TransactionOptions,
+} from './transaction.js'
 import type { RegionRoute } from './topology.js'
 import type { Transport } from './transport.js'
 
@@ -220,6 +227,7 @@ export class Causeway<Offline extends boolean = false> {
    * belongs with, so writing that object back supersedes what was read. Weak: forgotten with it.
    */
   readonly #contexts = new WeakMap<object, { key: string; context: string }>()
+  readonly #transactions: TransactionFactory
   readonly #events = new EventHub()
   #offline: OfflineEngine | undefined
   /** Op ids of a client without `persist` (the engine makes them otherwise). */
@@ -260,6 +268,10 @@ export class Causeway<Offline extends boolean = false> {
       },
       nextOpId: () => this.#nextOpId(),
     }
+    this.#transactions = new TransactionFactory(
+      this.#parts,
+      init.topology.limits.maxTxKeys ?? DEFAULT_LIMITS.maxTxKeys,
+    )
   }
 
   /** @internal `connect({ persist })` attaches the engine once the client exists. */
@@ -375,6 +387,11 @@ export class Causeway<Offline extends boolean = false> {
       throw error
     }
     const { reply, attempts } = outcome
+    // A transactional key: the session has seen this tid of the serving region's log.
+    if (reply.tid !== undefined) {
+      this.session.observeTid(reply.region, reply.tid)
+      this.#changed()
+    }
     const value = reply.found ? (reply.value as T | undefined) : undefined
     if (reply.context !== undefined && typeof value === 'object' && value !== null)
       this.#contexts.set(value, { key, context: reply.context })
@@ -629,6 +646,30 @@ export class Causeway<Offline extends boolean = false> {
       options,
       listener,
     )
+  }
+
+  /**
+   * Starts a transaction (Nami) over keys of transactional namespaces: `tx.get` reads at one
+   * snapshot of the region's transaction log, `tx.put` and `tx.delete` buffer writes, and
+   * `tx.commit()` resolves to `{ tid, outcome }`: `applied`, or `conflict` when a key it read
+   * changed after its snapshot (nothing written). Its snapshot is at least `minTid` and covers
+   * everything this session has read and written. See `docs/transactions.md`.
+   */
+  async transaction(options?: TransactionOptions): Promise<Transaction> {
+    return this.#transactions.begin(options)
+  }
+
+  /**
+   * Runs `fn` in a transaction and commits it, starting again (with a backoff) after a conflict,
+   * up to `retries` times (default 10); resolves to what `fn` returned in the transaction that
+   * applied, or rejects with `TRANSACTION_CONFLICT`. `fn` may run more than once: keep it free of
+   * other side effects.
+   */
+  runTransaction<R>(
+    fn: (tx: Transaction) => R | Promise<R>,
+    options?: RunTransactionOptions,
+  ): Promise<R> {
+    return this.#transactions.run(fn, options)
   }
 
   /**

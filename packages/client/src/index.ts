@@ -56,6 +56,12 @@ export type {
   WriteOptions,
 } from './options.js'
 export type { ReadFallback } from './read-retry.js'
+export {
+  Transaction,
+  type CommitResult,
+  type RunTransactionOptions,
+  type TransactionOptions,
+} from './transaction.js'
 export type { TriedAttempt } from './client-access.js'
 export type { RegionRef, RegionRoute } from './topology.js'
 export {

@@ -35,6 +35,7 @@ export function checkReadReply(body: unknown, regions: number): ReadReply {
     (r.ts !== undefined && !isHlc(r.ts)) ||
     (r.dc !== undefined && !isRegion(r.dc, regions)) ||
     (r.idx !== undefined && !isIndex(r.idx, 0)) ||
+    (r.tid !== undefined && !isIndex(r.tid, 0)) ||
     (r.found && (r.ts === undefined || r.dc === undefined || r.idx === undefined)) ||
     (r.context !== undefined && typeof r.context !== 'string') ||
     (r.siblings !== undefined && !areSiblings(r.siblings, regions))

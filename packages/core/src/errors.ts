@@ -127,6 +127,41 @@ export const ERROR_CODES = {
    */
   UNSUPPORTED_LOG_FORMAT: 400,
   /**
+   * A plain write (`PUT`/`DELETE /v1/kv`, a batch op) of a key of a namespace configured
+   * `transactions: true`: such keys are written by transactions only. Nothing was written.
+   */
+  TRANSACTION_REQUIRED: 409,
+  /**
+   * A transaction reads or writes a key outside the namespaces configured `transactions: true`
+   * (or the cluster has none). Nothing was read or written.
+   */
+  NOT_TRANSACTIONAL: 400,
+  /** A transaction (or one transactional read) names more keys than `limits.maxTxKeys`. */
+  TOO_MANY_KEYS: 413,
+  /** A transaction's writes are larger than `limits.maxTxBytes` (or its body than the route takes). */
+  TRANSACTION_TOO_LARGE: 413,
+  /**
+   * A commit's read set is malformed: not `[key, tid]` pairs, a key twice, a tid that is not an
+   * integer, or one above the transaction's snapshot (a read cannot have seen a later version).
+   */
+  INVALID_READ_SET: 400,
+  /**
+   * A transaction's `minTid` or `snapshot` is beyond what the region's transaction log has ever
+   * appended (`details.last`): it would wait forever.
+   */
+  TID_UNREACHABLE: 400,
+  /**
+   * A transactional read at a snapshot older than the region still keeps versions of (they are
+   * collected behind the oldest open snapshot, within a limit), or older than writes the session
+   * has seen. Start the transaction again (`runTransaction` does).
+   */
+  SNAPSHOT_TOO_OLD: 409,
+  /**
+   * SDK only: `runTransaction` gave up after its retries, every attempt a conflict (or a snapshot
+   * collected under it). Nothing of the last attempt was written.
+   */
+  TRANSACTION_CONFLICT: 409,
+  /**
    * Internal (between regions): a shipping envelope disagrees with what the receiver already holds
    * of its origin (an entry at a known position differs, or the sender's epoch history does not
    * extend the one the receiver learned). Nothing of it was applied; the receiver flags the link

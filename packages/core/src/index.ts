@@ -59,3 +59,16 @@ export type {
 export * from './op-id.js'
 export * from './ship-envelope.js'
 export * from './version-order.js'
+export * from './commit-writes.js'
+export * from './transaction.js'
+export * from './tx-shipment.js'
+export type {
+  TxCommitBody,
+  TxCommitPart,
+  TxCommitQuery,
+  TxCommitReply,
+  TxReadBody,
+  TxReadItem,
+  TxReadQuery,
+  TxReadReply,
+} from './tx-wire.js'

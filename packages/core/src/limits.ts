@@ -13,6 +13,10 @@ export interface Limits {
   defaultTimeoutMs: number
   /** Longest deadline a call may ask for, in ms. @default 60000 */
   maxTimeoutMs: number
+  /** Most distinct keys a transaction may read and write. @default 128 */
+  maxTxKeys: number
+  /** Largest sum of a transaction's written values, in bytes of JSON. @default 4 MiB */
+  maxTxBytes: number
 }
 
 /** The defaults of {@link Limits}. */
@@ -22,6 +26,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxSkewMs: 30_000,
   defaultTimeoutMs: 5_000,
   maxTimeoutMs: 60_000,
+  maxTxKeys: 128,
+  maxTxBytes: 4 * 1024 * 1024,
 })
 
 const encoder = new TextEncoder()

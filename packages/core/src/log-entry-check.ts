@@ -8,6 +8,7 @@
  * is merged (an entry whose set does not decode is logged but not merged, and reported), a set
  * delta by the set replica.
  */
+import { commitWritesOf, decodeCommitWrites } from './commit-writes.js'
 import { isRegionId, isSafeCounter, withoutNegativeZero } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 import { isHlc } from './hlc.js'
@@ -16,6 +17,7 @@ import {
   type LogEntry,
   type LogEntryHead,
   type LogEntryKind,
+  commitEntry,
   deleteEntry,
   isLogEntryKind,
   putEntry,
@@ -32,15 +34,18 @@ const BODY_OF = {
   delete: undefined,
   siblings: 'siblings',
   'set-op': 'setDelta',
+  commit: 'writes',
 } as const
-const BODIES = ['value', 'siblings', 'setDelta'] as const
+const BODIES = ['value', 'siblings', 'setDelta', 'writes'] as const
 
 /**
  * Checks one entry of a cluster of `regions` regions and returns it as a frozen {@link LogEntry}
  * holding its kind's fields only: a `kind` this version knows, `origin` a region id, `idx` in
  * `1..MAX_SAFE_COUNTER`, a non-empty key of well-formed Unicode, `ts` an HLC, `at` a wall-clock
  * reading in ms, and exactly the body of its kind (a non-empty `value` for a put, a `siblings` or
- * `setDelta` text, nothing for a delete). An entry that is frozen already is returned as it is.
+ * `setDelta` text, nothing for a delete; a commit's `writes` that decode, its first key as `key`,
+ * a `tid` and, for a relay only, a `relay` of another region). An entry that is frozen already is
+ * returned as it is.
  * @throws `CausewayError('UNSUPPORTED_LOG_FORMAT')` for a kind this version does not know (a newer
  * sender), before anything else is looked at; `CausewayError('INVALID_REQUEST')` naming the first
  * field that is wrong otherwise.
@@ -66,6 +71,9 @@ export function checkLogEntry(entry: unknown, regions: number): LogEntry {
     } else if (e[field] !== undefined) throw bad(`${where}: a ${e.kind} carries no ${field}`)
   }
   if (e.value === '') throw bad(`${where}: value is empty (a value is JSON text)`)
+  if (e.kind === 'commit') checkCommit(e, where, regions)
+  else if (e.tid !== undefined || e.relay !== undefined)
+    throw bad(`${where}: a ${e.kind} carries no tid or relay`)
   if (Object.isFrozen(entry)) return entry as LogEntry
   // Numbers as JSON would give them back (`-0` is 0: `counter-bounds.ts`).
   const head: LogEntryHead = {
@@ -84,7 +92,41 @@ export function checkLogEntry(entry: unknown, regions: number): LogEntry {
       return siblingsEntry(head, e.siblings as string)
     case 'set-op':
       return setOpEntry(head, e.setDelta as string)
+    case 'commit':
+      return commitEntry(
+        head,
+        e.tid as number,
+        e.writes as string,
+        e.relay as [number, number, number] | undefined,
+      )
   }
+}
+
+// The fields only a commit carries: its tid, writes that decode and start with its key, a relay.
+function checkCommit(e: Record<string, unknown>, where: string, regions: number): void {
+  if (!isSafeCounter(e.tid)) throw bad(`${where}: tid is not in 1..2^53 - 2`)
+  let first: string
+  try {
+    const writes =
+      Object.isFrozen(e) && typeof e.writes === 'string'
+        ? commitWritesOf(e as never)
+        : decodeCommitWrites(e.writes as string)
+    first = writes[0]![0]
+  } catch (error) {
+    throw bad(`${where}: ${(error as Error).message}`)
+  }
+  if (first !== e.key) throw bad(`${where}: key is not the first key the commit writes`)
+  if (e.relay === undefined) return
+  const relay = e.relay
+  if (
+    !Array.isArray(relay) ||
+    relay.length !== 3 ||
+    !isRegionId(relay[0], regions) ||
+    relay[0] === e.origin ||
+    !isSafeCounter(relay[1]) ||
+    !isSafeCounter(relay[2])
+  )
+    throw bad(`${where}: relay is not [another region, tid, idx]`)
 }
 
 /**

@@ -13,16 +13,22 @@
  *   set of the key after the write (`sibling-set-codec.ts`), merged (`DvvSet.sync`) on apply.
  * - `set-op`: a write to a set (Bigsets); `key` is the set name and `setDelta` the delta the origin
  *   leader planned (`deltaToJSON`), applied with `planApplyDelta`.
+ * - `commit`: this partition's share of the writes of a transaction the region of `origin` applied
+ *   (Nami): `tid` is its position in that region's transaction log, `writes` its writes here
+ *   (`commit-writes.ts`), `key` the first of them. In region `origin` its writes become versions
+ *   visible from snapshot `tid` on; another region only logs it (its writes reach that region as one
+ *   unit through the transaction log there, and a `relay` entry of that region makes them visible).
+ *   A `relay` entry carries `[region, tid, idx]`: the transaction of region `region` at `tid` there,
+ *   whose own commit entry in this partition is `idx` of `region`'s stream.
  *
- * Kinds to come: `label` (the causal cross-region mode's update labels) and `commit` (a
- * transaction's outcome). A replica that meets a kind it does not know refuses the whole batch
+ * Kinds to come: `label` (the causal cross-region mode's update labels). A replica that meets a kind it does not know refuses the whole batch
  * with `UNSUPPORTED_LOG_FORMAT` and applies none of it (`log-entry-check.ts`), so a newer sender
  * is told, not half understood.
  */
 import type { Hlc } from './hlc.js'
 
 /** Every kind of log entry this version knows, in the order they were introduced. */
-export const LOG_ENTRY_KINDS = ['put', 'delete', 'siblings', 'set-op'] as const
+export const LOG_ENTRY_KINDS = ['put', 'delete', 'siblings', 'set-op', 'commit'] as const
 
 /** A kind of log entry. */
 export type LogEntryKind = (typeof LOG_ENTRY_KINDS)[number]
@@ -74,8 +80,26 @@ export interface SetOpEntry extends LogEntryHead {
   readonly setDelta: string
 }
 
+/**
+ * Which transaction of another region a `commit` entry makes visible here: `[region, tid, idx]`,
+ * the region that applied it, its tid there, and the idx of that region's own commit entry for it
+ * in this partition's log.
+ */
+export type CommitRelay = readonly [region: number, tid: number, idx: number]
+
+/** A partition's share of a transaction's writes (see the module comment). */
+export interface CommitEntry extends LogEntryHead {
+  readonly kind: 'commit'
+  /** The transaction's position in the transaction log of region `origin`. */
+  readonly tid: number
+  /** The writes in this partition, as `encodeCommitWrites` makes them; `key` is the first. */
+  readonly writes: string
+  /** Set when the entry makes another region's transaction visible in region `origin`. */
+  readonly relay?: CommitRelay
+}
+
 /** One entry of a partition log. */
-export type LogEntry = PutEntry | DeleteEntry | SiblingsEntry | SetOpEntry
+export type LogEntry = PutEntry | DeleteEntry | SiblingsEntry | SetOpEntry | CommitEntry
 
 /** A last-writer-wins entry: a put or a delete. */
 export type KeyEntry = PutEntry | DeleteEntry
@@ -109,7 +133,22 @@ export function setOpEntry(head: LogEntryHead, setDelta: string): SetOpEntry {
   return Object.freeze({ kind: 'set-op', origin, idx, key, ts, at, setDelta })
 }
 
-/** The text an entry carries beyond its head (value, set or delta); `''` for a delete. */
+/** The commit entry of transaction `tid` (of region `head.origin`) with `writes` here. */
+export function commitEntry(
+  head: LogEntryHead,
+  tid: number,
+  writes: string,
+  relay?: CommitRelay,
+): CommitEntry {
+  const { origin, idx, key, ts, at } = head
+  return Object.freeze(
+    relay === undefined
+      ? { kind: 'commit', origin, idx, key, ts, at, tid, writes }
+      : { kind: 'commit', origin, idx, key, ts, at, tid, writes, relay: Object.freeze([...relay]) },
+  ) as CommitEntry
+}
+
+/** The text an entry carries beyond its head (value, set, delta or writes); `''` for a delete. */
 export function entryBody(entry: LogEntry): string {
   switch (entry.kind) {
     case 'put':
@@ -118,6 +157,8 @@ export function entryBody(entry: LogEntry): string {
       return entry.siblings
     case 'set-op':
       return entry.setDelta
+    case 'commit':
+      return entry.writes
     case 'delete':
       return ''
   }

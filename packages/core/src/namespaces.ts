@@ -8,6 +8,10 @@
  * - `siblings`: concurrent writes are kept side by side in a DVV set ({@link DvvSet}); a read
  *   returns every sibling and a causal context, and a write that passes that context supersedes
  *   what it saw.
+ *
+ * A last-writer-wins namespace may also be `transactions: true` (Nami): its keys are written only
+ * by transactions (`db.transaction()`), which are ordered by the region's transaction log, and
+ * read at a snapshot of it. Transactions touch keys of such namespaces only.
  */
 /** How concurrent writes to a key are resolved. */
 export type ConflictMode = 'lww' | 'siblings'
@@ -17,8 +21,18 @@ export const CONFLICT_MODES: readonly ConflictMode[] = ['lww', 'siblings']
 
 /** The configuration of one namespace. */
 export interface NamespaceConfig {
-  /** How concurrent writes to its keys are resolved. @default 'lww' */
-  conflicts: ConflictMode
+  /**
+   * How concurrent writes to its keys are resolved. Required unless `transactions: true`
+   * (`checkNamespaces` fills it in).
+   * @default 'lww' (transactional namespaces only)
+   */
+  conflicts?: ConflictMode
+  /**
+   * Its keys are written by transactions only, through the region's transaction log; a plain
+   * write of one is refused (`TRANSACTION_REQUIRED`). Only with `conflicts: 'lww'`.
+   * @default false (absent)
+   */
+  transactions?: true
 }
 
 /** Namespace configurations by name; a namespace not listed uses the defaults. */
@@ -41,7 +55,20 @@ export function conflictModeOf(key: string, namespaces: Namespaces | undefined):
   const ns = namespaceOf(key)
   if (ns === undefined || namespaces === undefined || !Object.hasOwn(namespaces, ns))
     return DEFAULT_CONFLICT_MODE
-  return namespaces[ns]!.conflicts
+  return namespaces[ns]!.conflicts ?? DEFAULT_CONFLICT_MODE
+}
+
+/** True when `key` is in a namespace configured `transactions: true` under `namespaces`. */
+export function isTransactionalKey(key: string, namespaces: Namespaces | undefined): boolean {
+  const ns = namespaceOf(key)
+  if (ns === undefined || namespaces === undefined || !Object.hasOwn(namespaces, ns)) return false
+  return namespaces[ns]!.transactions === true
+}
+
+/** True when any namespace of `namespaces` is configured `transactions: true`. */
+export function hasTransactions(namespaces: Namespaces | undefined): boolean {
+  if (namespaces === undefined) return false
+  return Object.values(namespaces).some((config) => config.transactions === true)
 }
 
 /** True when `name` can name a namespace: 1 to 128 characters, well-formed, without `:`. */
@@ -65,23 +92,36 @@ export function checkNamespaces(namespaces: unknown): Namespaces {
   const out = Object.create(null) as Record<string, NamespaceConfig>
   if (namespaces === undefined) return out
   if (typeof namespaces !== 'object' || namespaces === null || Array.isArray(namespaces))
-    throw bad('namespaces must be an object of { conflicts } by namespace name')
+    throw bad('namespaces must be an object of { conflicts, transactions } by namespace name')
   for (const [name, config] of Object.entries(namespaces)) {
     if (!isNamespaceName(name))
       throw bad(
         `bad namespace name ${JSON.stringify(name)}: 1 to ${MAX_NAMESPACE_LENGTH} characters without ':'`,
       )
     if (typeof config !== 'object' || config === null || Array.isArray(config))
-      throw bad(`namespace ${JSON.stringify(name)} needs an object { conflicts }`)
-    const conflicts = (config as { conflicts?: unknown }).conflicts
-    const extra = Object.keys(config).find((k) => k !== 'conflicts')
+      throw bad(`namespace ${JSON.stringify(name)} needs an object { conflicts, transactions }`)
+    const given = config as { conflicts?: unknown; transactions?: unknown }
+    const extra = Object.keys(config).find((k) => k !== 'conflicts' && k !== 'transactions')
     if (extra !== undefined)
       throw bad(`namespace ${JSON.stringify(name)} has an unknown setting ${JSON.stringify(extra)}`)
+    const transactions = given.transactions
+    if (transactions !== undefined && typeof transactions !== 'boolean')
+      throw bad(`namespace ${JSON.stringify(name)}: transactions must be true or false`)
+    // A transactional namespace may leave its (last-writer-wins) conflict mode out.
+    const conflicts =
+      given.conflicts === undefined && transactions === true ? 'lww' : given.conflicts
     if (!(CONFLICT_MODES as readonly unknown[]).includes(conflicts))
       throw bad(
         `namespace ${JSON.stringify(name)}: conflicts must be one of ${CONFLICT_MODES.join(', ')}, not ${JSON.stringify(conflicts)}`,
       )
-    out[name] = { conflicts: conflicts as ConflictMode }
+    if (transactions === true && conflicts !== 'lww')
+      throw bad(
+        `namespace ${JSON.stringify(name)}: transactions need last-writer-wins keys (conflicts: 'lww')`,
+      )
+    out[name] =
+      transactions === true
+        ? { conflicts: conflicts as ConflictMode, transactions: true }
+        : { conflicts: conflicts as ConflictMode }
   }
   return out
 }

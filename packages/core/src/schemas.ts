@@ -7,3 +7,4 @@
  */
 export * from './wire.js'
 export * from './set-wire.js'
+export * from './tx-wire.js'

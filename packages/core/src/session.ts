@@ -44,6 +44,11 @@ export interface SessionJSON {
    * of each of their positions as `re` and `we` (0: not known).
    */
   p: Record<string, { r: number[]; w: number[]; re: number[]; we: number[] }>
+  /**
+   * Highest tid of each region's transaction log this session has read or written (length
+   * `regions`); absent while the session has used no transaction or transactional key.
+   */
+  t?: number[]
 }
 
 /** The shape of the cluster a session is bound to. */
@@ -106,11 +111,14 @@ export class Session {
   /** Highest HLC this session has written. */
   dtW: Hlc = HLC_ZERO
   readonly #rows = new Map<number, Row>()
+  /** `#tids[d]`: highest tid of region `d`'s transaction log read or written. */
+  readonly #tids: number[]
 
   constructor(scope: SessionScope) {
     this.cluster = scope.cluster
     this.regions = scope.regions
     this.partitions = scope.partitions
+    this.#tids = new Array<number>(scope.regions).fill(0)
   }
 
   /**
@@ -147,7 +155,7 @@ export class Session {
     const p: SessionJSON['p'] = {}
     for (const [part, row] of this.#rows)
       p[part] = { r: [...row.r], w: [...row.w], re: [...row.re], we: [...row.we] }
-    return {
+    const json: SessionJSON = {
       v: SESSION_FORMAT_VERSION,
       cluster: this.cluster,
       regions: this.regions,
@@ -156,6 +164,8 @@ export class Session {
       dtW: this.dtW,
       p,
     }
+    if (this.#tids.some((tid) => tid > 0)) json.t = [...this.#tids]
+    return json
   }
 
   /** An independent copy. */
@@ -198,6 +208,7 @@ export class Session {
     }
     this.dtR = hlcMax(this.dtR, o.dtR)
     this.dtW = hlcMax(this.dtW, o.dtW)
+    o.#tids.forEach((tid, d) => this.observeTid(d, tid))
     for (const [p, theirs] of o.#rows) {
       const mine = this.#rowFor(p)
       for (let d = 0; d < this.regions; d++) {
@@ -251,6 +262,20 @@ export class Session {
     const row = this.#rowFor(p)
     mergePosition(row.w, row.we, reply.dc, reply.idx, reply.epoch)
     if (reply.ts > this.dtW) this.dtW = reply.ts
+  }
+
+  /**
+   * The highest tid of region `region`'s transaction log this session has read or written: a
+   * transaction it starts there reads at a snapshot at least this recent (0: none).
+   */
+  tid(region: number): number {
+    return this.#tids[region] ?? 0
+  }
+
+  /** Records that the session read or wrote at `tid` of region `region`'s transaction log. */
+  observeTid(region: number, tid: number): void {
+    if (region >= 0 && region < this.regions && tid > (this.#tids[region] ?? 0))
+      this.#tids[region] = tid
   }
 
   /** Forgets partition `p`: the session then depends on nothing there. */
@@ -395,5 +420,6 @@ function parseSessionJSON(data: unknown): Session {
       epochsOf(r.we, hwm, `p.${key}.we`),
     )
   }
+  if (j.t !== undefined) vector(j.t, 't').forEach((tid, d) => s.observeTid(d, tid))
   return s
 }

@@ -32,12 +32,28 @@ export const TopologySchema = Type.Object({
     maxSkewMs: Type.Integer(),
     defaultTimeoutMs: Type.Integer(),
     maxTimeoutMs: Type.Integer(),
+    maxTxKeys: Type.Optional(
+      Type.Integer({ description: 'most distinct keys a transaction may read and write' }),
+    ),
+    maxTxBytes: Type.Optional(
+      Type.Integer({ description: 'largest sum of a transaction’s written values, bytes of JSON' }),
+    ),
   }),
   shipping: Type.Union([Type.Literal('fifo'), Type.Literal('causal')]),
   namespaces: Type.Optional(
     Type.Record(
       Type.String(),
-      Type.Object({ conflicts: Type.Enum([...CONFLICT_MODES]) }, { additionalProperties: false }),
+      Type.Object(
+        {
+          conflicts: Type.Enum([...CONFLICT_MODES]),
+          transactions: Type.Optional(
+            Type.Literal(true, {
+              description: 'its keys are written by transactions only (`/v1/tx`)',
+            }),
+          ),
+        },
+        { additionalProperties: false },
+      ),
       {
         description:
           "configured namespaces (the text before a key's first `:`); any other key is last-writer-wins",
@@ -101,6 +117,13 @@ export const ReadReplySchema = Type.Object({
   ts: Type.Optional(Hlc),
   dc: Type.Optional(RegionId),
   idx: Type.Optional(Type.Integer({ minimum: 0, description: "serving replica's sv[dc]" })),
+  tid: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'transactional namespaces only: the tid of the region’s transaction log that wrote the version (0: never written)',
+    }),
+  ),
   epoch: Type.Integer({ minimum: 1 }),
   region: RegionId,
   replica: Type.Integer({ minimum: 0 }),
@@ -228,6 +251,18 @@ export const StatusSchema = Type.Object({
   replicas: Type.Array(ReplicaStatusSchema),
   shippers: Type.Array(ShipperStatusSchema),
   quarantine: Type.Optional(QuarantineStatusSchema),
+  transactions: Type.Optional(
+    Type.Object(
+      {
+        lastTid: Type.Integer({ minimum: 0, description: 'the highest tid appended to the log' }),
+        appliedTid: Type.Integer({
+          minimum: 0,
+          description: 'the highest tid decided and applied: the snapshot watermark',
+        }),
+      },
+      { description: "the region's transaction log (transactional namespaces only)" },
+    ),
+  ),
   leaders: Type.Optional(Type.Array(LeaderStatusSchema)),
   divergence: Type.Optional(Type.Array(DivergenceStatusSchema)),
 })
@@ -460,6 +495,13 @@ export const ChangeEventSchema = Type.Object({
   ts: Hlc,
   deleted: Type.Boolean(),
   value: Type.Optional(Type.Unknown()),
+  tid: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      description:
+        'a transaction’s write (transactional namespaces): its tid in the log of the region that serves the feed; every key of one transaction has the same',
+    }),
+  ),
   siblings: Type.Optional(Type.Array(SiblingReplySchema)),
   context: Type.Optional(Type.String()),
   set: Type.Optional(

@@ -318,6 +318,18 @@ describe('log entries and shipping envelopes', () => {
     field(fc.constantFrom('1', '"v"', '')).map((value) => ({ kind: 'put', value })),
     field(fc.string()).map((siblings) => ({ kind: 'siblings', siblings })),
     field(fc.string()).map((setDelta) => ({ kind: 'set-op', setDelta })),
+    // A commit's key is the first it writes: its writes start with 'k' or do not decode.
+    fc
+      .record({
+        tid: field(counter),
+        writes: field(fc.constantFrom('[["k","1"]]', '[["k"],["m","2"]]', '[["m"]]', '[]', 'x')),
+        relay: fc.option(field(fc.constantFrom([1, 2, 3], [0, 1, 1], [1, 0, 1]))),
+      })
+      .map(({ relay, ...rest }) => ({
+        kind: 'commit',
+        ...rest,
+        ...(relay === null ? {} : { relay }),
+      })),
     fc.record({
       kind: fc.constantFrom(...LOG_ENTRY_KINDS),
       value: fc.constant('1'),
@@ -330,7 +342,7 @@ describe('log entries and shipping envelopes', () => {
       fc.record({
         origin: field(fc.nat(REGIONS - 1)),
         idx: field(counter),
-        key: field(fc.string({ minLength: 1 })),
+        key: field(fc.oneof(fc.constant('k'), fc.string({ minLength: 1 }))),
         ts: field(fc.oneof(hlc, mutated(hlc))),
         at: field(fc.nat()),
       }),
@@ -360,10 +372,12 @@ describe('log entries and shipping envelopes', () => {
           delete: [],
           siblings: ['siblings'],
           'set-op': ['setDelta'],
+          commit: ok.kind === 'commit' && ok.relay ? ['tid', 'writes', 'relay'] : ['tid', 'writes'],
         }
         expect(fields).toEqual(
           ['at', 'idx', 'key', 'kind', 'origin', 'ts', ...bodyOf[ok.kind]].sort(),
         )
+        if (ok.kind === 'commit') expect(JSON.parse(ok.writes)[0][0]).toBe(ok.key)
         expect(JSON.parse(JSON.stringify(ok))).toEqual(ok)
       }),
       { numRuns: RUNS },
@@ -372,7 +386,7 @@ describe('log entries and shipping envelopes', () => {
   })
 
   it('refuses an unknown kind with UNSUPPORTED_LOG_FORMAT before looking at anything else', () => {
-    for (const kind of ['label', 'commit', 'PUT', '']) {
+    for (const kind of ['label', 'PUT', '']) {
       const raw = { kind, origin: 99, idx: -1, key: '', ts: 'x', at: -1 }
       expect(() => checkLogEntry(raw, REGIONS)).toThrow(
         expect.objectContaining({ code: 'UNSUPPORTED_LOG_FORMAT' }),

@@ -12,6 +12,7 @@
  */
 import {
   CausewayError,
+  type CommitEntry,
   type DeleteEntry,
   MAX_HISTORY_SPANS,
   MAX_SAFE_COUNTER,
@@ -30,6 +31,7 @@ import type { FastifySchemaValidationError } from 'fastify'
 import type { SchemaErrorDataVar } from 'fastify/types/schema.js'
 import { Type } from 'typebox'
 import type { ShippingReceiver } from '../../replication/shipping-receiver.js'
+import type { TxReceiver } from '../../replication/tx-link.js'
 
 /** What the internal routes count. */
 export interface ShippingMetrics {
@@ -59,6 +61,12 @@ export interface InternalRoutesOptions {
    * @default not counted
    */
   metrics?: ShippingMetrics
+  /**
+   * The receiving side of transaction shipping (`/v1/internal/tx/:origin`), when the cluster has
+   * transactions.
+   * @default not served
+   */
+  transactions?: { receiver: TxReceiver; maxTxBytes: number }
 }
 
 const ParamsSchema = Type.Object({
@@ -89,10 +97,13 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
   const maxSiblingsChars = 2 * regions * (maxValueBytes + 1024)
   // A set write's delta: at most MAX_SET_WRITE_ELEMENTS elements of 1 KiB, with their dots.
   const maxSetDeltaChars = 16 * 1024 * 1024
+  // A commit entry's writes: a transaction's values and keys, escaped once more in the text.
+  const maxTxBytes = options.transactions?.maxTxBytes ?? maxValueBytes
+  const maxCommitChars = 2 * maxTxBytes + 16 * 1024 * 1024
   // Entries' JSON text is escaped once more inside the body: at most twice as long.
   const bodyLimit =
     (options.maxBatchBytes ?? 4 * 1024 * 1024) +
-    2 * (maxKeyBytes + maxValueBytes + maxSiblingsChars + maxSetDeltaChars) +
+    2 * (maxKeyBytes + maxValueBytes + maxSiblingsChars + maxSetDeltaChars + maxCommitChars) +
     65_536
   // Every field of each kind of log entry but its origin (the envelope's `from`): `satisfies`
   // makes the build fail when an entry kind gains a field this endpoint would refuse, so shipping
@@ -136,6 +147,22 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
         // The delta the origin planned, as JSON text.
         setDelta: Type.String({ maxLength: maxSetDeltaChars }),
       } satisfies Record<keyof Omit<SetOpEntry, 'origin'>, unknown>,
+      closed,
+    ),
+    Type.Object(
+      {
+        kind: Type.Literal('commit'),
+        ...head,
+        tid: Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER }),
+        // A transaction's writes in the partition, as text (values escaped once more).
+        writes: Type.String({ maxLength: maxCommitChars }),
+        relay: Type.Optional(
+          Type.Array(Type.Integer({ minimum: 0, maximum: MAX_SAFE_COUNTER }), {
+            minItems: 3,
+            maxItems: 3,
+          }),
+        ),
+      } satisfies Record<keyof Omit<CommitEntry, 'origin'>, unknown>,
       closed,
     ),
   ])
@@ -269,6 +296,55 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       // The leader checks the whole envelope (AbstractPartitionReplica.receive).
       const envelope = envelopeFromWire(body) as ShipEnvelope
       return { checkpoint: await receiver.receive(partition, envelope) }
+    },
+  )
+
+  const transactions = options.transactions
+  if (transactions === undefined) return
+  const OriginSchema = Type.Object({ origin: Type.Integer({ minimum: 0 }) })
+  const checkOrigin = (origin: number): void => {
+    if (origin >= regions) throw new CausewayError('INVALID_REQUEST', `no region ${origin}`)
+    if (origin === region)
+      throw new CausewayError('INVALID_REQUEST', `region ${region} does not receive its own`)
+  }
+  app.get(
+    '/v1/internal/tx/:origin/checkpoint',
+    {
+      ...common,
+      schema: { hide: true, params: OriginSchema, response: { 200: CheckpointSchema, ...errors } },
+    },
+    async (request) => {
+      checkOrigin(request.params.origin)
+      return { checkpoint: await transactions.receiver.txCheckpoint(request.params.origin) }
+    },
+  )
+  app.post(
+    '/v1/internal/tx/:origin',
+    {
+      ...common,
+      // A shipment of transactions, each at most maxTxBytes of values, escaped once more.
+      bodyLimit: (options.maxBatchBytes ?? 4 * 1024 * 1024) + 4 * transactions.maxTxBytes + 65_536,
+      schema: {
+        hide: true,
+        params: OriginSchema,
+        body: Type.Object({
+          v: Type.Integer(),
+          from: Type.Integer(),
+          units: Type.Array(Type.Unknown()),
+        }),
+        response: { 200: CheckpointSchema, ...errors },
+      },
+    },
+    async (request) => {
+      const { origin } = request.params
+      checkOrigin(origin)
+      if (request.body.from !== origin)
+        throw new CausewayError(
+          'INVALID_REQUEST',
+          `a shipment of region ${request.body.from} posted as region ${origin}'s`,
+        )
+      // The whole shipment is checked before anything is appended (checkTxShipment).
+      return { checkpoint: await transactions.receiver.receiveTransactions(origin, request.body) }
     },
   )
 }

@@ -26,6 +26,11 @@ export const openApiOptions: SwaggerOptions = {
     tags: [
       { name: 'kv', description: 'Reads and writes with per-call consistency levels' },
       { name: 'cluster', description: 'Topology and replication status' },
+      {
+        name: 'transactions',
+        description:
+          'Multi-key transactions (Nami) of transactional namespaces: reads at a snapshot, commits ordered by the region’s transaction log',
+      },
       { name: 'operations', description: 'Health, metrics and this document' },
     ],
   },

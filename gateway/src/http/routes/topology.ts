@@ -23,7 +23,13 @@ export function topologyOf(shape: ClusterShape, regionUrls: readonly string[]): 
     epochs: [...shape.epochs],
     limits: { ...shape.limits },
     shipping: shape.shipping,
-    namespaces: { ...shape.namespaces },
+    // Checked namespaces always name their conflict mode; the wire form says it explicitly.
+    namespaces: Object.fromEntries(
+      Object.entries(shape.namespaces).map(([name, config]) => [
+        name,
+        { ...config, conflicts: config.conflicts ?? 'lww' },
+      ]),
+    ),
   }
 }
 

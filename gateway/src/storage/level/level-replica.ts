@@ -18,12 +18,16 @@
  */
 import {
   CausewayError,
+  type CommitEntry,
+  type CommitRelay,
   DvvSet,
   HybridClock,
   type Hlc,
   type LogEntry,
   type SetOpEntry,
   checkLogEntry,
+  commitEntry,
+  encodeCommitWrites,
   HLC_ZERO,
   keyEntry,
   setOpEntry,
@@ -37,9 +41,11 @@ import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import { CoverageWaiters } from '../coverage-waiters.js'
 import type {
   AdvanceListener,
+  AsOfRead,
   ReplicaManifest,
   ReplicaRead,
   SiblingRead,
+  TxCommit,
   Version,
 } from '../partition-replica.js'
 import {
@@ -69,6 +75,7 @@ import { LevelOpRecords, type OpStamp } from './level-op-records.js'
 import type { StoreOp } from './level-set-kv.js'
 import { LevelSetReplica } from './level-set-replica.js'
 import { LevelSets } from './level-sets.js'
+import { LevelTxVersions } from './level-tx-versions.js'
 import type { SetHeadCacheOptions } from './set-head-cache.js'
 import { LogTail } from './log-tail.js'
 import {
@@ -157,11 +164,20 @@ interface PendingWrite {
   readonly key: string
   readonly ts: Hlc
   readonly at: number
-  readonly write: ReplicaWrite
+  readonly write: ReplicaWrite | CommitWrite
   /** A sibling write: the key's set after it, made by the commit. */
   siblings?: string
   /** A set write: its delta, planned by the commit (`LevelSets`). */
   setDelta?: string
+}
+
+/** A partition's share of a transaction, as a leader's local write (`commit`). */
+interface CommitWrite {
+  readonly kind: 'commit'
+  readonly tid: number
+  /** `encodeCommitWrites` of its writes. */
+  readonly writes: string
+  readonly relay: CommitRelay | undefined
 }
 
 /** What a commit stores, and what it refused, made or repaired on the way. */
@@ -190,6 +206,8 @@ type Mutation =
   | { kind: 'sets'; settle: Settle<void> }
   // No entry: rebuild a key whose stored value does not decode (see quarantine.ts).
   | { kind: 'repair'; key: string; settle: Settle<boolean> }
+  // No entry: raise the floor of transactional versions and collect below it.
+  | { kind: 'collect'; floor: number; settle: Settle<void> }
 
 interface Settle<T> {
   resolve: (value: T) => void
@@ -203,7 +221,7 @@ const MAX_MUTATIONS_PER_BATCH = 1024
 const MANIFEST: ReplicaManifest = Object.freeze({
   siblings: true,
   sets: true,
-  multiVersionReads: false,
+  multiVersionReads: true,
   refresh: false,
   opRecords: true,
 })
@@ -226,6 +244,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
   #clock: HybridClock
   /** Last idx handed to a local write; ahead of `sv[region]` while writes are being committed. */
   #counter = 0
+  /** Highest tid of a commit stamped (committed or queued). */
+  #queuedTid = 0
   #queue: Mutation[] = []
   #draining: Promise<void> | undefined
   readonly #waiters = new CoverageWaiters()
@@ -236,6 +256,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
   /** The sets of this partition (`level-sets.ts`), as the contract has them. */
   protected readonly _sets: LevelSetReplica
   readonly #ops: LevelOpRecords
+  /** Versions of transactional keys (`level-tx-versions.ts`). */
+  readonly #tx: LevelTxVersions
 
   constructor(options: LevelReplicaOptions) {
     super(options)
@@ -275,6 +297,12 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       },
       this.#sets,
     )
+    this.#tx = new LevelTxVersions({
+      db: this.#db,
+      region: this.region,
+      regions: this.regions,
+      tails: () => this.#tails,
+    })
     this.#ops = new LevelOpRecords({
       db: this.#db,
       now: this.#now,
@@ -294,6 +322,8 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       this.#counter = meta.sv[this.region]!
       this.#clock = new HybridClock({ now: this.#now, last: meta.hlc })
       this.#tails = Array.from({ length: this.regions }, () => new LogTail())
+      await this.#tx.open(meta.tx, meta.sv)
+      this.#queuedTid = this.#tx.committedTid
       this.#failure = undefined
     } catch (error) {
       if (this.#db.status === 'open') await this.#db.close()
@@ -334,6 +364,86 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
     return this.#ops.writeOnce(op, (stamp) => this.#write(write, dt, stamp), check)
+  }
+
+  override committedTid(): number {
+    return this.#tx.committedTid
+  }
+
+  override txFloor(): number {
+    return this.#tx.floor
+  }
+
+  override visibleAt(need: readonly number[]): Promise<number | undefined> {
+    return Promise.resolve(this.#tx.visibleAt(need))
+  }
+
+  /**
+   * Commits already committed (or queued) are looked up; the others are stamped now, in order,
+   * like any local write (their ts is the transaction's; the clock observes it), and committed
+   * with the writes queued around them.
+   */
+  protected override async _commit(commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+    const refused = this.#refusal()
+    if (refused) throw refused
+    const fresh: Promise<LogEntry>[] = []
+    const known: number[] = []
+    for (const commit of commits) {
+      if (commit.tid <= this.#queuedTid) {
+        known.push(commit.tid)
+        continue
+      }
+      this.#queuedTid = commit.tid
+      this.#clock.observe(commit.ts)
+      const write: CommitWrite = {
+        kind: 'commit',
+        tid: commit.tid,
+        writes: encodeCommitWrites(commit.writes),
+        relay: commit.relay,
+      }
+      const pending: PendingWrite = {
+        origin: this.region,
+        idx: ++this.#counter,
+        key: commit.writes[0]![0],
+        ts: commit.ts,
+        at: this.#now(),
+        write,
+      }
+      fresh.push(this.#enqueue<LogEntry>((settle) => ({ kind: 'write', pending, settle })))
+    }
+    const made = (await Promise.all(fresh)) as CommitEntry[]
+    if (known.length === 0) return made
+    await this.#draining
+    const found = await Promise.all(known.map((tid) => this.#committedEntry(tid)))
+    return [...found, ...made]
+  }
+
+  // The commit entry of `tid`, committed here before.
+  async #committedEntry(tid: number): Promise<CommitEntry> {
+    const idx = await this.#tx.commitIdx(tid)
+    const [entry] = idx === undefined ? [] : await this._readLog(this.region, idx - 1, 1)
+    if (entry?.kind !== 'commit' || entry.tid !== tid)
+      throw new CausewayError(
+        'INTERNAL',
+        `${this.#name()} has committed tid ${tid} but no longer finds its entry`,
+      )
+    return entry
+  }
+
+  protected override _readAsOf(
+    tid: number,
+    keys: readonly string[],
+    values: boolean,
+  ): Promise<AsOfRead> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    return this.#tx.read(tid, keys, values, META_KEY)
+  }
+
+  protected override _collectGarbage(floor: number): Promise<void> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    return this.#enqueue<void>((settle) => ({ kind: 'collect', floor, settle }))
   }
 
   /** Prunes operation records whose window has passed (a bounded run of the periodic sweep). */
@@ -518,6 +628,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     const accepted: Accepted[] = []
     const repairs = new Set<string>()
     const opWrites = new Map<PendingWrite, OpStamp>()
+    let collect = 0
     for (const m of mutations) {
       if (m.kind === 'write') {
         // Stamped in call order and committed in queue order, so this always holds.
@@ -550,13 +661,14 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
           this.#clock.observe(entry.ts)
         }
       } else if (m.kind === 'repair') repairs.add(m.key)
+      else if (m.kind === 'collect') collect = Math.max(collect, m.floor)
     }
 
     // A local write's ts came from this clock: only other replicas' entries move it.
     const compact = mutations.some((m) => m.kind === 'sets')
     let plan: CommitPlan = { ops: [], refused: new Map(), made: new Map(), repaired: new Set() }
-    if (accepted.length > 0 || compact || repairs.size > 0) {
-      plan = await this.#operations({ accepted, sv, compact, repairs })
+    if (accepted.length > 0 || compact || repairs.size > 0 || collect > 0) {
+      plan = await this.#operations({ accepted, sv, compact, repairs, collect })
       // Operation records go in the batch of their writes (a sibling write's set is made by now);
       // a refused write leaves none.
       for (const [pending, op] of opWrites) {
@@ -565,6 +677,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       }
       await this.#store(plan.ops)
       this.#sets.committed() // before anything is acknowledged: `has` reads its cache
+      this.#tx.committed()
     }
     const { refused, made, repaired } = plan
     // Refused writes gave their idx back (see #operations): so do the writes queued after them.
@@ -635,8 +748,10 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     sv: number[]
     compact: boolean
     repairs: ReadonlySet<string>
+    /** Raise the floor of transactional versions to this (0: no). */
+    collect: number
   }): Promise<CommitPlan> {
-    const { accepted, sv, compact, repairs } = batch
+    const { accepted, sv, compact, repairs, collect } = batch
     const kvKeys = new Set<string>()
     const siblingKeys = new Set<string>()
     for (const item of accepted) {
@@ -764,6 +879,14 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       if (set.entries.length === 0) ops.push({ type: 'del', key: siblingsKey(key) })
       else ops.push({ type: 'put', key: siblingsKey(key), value: encodeSiblingSet(set) })
     }
+    // Transactional versions last: they read the keys' newest versions, which nothing above writes.
+    const received = accepted.filter((item): item is LogEntry => !isPending(item))
+    const commits = [...made.values(), ...received].filter(
+      (e): e is CommitEntry => e.kind === 'commit',
+    )
+    commits.sort((a, b) => a.origin - b.origin || a.idx - b.idx)
+    if (commits.length > 0) ops.push(...(await this.#tx.commitOps(commits)))
+    if (collect > 0) ops.push(...(await this.#tx.collectOps(collect)))
     ops.push({ type: 'put', key: META_KEY, value: encodeMeta(this.#meta(sv)) })
     return { ops, refused, made, repaired }
   }
@@ -819,6 +942,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
   }
 
   #meta(sv: number[]): ReplicaMeta {
+    const tx = this.#tx.meta()
     return {
       format: LAYOUT_FORMAT,
       region: this.region,
@@ -827,6 +951,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       sv,
       epoch: this.#epoch,
       hlc: this.#clock.peek(),
+      ...(tx === undefined ? {} : { tx }),
     }
   }
 
@@ -882,6 +1007,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       { region: this.region, partition: this.partition, replica: this.replica },
       { cause },
     )
+    this.#tx.abandoned()
     for (const m of [...batch, ...this.#queue.splice(0)]) m.settle.reject(this.#failure)
     this.#waiters.closeAll()
     this.#onFailure(this.#failure)
@@ -895,6 +1021,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
 // The frozen log entry of a local write whose commit made its body.
 function entryOf(pending: PendingWrite): LogEntry {
   const { write } = pending
+  if (write.kind === 'commit') return commitEntry(pending, write.tid, write.writes, write.relay)
   if (write.kind === 'kv') return keyEntry(pending, write.value)
   if (write.kind === 'sibling') return siblingsEntry(pending, pending.siblings!)
   return setOpEntry(pending, pending.setDelta!)

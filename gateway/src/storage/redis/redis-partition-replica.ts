@@ -26,6 +26,7 @@
  */
 import {
   CausewayError,
+  type CommitEntry,
   DvvSet,
   type EpochHistory,
   INITIAL_HISTORY,
@@ -48,9 +49,11 @@ import { Redis } from 'ioredis'
 import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import type {
   AdvanceListener,
+  AsOfRead,
   ReplicaManifest,
   ReplicaRead,
   SiblingRead,
+  TxCommit,
   Version,
 } from '../partition-replica.js'
 import {
@@ -79,6 +82,7 @@ import {
 } from './replica-scripts.js'
 import { RecentLog } from './recent-log.js'
 import { StableVector } from './stable-vector.js'
+import { RedisTxVersions, TX_SCRIPTS, commitOfFields } from './redis-tx.js'
 import { ADMIT_SCRIPT, CLAIM_SCRIPT, RAISE_SCRIPT, STATE_SCRIPT } from './epoch-scripts.js'
 import { parsePublishedSv } from './sv-lua.js'
 import {
@@ -198,7 +202,7 @@ const US = '\u001f'
 const MANIFEST: ReplicaManifest = Object.freeze({
   siblings: true,
   sets: true,
-  multiVersionReads: false,
+  multiVersionReads: true,
   // Several gateway processes write one leader: a view of `sv` may be a push behind.
   refresh: true,
   opRecords: true,
@@ -212,6 +216,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   readonly keys: ReplicaKeys
   /** The sets of this partition (`redis-sets.ts`). */
   protected readonly _sets: RedisSets
+  /** The versions of transactional keys (`redis-tx.ts`). */
+  readonly #tx: RedisTxVersions
 
   readonly #options: Required<
     Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine' | 'supervised' | 'onClaimLost'>
@@ -291,6 +297,20 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       advance: (sv) => this.#stable.advance(sv),
       written: (entry, sv) => this.#written(entry, sv),
     })
+    this.#tx = new RedisTxVersions({
+      region: this.region,
+      regions: options.regions,
+      prefix: this.keys.prefix,
+      metaKey: this.keys.meta,
+      svKey: this.keys.sv,
+      logKey: (origin) => this.keys.log(origin),
+      now: () => (this.#now ? String(Math.floor(this.#now())) : ''),
+      writer: () => this.#live().writer,
+      reader: () => this.#live().reader,
+      run: (client, operation, call) => this.#run(client, operation, call),
+      advance: (sv) => this.#stable.advance(sv),
+      readLog: (origin, afterIdx, limit) => this._readLog(origin, afterIdx, limit),
+    })
   }
 
   /** True while every connection to the server is ready. */
@@ -331,6 +351,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await this.#watch(connections.subscriber)
       await this.#loadScripts(connections.reader)
       this.#takeState(await this.#readState(connections.reader, 'open'))
+      await this.#tx.load(connections.reader)
     } catch (error) {
       this.#connections = undefined
       for (const r of all) r.disconnect()
@@ -474,19 +495,28 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     return this.#writeOf(write, dt, undefined)
   }
 
-  // One checked write; with `op`, its script also records the operation (`writeOnce`). A write
-  // past the reserved ceiling reserves more and is tried once more.
-  async #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
+  // One checked write; with `op`, its script also records the operation (`writeOnce`).
+  #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
+    return this.#fenced(
+      () => this.#writeOnceOf(write, dt, op),
+      (entry) => entry.idx,
+    )
+  }
+
+  // A leader write under this process's claim (`LEADER_CHECK_LUA`): one past the reserved ceiling
+  // reserves more and is tried once more; a lost claim stops writes until the failover looks
+  // again. `lastIdx`: the highest index the write took.
+  async #fenced<T>(write: () => Promise<T>, lastIdx: (written: T) => number): Promise<T> {
     this.#checkLeading()
-    let entry: LogEntry
+    let written: T
     try {
       try {
         if (this.#ceiling === -Infinity) await this.#raiseCeiling()
-        entry = await this.#writeOnceOf(write, dt, op)
+        written = await write()
       } catch (error) {
         if (refusal(error) !== 'CW_CEILING') throw error
         await this.#raiseCeiling()
-        entry = await this.#writeOnceOf(write, dt, op)
+        written = await write()
       }
     } catch (error) {
       // The server no longer holds the claim this process wrote under (it restarted, or another
@@ -497,8 +527,9 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       }
       throw error
     }
-    if (entry.idx > this.#ceiling - this.#options.ceilingStep / 2) this.#raiseCeiling().catch(noop) // ahead of need: the next writes do not wait for it
-    return entry
+    if (lastIdx(written) > this.#ceiling - this.#options.ceilingStep / 2)
+      this.#raiseCeiling().catch(noop) // ahead of need: the next writes do not wait for it
+    return written
   }
 
   #writeOnceOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
@@ -750,16 +781,68 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   }
 
   protected async _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number> {
-    const sv = entries.some((e) => e.kind === 'set-op')
-      ? await this.#ingestWithSets('receive', 'batch', entries)
-      : await this.#ingest('receive', 'batch', entries)
+    const sv = await this.#ingestAny('receive', 'batch', entries)
     return sv[origin] ?? 0
   }
 
   protected async _applyReplicated(entries: readonly LogEntry[]): Promise<void> {
-    if (entries.some((e) => e.kind === 'set-op'))
-      await this.#ingestWithSets('apply', 'per-origin', entries)
-    else await this.#ingest('apply', 'per-origin', entries)
+    await this.#ingestAny('apply', 'per-origin', entries)
+  }
+
+  // Entries of any kind: commit entries through the transactions' script, set writes through the
+  // sets', the rest through the ingest script, in order.
+  #ingestAny(
+    operation: string,
+    mode: 'batch' | 'per-origin',
+    entries: readonly LogEntry[],
+  ): Promise<number[]> {
+    const others = (run: readonly LogEntry[]) =>
+      run.some((e) => e.kind === 'set-op')
+        ? this.#ingestWithSets(operation, mode, run)
+        : this.#ingest(operation, mode, run)
+    if (!entries.some((e) => e.kind === 'commit')) return others(entries)
+    return this.#tx.ingest(entries, mode, others, this.sv())
+  }
+
+  override committedTid(): number {
+    return this.#tx.committedTid
+  }
+
+  override txFloor(): number {
+    return this.#tx.floor
+  }
+
+  override visibleAt(need: readonly number[]): Promise<number | undefined> {
+    return this.#tx.visibleAt(need)
+  }
+
+  protected override _commit(commits: readonly TxCommit[]): Promise<CommitEntry[]> {
+    return this.#fenced(
+      async () => {
+        // A round's commits take one index each: room for all of them first (one raise moves
+        // the ceiling by ceilingStep; the script refuses a batch that passes it, whole).
+        for (let raises = 0; raises < 64; raises++) {
+          const room = this.#ceiling - (this.sv()[this.region] ?? 0)
+          if (this.#ceiling !== -Infinity && room >= commits.length) break
+          if (!this.#supervised || this.#leading === undefined) break
+          await this.#raiseCeiling()
+        }
+        return this.#tx.commit(commits, this.#token())
+      },
+      (entries) => Math.max(0, ...entries.map((e) => e.idx)),
+    )
+  }
+
+  protected override _readAsOf(
+    tid: number,
+    keys: readonly string[],
+    values: boolean,
+  ): Promise<AsOfRead> {
+    return this.#tx.readAsOf(tid, keys, values)
+  }
+
+  protected override _collectGarbage(floor: number): Promise<void> {
+    return this.#tx.collect(floor)
   }
 
   // Entries with set writes among them: set entries go through the set scripts, one by one.
@@ -953,6 +1036,8 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
         ts: f.get('ts') ?? '',
         at: Number(f.get('at') ?? 0),
       }
+      const commit = commitOfFields(head, f)
+      if (commit !== undefined) return commit
       const siblings = f.get('s')
       if (siblings !== undefined) return siblingsEntry(head, siblings)
       const setDelta = f.get('b')
@@ -1261,6 +1346,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       SCAN_LOG_SCRIPT,
       REPAIR_SCRIPT,
       ...SET_SCRIPTS,
+      ...TX_SCRIPTS,
     ])
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }

@@ -18,6 +18,7 @@ import {
   hlcFrom,
   shipEnvelope,
 } from '@causeway/core'
+import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   RedisPartitionReplica,
@@ -191,6 +192,56 @@ describe('the write fence', () => {
     // the leader's busy server), and nothing here needs its data.
     await follower.kill()
   }, 60_000)
+
+  it('fences transaction commits like writes: under the claim, within the reserved ceiling', async () => {
+    const own = await startRedis()
+    const r = replicaOn(own, { supervised: true, ceilingStep: 4, reconnectMaxDelayMs: 50 })
+    await r.open()
+    const commit = (tid: number) => ({
+      tid,
+      ts: hlcFrom(Date.now(), tid),
+      writes: [[`t${tid}`, String(tid)] as const] as [string, string][],
+    })
+    // No claim, no commit.
+    expect((await refusal(r.commit([commit(1)]))).code).toBe('BACKEND_UNAVAILABLE')
+    const before = await runIdOf(own)
+    await r.claim(before, 'here', 0, 1)
+    r.lead(before)
+    // A round of more commits than one ceiling step: the ceiling is raised for all of them first.
+    const round = await r.commit([1, 2, 3, 4, 5, 6, 7, 8, 9].map(commit))
+    expect(round.map((e) => e.idx)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9])
+    expect((await r.claimState()).reserved).toBeGreaterThanOrEqual(9)
+    // The store names another claim while this process still believes it leads, with room left
+    // under its ceiling: the commit script itself refuses, whole.
+    const direct = new Redis(own.url)
+    await direct.hset(r.keys.meta, 'leader', 'another-process')
+    direct.disconnect()
+    const taken = await refusal(r.commit([commit(10)]))
+    expect(taken.details?.['reason']).toMatch(/^CW_NOT_LEADER/)
+    expect(r.leading).toBe(false)
+    expect(r.committedTid()).toBe(9)
+    expect(await r.readLog(0, 9, 10)).toEqual([])
+  }, 30_000)
+
+  it('refuses transaction commits under a claim after its server process restarted', async () => {
+    const own = await startRedis()
+    const r = replicaOn(own, { supervised: true, reconnectMaxDelayMs: 50 })
+    await r.open()
+    const before = await runIdOf(own)
+    await r.claim(before, 'here', 0, 1)
+    r.lead(before)
+    const ts = hlcFrom(Date.now(), 1)
+    await r.commit([{ tid: 1, ts, writes: [['t1', '1']] }])
+    await own.kill()
+    await own.restart()
+    await vi.waitFor(() => expect(r.leading).toBe(false), { timeout: 10_000, interval: 20 })
+    r.lead(before)
+    const refused = await waitForRefusal(() => r.commit([{ tid: 2, ts, writes: [['t2', '2']] }]))
+    expect(refused.details?.['reason']).toMatch(/^CW_NOT_LEADER/)
+    expect(r.leading).toBe(false)
+    expect(r.committedTid()).toBe(1)
+    expect(await r.readLog(0, 1, 10)).toEqual([])
+  }, 30_000)
 
   it('leaves a replica used on its own (unsupervised) without claim or ceiling', async () => {
     const r = replicaOn(server)

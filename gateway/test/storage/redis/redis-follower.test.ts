@@ -5,7 +5,7 @@
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
 import { randomUUID } from 'node:crypto'
-import { HLC_ZERO, hlcFrom } from '@causeway/core'
+import { HLC_ZERO, commitEntry, encodeCommitWrites, hlcFrom } from '@causeway/core'
 import { Redis } from 'ioredis'
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
@@ -255,6 +255,31 @@ describe('follower replica', () => {
       [20, 0],
       [20, 0],
     ])
+  })
+
+  it('learns the advances of transaction commits from the published sv too', async () => {
+    const { lead, follow } = await group(leaderServer, followerServers)
+    const now = Date.now()
+    const waiting = follow.map((f) => f.waitFor([2, 1], now + 5000))
+    const heard: (readonly number[])[] = []
+    follow[0]!.onAdvance((sv) => heard.push(sv))
+    // The leader's commit script, then the ingest of another region's commit entry: neither is
+    // followed by a write that would publish for them.
+    await lead.commit([{ tid: 1, ts: hlcFrom(now, 1), writes: [['t', '"t1"']] }])
+    await lead.commit([{ tid: 2, ts: hlcFrom(now, 2), writes: [['t', '"t2"']] }])
+    await lead.receive(
+      ship(1, [
+        commitEntry(
+          { origin: 1, idx: 1, key: 'u', ts: hlcFrom(now, 3), at: now },
+          7,
+          encodeCommitWrites([['u', '"u1"']]),
+        ),
+      ]),
+    )
+    expect(await Promise.all(waiting)).toEqual([true, true])
+    expect(heard.at(-1)).toEqual([2, 1])
+    const { versions } = await follow[1]!.readAsOf(2, ['t'])
+    expect(versions[0]).toMatchObject({ tid: 2, value: '"t2"' })
   })
 
   it('also follows entries the leader received from other regions', async () => {

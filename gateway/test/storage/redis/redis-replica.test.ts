@@ -7,7 +7,8 @@ import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll } from 'vitest'
 import { RedisPartitionReplica, ReplicaKeys } from '../../../src/storage/redis/index.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
-import { replicaCompliance } from '../replica-compliance.js'
+import { type ReplicaStoreFactory, replicaCompliance } from '../replica-compliance.js'
+import { txCompliance } from '../tx-compliance.js'
 
 // One server for the whole suite; every store is a namespace of its own on it.
 let server: RedisServer
@@ -16,7 +17,7 @@ beforeAll(async () => {
 })
 afterAll(stopAllRedis)
 
-replicaCompliance('redis', async (shape) => {
+const redisStore: ReplicaStoreFactory = async (shape) => {
   const namespace = `compliance-${randomUUID()}`
   const keys = new ReplicaKeys(namespace, shape.region, shape.partition)
   return {
@@ -28,4 +29,7 @@ replicaCompliance('redis', async (shape) => {
     },
     destroy: async () => {},
   }
-})
+}
+
+replicaCompliance('redis', redisStore)
+txCompliance('redis', redisStore)

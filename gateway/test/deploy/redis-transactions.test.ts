@@ -1,0 +1,90 @@
+/**
+ * Transactions on the Redis deployment across two regions (`causeway dev --backend redis`, 50 ms
+ * apart, gateways shipping over HTTP): a transaction's writes reach the other region as one unit
+ * (a snapshot read there holds all of them or none), a session reads its own transaction in the
+ * other region, and the partition logs (commit entries included) keep shipping.
+ *
+ * @module-tag redis (starts real redis-servers: see vitest.config.ts)
+ */
+import { readFile } from 'node:fs/promises'
+import { type Causeway, connect } from '@causeway/client'
+import { partitionOf } from '@causeway/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { parseClusterConfig } from '../../src/config/cluster-config.js'
+import { startCli, stopCli, urlsOf, type CliProcess } from '../cli/cli-process.js'
+
+let cli: CliProcess
+let urls: string[]
+let partitions: number
+const clients: Causeway[] = []
+
+beforeAll(async () => {
+  cli = startCli([
+    'dev',
+    '--backend',
+    'redis',
+    '--port',
+    '0',
+    '--regions',
+    '2',
+    '--partitions',
+    '3',
+    '--replicas',
+    '2',
+    '--wan-delay',
+    '50',
+    '--transactional',
+    'acct',
+  ])
+  urls = await urlsOf(cli, 2, 60_000)
+  const path = /^config (\S+)$/m.exec(cli.stdout())![1]!
+  partitions = parseClusterConfig(JSON.parse(await readFile(path, 'utf8')), path).partitions
+}, 70_000)
+
+afterAll(async () => {
+  for (const db of clients) await db.close()
+  if (cli) await stopCli(cli, 'SIGTERM')
+})
+
+async function client(region: number): Promise<Causeway> {
+  const db = await connect({ url: urls[region]! })
+  clients.push(db)
+  return db
+}
+
+describe('transactions on Redis across regions', () => {
+  it('reach the other region as one unit, and a session reads its own there', async () => {
+    const keys: string[] = []
+    for (let i = 0; new Set(keys.map((k) => partitionOf(k, partitions))).size < partitions; i++)
+      keys.push(`acct:u${i}`)
+    const writer = await client(0)
+    const reader = await client(1)
+    const snapshots: unknown[][] = []
+    let done = false
+    const watching = (async () => {
+      const deadline = Date.now() + 20_000
+      while (!done && Date.now() < deadline) {
+        const tx = await reader.transaction()
+        const values = await Promise.all(keys.map((k) => tx.get(k)))
+        snapshots.push(values)
+        done = values.every((v) => v === 'one')
+      }
+    })()
+    const { outcome } = await writer.runTransaction(async (tx) => {
+      for (const key of keys) tx.put(key, 'one')
+      return { outcome: 'applied' }
+    })
+    expect(outcome).toBe('applied')
+    await watching
+    expect(done).toBe(true)
+    for (const values of snapshots) expect(new Set(values).size, JSON.stringify(values)).toBe(1)
+
+    // Read your writes in the other region, in a transaction and in a plain read.
+    await writer.runTransaction((tx) => tx.put('acct:ryw', { n: 2 }))
+    const there = await writer.transaction({ region: 1, timeoutMs: 10_000 })
+    expect(await there.get('acct:ryw')).toEqual({ n: 2 })
+    expect((await writer.get('acct:ryw', { region: 1, timeoutMs: 10_000 })).value).toEqual({
+      n: 2,
+    })
+  }, 60_000)
+})
