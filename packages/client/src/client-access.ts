@@ -9,10 +9,12 @@
 import {
   CausewayError,
   HEADER_AFTER,
+  HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
   HLC_ZERO,
   SessionNotAvailableError,
+  formatClock,
   formatReadNeed,
   type ErrorCode,
   type Hlc,
@@ -51,6 +53,11 @@ export interface ClientParts {
   readonly defaults: Readonly<ResolvedDefaults>
   readonly partitions: number
   readonly maxKeyBytes: number
+  /**
+   * The cluster ships causally (`shipping: 'causal'`): every version a reply shows goes into the
+   * session's vector clock, and the `causal` levels are taken.
+   */
+  readonly causal: boolean
   /** Aborted when the client closes. */
   readonly closing: AbortSignal
   /** The call's timeout, checked, or the default. */
@@ -115,11 +122,14 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
   const replica = options?.replica === undefined ? d.replica : checkReplica(options.replica)
   const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
   const fallback = options?.fallback === undefined ? d.fallback : checkFallback(options.fallback)
+  checkCausal(parts, level)
   const need = parts.session.readNeed(call.partition, level)
   // Computed once: every attempt, retries and the home fallback included, sends exactly this.
   const after = need && formatReadNeed(need)
   const headers = { ...parts.headers }
   if (after !== undefined) headers[HEADER_AFTER] = after
+  const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
+  if (clock !== undefined) headers[HEADER_CLOCK] = clock
   const separator = call.path.includes('?') ? '&' : '?'
   const path = `${call.path}${separator}level=${level}&replica=`
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
@@ -164,7 +174,11 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
       if (res !== undefined) {
         if (res.status === 200) {
           const { reply, observed } = call.check(res.body, parts.regions.length)
-          for (const o of observed) parts.session.observeRead(call.partition, o)
+          for (const o of observed) {
+            parts.session.observeRead(call.partition, o)
+            if (parts.causal && o.dc !== undefined && o.ts !== undefined)
+              parts.session.observeClock(o.dc, o.ts)
+          }
           parts.changed()
           return { reply, attempts: tried.length + 1 }
         }
@@ -219,9 +233,12 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
   const durability =
     options?.durability === undefined ? d.durability : checkDurability(options.durability)
+  checkCausal(parts, level)
   const dt: Hlc = parts.session.writeDependency(level)
   const headers = { ...parts.headers }
   if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
+  const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
+  if (clock !== undefined) headers[HEADER_CLOCK] = clock
   if (call.context !== undefined) headers[HEADER_CONTEXT] = call.context
   if (call.body !== undefined) headers['content-type'] = 'application/json'
   if (call.withVector === true && level !== 'eventual') {
@@ -250,6 +267,7 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   if (res.status !== 200) throw CausewayError.fromBody(res.body, res.status)
   const reply = checkWriteReply(res.body, parts.regions.length)
   parts.session.observeWrite(call.partition, reply)
+  if (parts.causal) parts.session.observeClock(reply.dc, reply.ts)
   parts.changed()
   return {
     ts: reply.ts,
@@ -259,6 +277,16 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
     region: reply.region,
     context: reply.context,
   }
+}
+
+/** A `causal` call needs a cluster that ships causally (the gateway says the same). */
+function checkCausal(parts: ClientParts, level: string): void {
+  if (level === 'causal' && !parts.causal)
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      "level causal needs a cluster with shipping: 'causal'; this one ships fifo (use session)",
+      { level, shipping: 'fifo' },
+    )
 }
 
 /**

@@ -199,6 +199,7 @@ export class Causeway {
       defaults: this.defaults,
       partitions: this.#partitions,
       maxKeyBytes: this.#maxKeyBytes,
+      causal: init.topology.shipping === 'causal',
       closing: this.#closing.signal,
       timeout: (timeoutMs) => this.#timeout(timeoutMs),
       changed: () => this.#changed(),

@@ -110,6 +110,14 @@ export const ERROR_CODES = {
    * the receiving region, and its sender resumes from where it stopped.
    */
   UNSUPPORTED_LOG_FORMAT: 400,
+  /**
+   * Internal (causal shipping): an update label, a heartbeat or a batch of labels that cannot be
+   * taken: from a partition the cluster does not have, not in order (its partition's idx must
+   * follow on, its time must grow), or of a region that does not ship labels here. `details.field`
+   * names what is wrong. A vector of the wrong length is `INVALID_VECTOR`, a time too far ahead
+   * `CLOCK_SKEW_EXCEEDED`. Nothing of the batch was taken; the stabiliser goes on.
+   */
+  INVALID_LABEL: 400,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

@@ -1,7 +1,8 @@
 /**
  * The client-held session of NuKV: the `hrm`/`hwm` region×partition matrices (sparse: only the
  * partitions the session touched), the dependency times `dtR`/`dtW`, and each touched
- * partition's epoch. It is plain data so it can move between tabs, processes and devices:
+ * partition's epoch; in a cluster with causal shipping, also its vector clock (`vc`, one HLC per
+ * region: `causal-clock.ts`). It is plain data so it can move between tabs, processes and devices:
  * `JSON.stringify(session)` saves it, {@link Session.fromJSON} validates and restores it, and
  * {@link Session.merge} joins two (elementwise max).
  */
@@ -14,6 +15,14 @@ import {
   writeFollowsWrites,
 } from './consistency.js'
 import { MAX_SAFE_COUNTER } from './counter-bounds.js'
+import {
+  type VectorClock,
+  clockMaxInto,
+  clockTop,
+  isVectorClock,
+  isZeroClock,
+  zeroClock,
+} from './causal-clock.js'
 import { CausewayError } from './errors.js'
 import { HLC_ZERO, type Hlc, hlcMax, isHlc } from './hlc.js'
 import { type ReadNeed, maxInto } from './vector.js'
@@ -37,6 +46,11 @@ export interface SessionJSON {
   dtW: Hlc
   /** Touched partitions: epoch `e`, `hrm[:,p]` as `r` and `hwm[:,p]` as `w` (length `regions`). */
   p: Record<string, { e: number; r: number[]; w: number[] }>
+  /**
+   * Causal shipping: the vector clock, one HLC per region (the newest version of each region the
+   * session has seen). Absent while it has seen nothing.
+   */
+  vc?: Hlc[]
 }
 
 /** The shape of the cluster a session is bound to. */
@@ -85,11 +99,13 @@ export class Session {
   /** Highest HLC this session has written. */
   dtW: Hlc = HLC_ZERO
   readonly #rows = new Map<number, Row>()
+  #vc: Hlc[]
 
   constructor(scope: SessionScope) {
     this.cluster = scope.cluster
     this.regions = scope.regions
     this.partitions = scope.partitions
+    this.#vc = zeroClock(scope.regions)
   }
 
   /**
@@ -125,7 +141,7 @@ export class Session {
   toJSON(): SessionJSON {
     const p: SessionJSON['p'] = {}
     for (const [part, row] of this.#rows) p[part] = { e: row.epoch, r: [...row.r], w: [...row.w] }
-    return {
+    const json: SessionJSON = {
       v: SESSION_FORMAT_VERSION,
       cluster: this.cluster,
       regions: this.regions,
@@ -134,6 +150,21 @@ export class Session {
       dtW: this.dtW,
       p,
     }
+    if (!isZeroClock(this.#vc)) json.vc = [...this.#vc]
+    return json
+  }
+
+  /** The vector clock (causal shipping): the newest version of each region seen. A copy. */
+  clock(): Hlc[] {
+    return [...this.#vc]
+  }
+
+  /**
+   * Records a version of region `dc` stamped `ts` in the vector clock (a causal cluster's SDK does
+   * for every version a reply shows).
+   */
+  observeClock(dc: number, ts: Hlc): void {
+    if (dc >= 0 && dc < this.regions && ts > this.#vc[dc]!) this.#vc[dc] = ts
   }
 
   /** An independent copy. */
@@ -169,6 +200,7 @@ export class Session {
     }
     this.dtR = hlcMax(this.dtR, o.dtR)
     this.dtW = hlcMax(this.dtW, o.dtW)
+    clockMaxInto(this.#vc, o.#vc)
     for (const [p, theirs] of o.#rows) {
       const mine = this.#rows.get(p)
       if (!mine || theirs.epoch > mine.epoch) {
@@ -194,12 +226,21 @@ export class Session {
     return { epoch: row.epoch, need }
   }
 
-  /** The dependency time a write at `level` sends (NuKV Alg. 1 lines 21–28). */
+  /**
+   * The dependency time a write at `level` sends (NuKV Alg. 1 lines 21–28); a `causal` write's
+   * is past its whole vector clock too, so it is stamped after everything the session saw.
+   */
   writeDependency(level: WriteLevel): Hlc {
     let dt = HLC_ZERO
     if (writeFollowsWrites(level)) dt = hlcMax(dt, this.dtW)
     if (writeFollowsReads(level)) dt = hlcMax(dt, this.dtR)
+    if (level === 'causal') dt = hlcMax(dt, clockTop(this.#vc))
     return dt
+  }
+
+  /** @internal Used by {@link Session.fromJSON} after validation. */
+  restoreClock(vc: VectorClock): void {
+    this.#vc = [...vc]
   }
 
   /** Records a read reply: `hrm[dc][p] = max(.., idx)`, `dtR = max(dtR, ts)`. */
@@ -268,6 +309,10 @@ function parseSessionJSON(data: unknown): Session {
   const s = new Session({ cluster: j.cluster, regions, partitions: j.partitions })
   s.dtR = j.dtR
   s.dtW = j.dtW
+  if (j.vc !== undefined) {
+    if (!isVectorClock(j.vc, regions)) throw bad(`vc must be an array of ${regions} HLCs`)
+    s.restoreClock(j.vc)
+  }
   const vector = (v: unknown, what: string): number[] => {
     if (!Array.isArray(v) || v.length !== regions)
       throw bad(`${what} must be an array of ${regions} indexes`)

@@ -5,6 +5,7 @@
  */
 import {
   HEADER_AFTER,
+  HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
   HEADER_OP_ID,
@@ -27,7 +28,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { CONTEXT_HEADER, DT_HEADER, OP_ID_HEADER, afterHeader } from '../header-schemas.js'
+import {
+  CONTEXT_HEADER,
+  DT_HEADER,
+  OP_ID_HEADER,
+  afterHeader,
+  clockHeader,
+} from '../header-schemas.js'
 import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
 import { opIdHeader, writeOpOf } from '../op-request.js'
@@ -40,12 +47,6 @@ export interface KvRoutesOptions {
 }
 
 const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
-
-const WriteHeadersSchema = Type.Object({
-  [HEADER_DT]: Type.Optional(DT_HEADER),
-  [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
-  [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
-})
 
 function writeReply(
   result: WriteResult,
@@ -75,6 +76,13 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   const shape = service.shape()
   const ReadHeadersSchema = Type.Object({
     [HEADER_AFTER]: Type.Optional(afterHeader(shape.regionNames.length)),
+    [HEADER_CLOCK]: Type.Optional(clockHeader(shape.regionNames.length)),
+  })
+  const WriteHeadersSchema = Type.Object({
+    [HEADER_DT]: Type.Optional(DT_HEADER),
+    [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
+    [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
+    [HEADER_CLOCK]: Type.Optional(clockHeader(shape.regionNames.length)),
   })
   app.get(
     '/v1/kv/:key',
@@ -98,6 +106,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         request.query,
         request.headers,
         shape,
+        { causal: true },
       )
       metrics.observeAfterHeader(read.level, afterBytes)
       const result = await service.read(read)
@@ -129,7 +138,9 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
     },
     async (request, reply) => {
       const value = encodeValue(request.body.value)
-      const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
+      const write = parseWrite(request.params.key, value, request.query, request.headers, shape, {
+        causal: true,
+      })
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
         write.op = writeOpOf(opId, {
@@ -158,7 +169,14 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
+      const write = parseWrite(
+        request.params.key,
+        undefined,
+        request.query,
+        request.headers,
+        shape,
+        { causal: true },
+      )
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
         write.op = writeOpOf(opId, {
