@@ -102,7 +102,13 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
     },
     ...(config.auth.clusterSecret === undefined
       ? {}
-      : { shipping: { receiver: cluster, maxBatchBytes: config.shipping.maxBatchBytes } }),
+      : {
+          shipping: {
+            receiver: cluster,
+            maxBatchBytes: config.shipping.maxBatchBytes,
+            ...(cluster.causal ? { labels: cluster.causal } : {}),
+          },
+        }),
     http: { ...config.http, ...options.http },
     ...(limiter === undefined
       ? {}

@@ -125,6 +125,43 @@ describe('causality across keys, embedded cluster, per-partition WAN delays', ()
     expect(Object.keys(result.failures), context).toEqual([])
   }, 60_000)
 
+  it('three regions, clients that switch region: no anomaly, and the session guarantees', async () => {
+    dev = await startDevCluster({
+      regions: 3,
+      partitions: PARTITIONS,
+      replicas: 1,
+      port: 0,
+      sync: false,
+      shipping: 'causal',
+      partitionWanDelaysMs: [150, 0, 150, 0],
+      wanDelayMs: 20,
+      logger: false,
+    })
+    const result = await runWorkload({
+      connect,
+      url: dev.urls,
+      regions: 3,
+      clients: 9,
+      keys: keysOver(1, 'three'),
+      opsPerClient: 60,
+      durationMs: 8_000,
+      pauseMs: 30,
+      // A client that moves waits there until the new region has applied what it has seen.
+      switchRegionProbability: 0.2,
+      mix: { get: 3, put: 2, delete: 0 },
+      level: { read: 'causal', write: 'causal' },
+      seed: 31,
+      timeoutMs: 5_000,
+      convergence: { timeoutMs: 10_000 },
+    })
+    const report = checkHistory(result.history)
+    const context = `seed ${result.seed}, failures ${JSON.stringify(result.failures)}\n${formatReport(report)}`
+    expect(report.violations, context).toEqual([])
+    expect(result.converged, context).toBe(true)
+    expect(report.results.causal!.crossRegion, context).toBeGreaterThan(50)
+    expect(Object.keys(result.failures), context).toEqual([])
+  }, 60_000)
+
   it('loses no update and shows no anomaly when a stabiliser leader stops mid-run', async () => {
     let takeoverMs = Infinity
     let before = ''

@@ -167,7 +167,7 @@ export class CausalApplier {
       wave = wave.slice(0, data.cut)
       if (wave.length > 0) {
         await this.#apply(k, applied, data)
-        await store.labels.pop(k, wave.length)
+        await store.labels.pop(k, head.first, wave.length)
         await this.#raise(k, wave.at(-1)!.vts[k]!)
         await this.#announce(k, head.first + wave.length, head.stable, head.stableAt)
         await Promise.all([...data.last.entries()].map(([p, idx]) => store.inbox.drop(k, p, idx)))

@@ -147,8 +147,9 @@ export class MemoryReceiverStore implements ReceiverStore, LabelQueues, CausalIn
     })
   }
 
-  pop(origin: number, count: number): Promise<void> {
+  pop(origin: number, first: number, count: number): Promise<void> {
     const queue = this.#queue(origin)
+    if (queue.popped !== first) return Promise.resolve()
     const n = Math.min(count, queue.labels.length - queue.head)
     queue.head += n
     queue.popped += n

@@ -35,8 +35,12 @@ export interface LabelQueues {
   head(origin: number, max: number): Promise<QueuedLabels>
   /** How many labels of `origin` are queued. */
   queued(origin: number): Promise<number>
-  /** Removes the first `count` labels of `origin`'s queue (applied). */
-  pop(origin: number, count: number): Promise<void>
+  /**
+   * Removes the first `count` labels of `origin`'s queue (applied), if its head is still at
+   * position `first` (a leader that lost its lease and finishes a wave another has taken up must
+   * not remove labels twice).
+   */
+  pop(origin: number, first: number, count: number): Promise<void>
   /**
    * Resolves once `origin`'s queue holds labels past position `after` (or a newer stable time
    * than `stable`), or after `ms`.
