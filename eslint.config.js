@@ -77,6 +77,16 @@ export default tseslint.config(
     languageOptions: { globals: { process: 'readonly', URL: 'readonly', console: 'readonly' } },
   },
   {
+    // The demo app's service worker: plain JavaScript the build copies with its file list.
+    files: ['examples/offline-mobile/sw/**/*.js'],
+    languageOptions: {
+      sourceType: 'script',
+      globals: Object.fromEntries(
+        ['self', 'caches', 'fetch', 'URL', 'Promise'].map((name) => [name, 'readonly']),
+      ),
+    },
+  },
+  {
     // The status page's script runs in browsers (type-checked with the DOM types too).
     files: ['gateway/static/**/*.js'],
     languageOptions: {

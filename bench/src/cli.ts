@@ -1,22 +1,22 @@
 /**
- * `npm run bench -- <suite...> [--quick] [--backend memory|disk|redis]`: runs benchmark suites
- * and writes `bench/results/<suite>.json`. A full run also writes its section (tables, PNG
- * charts) into `docs/benchmarks.md`; a `--quick` run renders them under `bench/results/tmp/`
- * instead, so smoke checks never overwrite the recorded numbers.
+ * `npm run bench -- <suite...> [--quick] [--backend memory|disk|redis]`: runs benchmark suites.
+ * A full run writes `bench/results/<suite>.json` and its section (tables, PNG charts) of
+ * `docs/benchmarks.md`; a `--quick` run writes both under `bench/results/tmp/` instead
+ * (`run-output.ts`), so smoke checks never overwrite the recorded numbers.
  *
  * `npm run bench -- bundle` only builds the k6 bundle (`bench/dist/causeway-k6.js`);
- * `npm run bench -- report [suite...]` writes the report again from the saved results.
+ * `npm run bench -- report [suite...]` writes the report again from the saved full runs
+ * (`--quick`: from the saved quick runs, into `bench/results/tmp/benchmarks.md`).
  */
-import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { loadavg } from 'node:os'
+import { resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseArgs } from 'node:util'
 import { type Backend } from './cluster-process.js'
 import { buildK6Bundle } from './k6-bundle.js'
 import { findK6 } from './k6-runner.js'
-import { type MachineFacts, describeMachine, machineFacts } from './machine.js'
-import { chartPng } from './report/chart.js'
-import { replaceSection } from './report/markdown.js'
+import { machineFacts } from './machine.js'
+import { type RunRecord, loadRecord, saveRecord, writeReport } from './run-output.js'
 import type { Suite } from './suite.js'
 import { bigsetsSuite } from './suites/bigsets.js'
 import { bookkeepingSuite } from './suites/bookkeeping.js'
@@ -39,85 +39,41 @@ const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 /** What `--quick` over every suite may take, in seconds (builds included, it must stay under 3 min). */
 const QUICK_BUDGET_S = 150
 
-const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|disk|redis]
+/** The suites that can measure a second checkout beside this one (`--baseline`). */
+const WITH_BASELINE = ['gateway']
+
+const USAGE = `Usage: npm run bench -- [suite...] [--quick] [--backend memory|disk|redis] [--baseline DIR]
 
 Suites (all of them when none is named):
 ${SUITES.map((s) => `  ${s.name.padEnd(12)} ${s.title}`).join('\n')}
   bundle       only build the k6 bundle (bench/dist/causeway-k6.js)
-  report [suite...]  write the report again from bench/results/*.json (measures nothing)
+  report [suite...]  write docs/benchmarks.md again from bench/results/*.json (measures
+               nothing; with --quick, bench/results/tmp/benchmarks.md from the quick runs)
 
-  --quick      short runs for smoke checks (every suite together in under 3 minutes)
+  --quick      short runs for smoke checks (every suite together in under 3 minutes); their
+               results and report go to bench/results/tmp/ (gitignored), never over the
+               recorded full runs
   --backend B  storage of the clusters: memory (default), disk, or redis (when available)
+  --baseline DIR  also run the clusters from another checkout's build (npm ci && npm run build
+               there first), side by side in the same run: before and after (${WITH_BASELINE.join(', ')})
 `
 
-const repo = (p: string): string => fileURLToPath(new URL(`../../${p}`, import.meta.url))
+/** The repository's root. */
+const root = fileURLToPath(new URL('../../', import.meta.url))
 
-function commandLine(names: string[], quick: boolean, backend: Backend): string {
+function commandLine(
+  names: string[],
+  quick: boolean,
+  backend: Backend,
+  baseline: string | undefined,
+): string {
   const args = [
     ...names,
     ...(quick ? ['--quick'] : []),
     ...(backend === 'memory' ? [] : ['--backend', backend]),
+    ...(baseline === undefined ? [] : ['--baseline', baseline]),
   ]
   return `npm run bench -- ${args.join(' ')}`
-}
-
-/** Where a run's results go: the suite's name, with the backend unless it is the default. */
-function runId(suite: Suite, backend: Backend): string {
-  return backend === 'memory' ? suite.name : `${suite.name}-${backend}`
-}
-
-/** What `bench/results/<id>.json` holds: one run of one suite. */
-interface RunRecord {
-  suite: string
-  quick: boolean
-  backend: Backend
-  command: string
-  started: string
-  seconds: number
-  machine: MachineFacts
-  results: unknown
-}
-
-/** Writes a run's section (tables, PNG charts) into the report; returns the report's path. */
-async function writeReport(suite: Suite, record: RunRecord): Promise<string> {
-  const id = runId(suite, record.backend)
-  const docsDir = record.quick ? repo('bench/results/tmp') : repo('docs')
-  const output = suite.report(record.results, record.quick)
-  const images = `${docsDir}/benchmarks`
-  await mkdir(images, { recursive: true })
-  const pictures: string[] = []
-  for (const chart of output.charts) {
-    const file = `${id}-${chart.file}.png`
-    await writeFile(`${images}/${file}`, await chartPng(chart.spec))
-    pictures.push(`![${chart.title}](benchmarks/${file})`)
-  }
-  const title =
-    record.backend === 'memory' ? suite.title : `${suite.title} (${record.backend} backend)`
-  const when = `${record.started.slice(0, 16).replace('T', ' ')} UTC, ${record.seconds} s`
-  const body = [
-    `## ${title}`,
-    '',
-    `Command: \`${record.command}\` (${when}).`,
-    `Machine: ${describeMachine(record.machine)}`,
-    '',
-    output.markdown,
-    '',
-    ...pictures.flatMap((p) => [p, '']),
-  ].join('\n')
-  const path = `${docsDir}/benchmarks.md`
-  let document: string
-  try {
-    document = await readFile(path, 'utf8')
-  } catch {
-    document =
-      '# Benchmarks\n\nGenerated sections are replaced by `npm run bench`; text outside them is kept.\n'
-  }
-  await writeFile(path, replaceSection(document, id, body))
-  return path
-}
-
-function resultsPath(suite: Suite, backend: Backend): string {
-  return repo(`bench/results/${runId(suite, backend)}.json`)
 }
 
 async function main(): Promise<number> {
@@ -126,6 +82,7 @@ async function main(): Promise<number> {
     options: {
       quick: { type: 'boolean', default: false },
       backend: { type: 'string', default: 'memory' },
+      baseline: { type: 'string' },
       help: { type: 'boolean', short: 'h', default: false },
     },
   })
@@ -152,11 +109,23 @@ async function main(): Promise<number> {
     process.stderr.write(`unknown suite ${unknown.join(', ')}\n\n${USAGE}`)
     return 2
   }
+  const baseline = values.baseline === undefined ? undefined : resolve(values.baseline)
+  const unable = names.filter((n) => !WITH_BASELINE.includes(n))
+  if (baseline !== undefined && unable.length > 0) {
+    process.stderr.write(`--baseline: ${unable.join(', ')} cannot measure a baseline\n\n${USAGE}`)
+    return 2
+  }
   if (rerender) {
     // Write the report again from saved results, measuring nothing.
     for (const suite of suites as Suite[]) {
-      const record = JSON.parse(await readFile(resultsPath(suite, backend), 'utf8')) as RunRecord
-      console.log(`${suite.name}: report in ${await writeReport(suite, record)}`)
+      const record = await loadRecord(
+        root,
+        suite.name,
+        backend,
+        values.quick,
+        baseline !== undefined,
+      )
+      console.log(`${suite.name}: report in ${await writeReport(root, suite, record)}`)
     }
     return 0
   }
@@ -178,6 +147,7 @@ async function main(): Promise<number> {
     const results = await suite.measure({
       quick,
       backend,
+      baseline,
       log: (line) => console.log(`  ${line}`),
     })
     machine.loadEnd = loadavg()[0]
@@ -185,16 +155,15 @@ async function main(): Promise<number> {
       suite: suite.name,
       quick,
       backend,
-      command: commandLine([suite.name], quick, backend),
+      command: commandLine([suite.name], quick, backend, baseline),
       started: started.toISOString(),
       seconds: Math.round((Date.now() - started.getTime()) / 1000),
       machine,
       results,
+      ...(baseline === undefined ? {} : { baseline }),
     }
-    const path = resultsPath(suite, backend)
-    await mkdir(repo('bench/results'), { recursive: true })
-    await writeFile(path, JSON.stringify(record, null, 2) + '\n')
-    const docs = await writeReport(suite, record)
+    const path = await saveRecord(root, record)
+    const docs = await writeReport(root, suite, record)
     console.log(`${suite.name}: ${record.seconds} s; results in ${path}; report in ${docs}`)
   }
   const totalS = Math.round((Date.now() - runStarted) / 1000)

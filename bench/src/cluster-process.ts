@@ -29,6 +29,13 @@ export interface ClusterConfig {
   maxValueBytes?: number
   /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
   nodeFlags?: string[]
+  /**
+   * Another checkout of Causeway whose built CLI (`<checkout>/gateway/dist/cli.js`, so run `npm
+   * ci && npm run build` there first) runs the cluster instead of this one: the baseline of a
+   * before/after comparison (`npm run bench -- gateway --baseline <checkout>`).
+   * @default this checkout
+   */
+  checkout?: string
 }
 
 /** A running cluster. */
@@ -39,6 +46,8 @@ export interface ClusterProcess {
   pid: number
   /** The Redis deployment's cluster config file (`--backend redis` only). */
   configPath?: string
+  /** The process ids of its gateway processes (`--backend redis` only; else the one process). */
+  gatewayPids: number[]
   /** Stops it gracefully (SIGTERM), killing it if it does not exit in time. */
   stop(): Promise<void>
 }
@@ -56,7 +65,8 @@ export const FROM_SOURCE = ['--conditions=@causeway/source', '--import', 'tsx']
  * first), the TypeScript sources when it runs from its own (the tests), so a test never runs a
  * build that is missing or older than the sources.
  */
-export function causewayCommand(): string[] {
+export function causewayCommand(checkout?: string): string[] {
+  if (checkout !== undefined) return [join(checkout, 'gateway/dist/cli.js')]
   if (import.meta.url.endsWith('.ts')) return [...FROM_SOURCE, repo('gateway/src/cli.ts')]
   return [repo('gateway/dist/cli.js')]
 }
@@ -124,6 +134,8 @@ function redisDevArgs(config: ClusterConfig): string[] {
 }
 
 const REGION_LINE = /^region (\d+) \(([^)]*)\) (http:\/\/\S+)$/
+// `causeway dev --backend redis` names each gateway process it starts.
+const GATEWAY_LINE = /^gateway \d+\.\d+ \S+ pid (\d+)$/
 
 /** Starts `causeway dev` for `config`; resolves once every region's URL is printed. */
 export async function startCluster(
@@ -134,8 +146,8 @@ export async function startCluster(
     config.backend === 'disk' ? await mkdtemp(join(tmpdir(), 'causeway-bench-')) : undefined
   const child = spawn(
     process.execPath,
-    [...(config.nodeFlags ?? []), ...causewayCommand(), ...devArgs(config, dataDir)],
-    { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.cwd ?? repo('.') },
+    [...(config.nodeFlags ?? []), ...causewayCommand(config.checkout), ...devArgs(config, dataDir)],
+    { stdio: ['ignore', 'pipe', 'pipe'], cwd: options.cwd ?? config.checkout ?? repo('.') },
   )
   let stderr = ''
   child.stderr!.on('data', (chunk: Buffer) => {
@@ -146,7 +158,7 @@ export async function startCluster(
     if (dataDir) await rm(dataDir, { recursive: true, force: true })
   }
   try {
-    const { urls, configPath } = await readUrls(
+    const { urls, configPath, gatewayPids } = await readUrls(
       child,
       config.regions,
       options.startTimeoutMs ?? 60_000,
@@ -157,6 +169,7 @@ export async function startCluster(
       urls,
       ...(configPath === undefined ? {} : { configPath }),
       pid: child.pid!,
+      gatewayPids: gatewayPids.length > 0 ? gatewayPids : [child.pid!],
       stop: () =>
         (stopping ??= (async () => {
           if (child.exitCode === null && child.signalCode === null) {
@@ -181,9 +194,10 @@ function readUrls(
   regions: number,
   timeoutMs: number,
   stderr: () => string,
-): Promise<{ urls: string[]; configPath?: string }> {
+): Promise<{ urls: string[]; configPath?: string; gatewayPids: number[] }> {
   return new Promise((resolve, reject) => {
     const urls: string[] = []
+    const gatewayPids: number[] = []
     let configPath: string | undefined
     let buffered = ''
     const fail = (why: string): void => {
@@ -202,12 +216,16 @@ function readUrls(
         buffered = buffered.slice(nl + 1)
         const m = REGION_LINE.exec(line)
         if (m) urls[Number(m[1])] = m[3]!
+        const g = GATEWAY_LINE.exec(line)
+        if (g) gatewayPids.push(Number(g[1]))
         if (line.startsWith('config ')) configPath = line.slice('config '.length)
       }
       if (urls.filter(Boolean).length === regions) {
         clearTimeout(timer)
         child.off('exit', onExit)
-        resolve(configPath === undefined ? { urls } : { urls, configPath })
+        resolve(
+          configPath === undefined ? { urls, gatewayPids } : { urls, configPath, gatewayPids },
+        )
       }
     })
   })

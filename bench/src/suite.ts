@@ -11,6 +11,11 @@ export interface SuiteContext {
   quick: boolean
   /** Storage backend of the clusters the suite starts. */
   backend: Backend
+  /**
+   * Another checkout to measure beside this one (`--baseline <checkout>`, its build), for a
+   * before/after comparison in one run; only suites that say so use it.
+   */
+  baseline?: string | undefined
   /** Progress output. */
   log(line: string): void
 }

@@ -14,7 +14,7 @@ import {
 } from '../src/k6-runner.js'
 import { chartPng, lineChart } from '../src/report/chart.js'
 import { replaceSection, table } from '../src/report/markdown.js'
-import { componentOf, summariseProfile } from '../src/suites/profile.js'
+import { componentOf, mergeProfiles, summariseProfile } from '../src/suites/profile.js'
 
 const scenario = (name: string, durationS = 5): PlannedScenario => ({
   name,
@@ -238,5 +238,10 @@ describe('harness', () => {
     })
     expect(componentOf('node:internal/streams/writable', 'x')).toBe('node:streams')
     expect(componentOf('file:///w/packages/core/src/hlc.ts', 'x')).toBe('@causeway/core')
+    // Several processes (the gateways of a Redis deployment) sum as one, their ids kept apart.
+    const both = summariseProfile(mergeProfiles([profile, profile]))
+    expect(both.busyMs).toBe(10)
+    expect(both.idleMs).toBe(12)
+    expect(both.components.map((c) => [c.name, c.ms])[0]).toEqual(['abstract-level', 6])
   })
 })

@@ -4,15 +4,22 @@
  *
  * - `change-feed`: a write in region A to a watcher in region B, against the injected one-way WAN
  *   delay (the floor).
+ * - `replay`: 1,000 writes queued offline and replayed by the SDK vs the same writes online.
+ * - `outbox-cost`: online writes with `persist` (classic-level) vs without.
  *
  * Add a case by appending it to {@link OFFLINE_CASES}.
  */
 import { changeFeedLatency } from '../offline/change-feed-latency.js'
+import { outboxCost, replayThroughput } from '../offline/sdk-writes.js'
 import type { OfflineCase } from '../offline/offline-case.js'
 import type { Suite } from '../suite.js'
 
 /** The cases of the suite, measured in this order. */
-export const OFFLINE_CASES: OfflineCase[] = [changeFeedLatency as OfflineCase]
+export const OFFLINE_CASES: OfflineCase[] = [
+  changeFeedLatency as OfflineCase,
+  replayThroughput as OfflineCase,
+  outboxCost as OfflineCase,
+]
 
 /** What the suite records: each case's results by its name. */
 export type OfflineResults = Record<string, unknown>
@@ -20,7 +27,7 @@ export type OfflineResults = Record<string, unknown>
 /** The `offline` suite. */
 export const offlineSuite: Suite<OfflineResults> = {
   name: 'offline',
-  title: 'Offline-first: change feed latency across regions',
+  title: 'Offline-first: change feed latency, replay throughput, outbox cost',
   estimateS: (quick) => OFFLINE_CASES.reduce((sum, c) => sum + c.estimateS(quick), 0),
   async measure(ctx) {
     const results: OfflineResults = {}

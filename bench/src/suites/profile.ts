@@ -13,7 +13,11 @@ import { fixed, table, whole } from '../report/markdown.js'
 import type { Suite, SuiteContext } from '../suite.js'
 
 interface CpuProfile {
-  nodes: { id: number; callFrame: { functionName: string; url: string; lineNumber: number } }[]
+  nodes: {
+    id: number
+    callFrame: { functionName: string; url: string; lineNumber: number }
+    children?: number[]
+  }[]
   samples: number[]
   timeDeltas: number[]
 }
@@ -32,6 +36,8 @@ export interface ProfileResults {
   cluster: ClusterConfig
   load: ScenarioResult
   vus: number
+  /** How many processes were profiled (the gateway processes of a Redis deployment). */
+  processes?: number
   /** Profiled time that was not idle, ms. */
   busyMs: number
   idleMs: number
@@ -107,11 +113,31 @@ export function summariseProfile(
   }
 }
 
-async function run(ctx: SuiteContext): Promise<ProfileResults> {
-  if (ctx.backend === 'redis') {
-    // --cpu-prof would profile the launcher, not the gateway processes it starts.
-    throw new Error('the profile suite profiles the embedded gateway: use --backend memory or disk')
+/**
+ * One profile of several processes' profiles (their nodes renumbered apart), so the time of the
+ * gateway processes of a Redis deployment sums as one.
+ */
+export function mergeProfiles(profiles: readonly CpuProfile[]): CpuProfile {
+  const merged: CpuProfile = { nodes: [], samples: [], timeDeltas: [] }
+  let offset = 0
+  for (const p of profiles) {
+    let top = 0
+    for (const node of p.nodes) {
+      merged.nodes.push({
+        ...node,
+        id: node.id + offset,
+        ...(node.children ? { children: node.children.map((c) => c + offset) } : {}),
+      })
+      top = Math.max(top, node.id)
+    }
+    merged.samples.push(...p.samples.map((id) => id + offset))
+    merged.timeDeltas.push(...p.timeDeltas)
+    offset += top + 1
   }
+  return merged
+}
+
+async function run(ctx: SuiteContext): Promise<ProfileResults> {
   const dir = await mkdtemp(join(tmpdir(), 'causeway-prof-'))
   const cluster: ClusterConfig = {
     backend: ctx.backend,
@@ -145,10 +171,23 @@ async function run(ctx: SuiteContext): Promise<ProfileResults> {
     } finally {
       await dev.stop()
     }
-    const file = (await readdir(dir)).find((f) => f.endsWith('.cpuprofile'))
-    if (!file) throw new Error(`node --cpu-prof wrote no profile in ${dir}`)
-    const profile = JSON.parse(await readFile(join(dir, file), 'utf8')) as CpuProfile
-    return { cluster, load, vus, ...summariseProfile(profile) }
+    // The cluster's process, or (Redis) its gateway processes: `causeway dev` passes its Node
+    // flags on to them, and each writes `CPU.<date>.<time>.<pid>.<thread>.<n>.cpuprofile`.
+    const files = (await readdir(dir)).filter((f) =>
+      dev.gatewayPids.some((pid) => f.endsWith('.cpuprofile') && f.includes(`.${pid}.`)),
+    )
+    if (files.length !== dev.gatewayPids.length)
+      throw new Error(`node --cpu-prof wrote ${files.length} of the profiles in ${dir}`)
+    const profiles = await Promise.all(
+      files.map(async (f) => JSON.parse(await readFile(join(dir, f), 'utf8')) as CpuProfile),
+    )
+    return {
+      cluster,
+      load,
+      vus,
+      processes: files.length,
+      ...summariseProfile(mergeProfiles(profiles)),
+    }
   } finally {
     await rm(dir, { recursive: true, force: true })
   }
@@ -156,11 +195,15 @@ async function run(ctx: SuiteContext): Promise<ProfileResults> {
 
 function report(r: ProfileResults): string {
   const pct = (x: number): string => `${(x * 100).toFixed(1)}%`
+  const what =
+    r.cluster.backend === 'redis'
+      ? `The ${r.processes ?? r.cluster.regions} gateway processes of a Redis deployment (${r.cluster.regions} regions × ${r.cluster.partitions} partitions × ${r.cluster.replicas} replicas, each replica its own redis-server; their profiles summed)`
+      : `The whole cluster (one Node process: both regions' gateways, ${r.cluster.partitions} partitions × ${r.cluster.replicas} replicas × ${r.cluster.regions} regions, ${r.cluster.backend})`
   return [
-    `The whole cluster (one Node process: both regions' gateways, ${r.cluster.partitions} partitions × ${r.cluster.replicas} replicas × ${r.cluster.regions} regions, ${r.cluster.backend}) ` +
+    `${what} ` +
       `profiled with \`node --cpu-prof\` while ${r.vus} k6 VUs ran the 50:50 session workload ` +
       `(${whole(r.load.throughput)} calls/s, ${fixed(r.load.latency.avg)} ms average). ` +
-      `The process was busy ${whole(r.busyMs)} ms of the profile and idle ${whole(r.idleMs)} ms. Shares are of the busy time, self time only.`,
+      `${r.processes && r.processes > 1 ? 'The processes were' : 'The process was'} busy ${whole(r.busyMs)} ms of the profile and idle ${whole(r.idleMs)} ms. Shares are of the busy time, self time only.`,
     '',
     '**By component:**',
     '',

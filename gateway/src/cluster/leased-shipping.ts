@@ -12,6 +12,7 @@
 import type { ShipperStatus } from '@causeway/core'
 import { GatewayHealth } from '../replication/gateway-health.js'
 import { HttpShippingLink } from '../replication/http-shipping-link.js'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import { Shipper } from '../replication/shipper.js'
 import type { ShippingLink } from '../replication/shipping-link.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -38,8 +39,8 @@ export interface LeasedShippingOptions {
    * @default a random UUID per lease
    */
   token?: string
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Emulated one-way WAN delay added to every shipping request and its answer, in ms (benchmarks
    * on one machine; see {@link DelayedShippingLink}).

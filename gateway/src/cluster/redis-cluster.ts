@@ -27,6 +27,7 @@ import { CausewayError, type ShipEnvelope } from '@causeway/core'
 import { CausalRegion } from '../replication/causal/causal-region.js'
 import { DelayedLabelLink, HttpLabelLink } from '../replication/causal/http-label-link.js'
 import type { LabelLink } from '../replication/causal/label-link.js'
+import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
@@ -59,8 +60,8 @@ export interface RedisClusterOptions {
    * @default 24 hours
    */
   opRetentionMs?: number
-  /** The fetch of the shipping links (tests inject one). @default globalThis.fetch */
-  fetch?: typeof fetch
+  /** The HTTP client of the shipping links (tests inject a `fetch`). @default `keepAliveFetch` */
+  fetch?: ShippingFetch
   /**
    * Told about background events: a replica that could not be opened yet (and is retried), one
    * that opened late, shipping failures (retried), lease changes, a gateway of another region

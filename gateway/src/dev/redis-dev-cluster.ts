@@ -109,6 +109,13 @@ export interface RedisDevClusterOptions {
    */
   skewWaitMs?: number
   /**
+   * The URL the other regions ship to for each gateway (the config's `regions[].gateways`), given
+   * the gateway's own URL: the chaos suite puts a TCP proxy there that it can cut. Clients still
+   * reach the gateways directly.
+   * @default the gateway's own URL
+   */
+  shippingVia?: (gateway: { region: number; index: number; url: string }) => Promise<string>
+  /**
    * Time limits and the connection cap of the gateways, written to the config's `http`.
    * @default the gateway's defaults
    */
@@ -271,6 +278,16 @@ export async function startRedisDevCluster(
         `publicUrls has ${options.publicUrls.length} URLs; the cluster has ${regions} regions`,
       )
 
+    const shippingUrls = await Promise.all(
+      gatewayPorts.map((ports, d) =>
+        Promise.all(
+          ports.map((port, index) => {
+            const url = urlOf(port)
+            return options.shippingVia ? options.shippingVia({ region: d, index, url }) : url
+          }),
+        ),
+      ),
+    )
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
       cluster: previous?.cluster ?? randomUUID(),
@@ -278,7 +295,7 @@ export async function startRedisDevCluster(
       regions: names.map((name, d) => ({
         name,
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
-        gateways: gatewayPorts[d]!.map(urlOf),
+        gateways: shippingUrls[d]!,
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
       })),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },

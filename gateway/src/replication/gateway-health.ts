@@ -9,6 +9,7 @@
  * One instance serves every link of a process to the region (they share the probes); it probes
  * only while some link holds it ({@link GatewayHealth.retain}).
  */
+import type { ShippingFetch } from './keep-alive-fetch.js'
 
 /** Options of a {@link GatewayHealth}. */
 export interface GatewayHealthOptions {
@@ -28,7 +29,7 @@ export interface GatewayHealthOptions {
    * The fetch to use (tests inject one).
    * @default globalThis.fetch
    */
-  fetch?: typeof fetch
+  fetch?: ShippingFetch
   /**
    * Told when a gateway goes down or comes back up.
    * @default nothing
@@ -45,7 +46,7 @@ export class GatewayHealth {
   readonly gateways: readonly string[]
   readonly #intervalMs: number
   readonly #timeoutMs: number
-  readonly #fetch: typeof fetch
+  readonly #fetch: ShippingFetch
   readonly #onChange: (gateway: string, up: boolean) => void
   /** Gateways are up until a health check says otherwise. */
   readonly #up: boolean[]
@@ -159,8 +160,14 @@ export class GatewayHealth {
     }
     timer = setTimeout(expire, this.#timeoutMs)
     try {
-      const res = await this.#fetch(gateway + HEALTH_PATH, { signal: abort.signal })
-      await res.body?.cancel().catch(() => undefined)
+      const res = await this.#fetch(gateway + HEALTH_PATH, {
+        method: 'GET',
+        headers: {},
+        body: null,
+        signal: abort.signal,
+      })
+      // Read to the end, so the connection is free for the next request.
+      await res.json().catch(() => undefined)
       return res.status === 200
     } catch {
       return false

@@ -6,7 +6,11 @@
  *
  * FIFO: requests go one at a time, in the order they were made, so a batch never overtakes the
  * one before it (HTTP on several connections would reorder them, and the receiver would see gaps).
- * An envelope larger than `maxBatchBytes` goes as several envelopes, in order.
+ * Envelopes sent while a request is on its way wait together and go as one envelope when their
+ * turn comes (they follow each other: the shipper sends consecutive batches), so a busy link makes
+ * fewer, larger requests instead of a queue of small ones; each sender gets the checkpoint of the
+ * request that carried its entries. An envelope larger than `maxBatchBytes` goes as several
+ * envelopes, in order.
  *
  * Which gateway of the destination region: the one its {@link GatewayHealth} picks (shared by
  * every link of the process to that region). A request to a gateway that fails its health check
@@ -24,6 +28,7 @@ import {
   shipEnvelope,
 } from '@causeway/core'
 import { GatewayHealth } from './gateway-health.js'
+import { type ShippingFetch, keepAliveFetch, shippingAgent } from './keep-alive-fetch.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
@@ -51,10 +56,41 @@ export interface HttpShippingLinkOptions {
    */
   maxBatchBytes?: number
   /**
-   * The fetch to use (tests inject one).
-   * @default globalThis.fetch
+   * The HTTP client (tests inject a `fetch`).
+   * @default a keep-alive `node:http` client of this link's own (`keep-alive-fetch.ts`)
    */
-  fetch?: typeof fetch
+  fetch?: ShippingFetch
+}
+
+/** Envelopes waiting for their turn together, to go as one (see the module comment). */
+interface WaitingBatch {
+  envelopes: ShipEnvelope[]
+  sent: Promise<number>
+}
+
+/**
+ * At least the summed `JSON.stringify(entry).length` of `entries`, without encoding them: a
+ * string's JSON is at most six characters per character (`\uXXXX`) and two quotes, a number's
+ * at most 24; anything else counts as unbounded.
+ */
+export function jsonLengthBound(entries: readonly LogEntry[]): number {
+  let bound = 0
+  for (const entry of entries) {
+    bound += 2
+    for (const [name, value] of Object.entries(entry)) {
+      if (value === undefined) continue
+      bound += name.length + 4
+      if (typeof value === 'string') bound += 6 * value.length + 2
+      else if (typeof value === 'number') bound += 24
+      else return Infinity
+    }
+  }
+  return bound
+}
+
+/** True when `next` carries the entries right after `last`'s, of the same sender and epoch. */
+function follows(last: ShipEnvelope, next: ShipEnvelope): boolean {
+  return next.from === last.from && next.epoch === last.epoch && next.first === last.last + 1
 }
 
 /** The default {@link HttpShippingLinkOptions.timeoutMs}. */
@@ -84,19 +120,33 @@ export class HttpShippingLink implements ShippingLink {
   readonly #secret: string
   readonly #timeoutMs: number
   readonly #maxBatchBytes: number
-  readonly #fetch: typeof fetch
+  readonly #fetch: ShippingFetch
+  readonly #close: () => void
   readonly #aborts = new Set<AbortController>()
+  /** The batch queued and not started yet, which later envelopes may join. */
+  #waiting: WaitingBatch | undefined
   #tail: Promise<unknown> = Promise.resolve()
   /** Bumped by every failure: calls queued before it are dropped instead of sent. */
   #generation = 0
   #closed = false
 
   constructor(options: HttpShippingLinkOptions) {
-    this.#fetch = options.fetch ?? globalThis.fetch
+    if (options.fetch) {
+      this.#fetch = options.fetch
+      this.#close = () => {}
+    } else {
+      const agent = shippingAgent()
+      this.#fetch = keepAliveFetch(agent)
+      this.#close = () => agent.destroy()
+    }
+    // Health checks on their own connections (global fetch), unless a test injects a client.
     this.#gateways =
       options.gateways instanceof GatewayHealth
         ? options.gateways
-        : new GatewayHealth({ gateways: options.gateways, fetch: this.#fetch })
+        : new GatewayHealth({
+            gateways: options.gateways,
+            ...(options.fetch ? { fetch: options.fetch } : {}),
+          })
     this.#path = shippingPath(options.partition, options.origin)
     this.#secret = options.secret
     this.#timeoutMs = options.timeoutMs ?? DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS
@@ -105,24 +155,46 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   checkpoint(): Promise<number> {
+    // Nothing queued before it may move behind it.
+    this.#waiting = undefined
     return this.#queue(() => this.#request('GET'))
   }
 
   send(envelope: ShipEnvelope): Promise<number> {
-    return this.#queue(async () => {
+    const waiting = this.#waiting
+    if (waiting !== undefined && follows(waiting.envelopes.at(-1)!, envelope)) {
+      waiting.envelopes.push(envelope)
+      return waiting.sent
+    }
+    const batch: WaitingBatch = { envelopes: [envelope], sent: Promise.resolve(0) }
+    batch.sent = this.#queue(async () => {
+      // Its turn: nothing joins it any more.
+      if (this.#waiting === batch) this.#waiting = undefined
+      const joined =
+        batch.envelopes.length === 1
+          ? envelope
+          : shipEnvelope(
+              envelope.from,
+              envelope.epoch,
+              batch.envelopes.flatMap((e) => e.entries),
+            )
       let checkpoint = 0
-      for (const chunk of this.#chunks(envelope)) {
+      for (const chunk of this.#chunks(joined)) {
         checkpoint = await this.#request('POST', envelopeToWire(chunk))
         // A gap at the destination: later chunks would be refused as well.
         if (checkpoint < chunk.last) break
       }
       return checkpoint
     })
+    this.#waiting = batch
+    return batch.sent
   }
 
   async close(): Promise<void> {
     if (!this.#closed) this.#gateways.release()
     this.#closed = true
+    this.#waiting = undefined
+    this.#close()
     for (const abort of this.#aborts) abort.abort(new Error('shipping link closed'))
     this.#aborts.clear()
   }
@@ -141,6 +213,8 @@ export class HttpShippingLink implements ShippingLink {
         return await call()
       } catch (error) {
         this.#generation++
+        // What waits behind a failure is dropped (below), so nothing may join it either.
+        this.#waiting = undefined
         throw error
       }
     })
@@ -151,6 +225,8 @@ export class HttpShippingLink implements ShippingLink {
   // Splits an envelope by the size of its entries' JSON into envelopes of consecutive entries,
   // keeping order; every chunk has at least one entry.
   #chunks(envelope: ShipEnvelope): ShipEnvelope[] {
+    // Most envelopes are far below the limit: then no entry is encoded just to be measured.
+    if (jsonLengthBound(envelope.entries) <= this.#maxBatchBytes) return [envelope]
     const chunks: ShipEnvelope[] = []
     let chunk: LogEntry[] = []
     let bytes = 0

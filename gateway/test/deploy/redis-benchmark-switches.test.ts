@@ -36,7 +36,11 @@ afterAll(async () => {
 })
 
 /** Both regions of a fresh cluster (its own Redis namespace on the shared servers). */
-async function start(benchmark: { wanDelayMs: number; withoutHlc: boolean }) {
+async function start(benchmark: {
+  wanDelayMs: number
+  withoutHlc: boolean
+  clockOffsetsMs?: number[]
+}) {
   const ports = [await freePort(), await freePort()]
   const config = parseClusterConfig({
     format: 1,
@@ -125,6 +129,29 @@ describe('Redis cluster benchmark switches', () => {
     expect(second.ts > first.ts).toBe(true)
   }, 15_000)
 
+  it("runs a region on its clock plus its offset: its HLC and its skew check (the chaos suite's skew)", async () => {
+    const { g0, g1 } = await start({
+      wanDelayMs: 0,
+      withoutHlc: false,
+      clockOffsetsMs: [0, -60_000],
+    })
+    const now = Date.now()
+    // Region 1 first: once region 0's write is shipped there, region 1's HLC goes past it.
+    const behind = await g1.cluster.service.write(writeRequest('b'))
+    const here = await g0.cluster.service.write(writeRequest('a'))
+    expect(Math.abs(hlcMillis(here.ts) - now)).toBeLessThan(2_000)
+    expect(Math.abs(hlcMillis(behind.ts) - (now - 60_000))).toBeLessThan(2_000)
+    // A session that wrote in region 0 is 60 s ahead of region 1's clock, more than maxSkewMs:
+    // region 1 waits (bounded) until region 0's shipped entries show a clock that late, then
+    // serves it (issue 16: skewed clocks no longer refuse session writes).
+    await expect(
+      g1.cluster.service.write(writeRequest('b', { dt: here.ts })),
+    ).resolves.toBeDefined()
+    await expect(
+      g0.cluster.service.write(writeRequest('a', { dt: behind.ts })),
+    ).resolves.toBeDefined()
+  }, 15_000)
+
   it('reads the switches from the config, off by default', () => {
     const base = {
       format: 1,
@@ -138,6 +165,13 @@ describe('Redis cluster benchmark switches', () => {
       withoutHlc: false,
       clockOffsetsMs: [],
     })
+    expect(
+      parseClusterConfig({ ...base, benchmark: { clockOffsetsMs: [-2000] } }).benchmark
+        .clockOffsetsMs,
+    ).toEqual([-2000])
+    expect(() => parseClusterConfig({ ...base, benchmark: { clockOffsetsMs: [0.5] } })).toThrow(
+      /benchmark\.clockOffsetsMs/,
+    )
     expect(() => parseClusterConfig({ ...base, benchmark: { wanDelayMs: -1 } })).toThrow(
       /benchmark\.wanDelayMs/,
     )

@@ -390,15 +390,18 @@ describe('namespaces', () => {
       }),
     )
     const url = gateways[0]![0]!.url
+    // Each key's write, as a session vector: its read then sees it (from a follower too).
+    const written: string[] = []
     for (const [i, key] of HOSTILE.entries()) {
       const put = await call(url, kv(key), { method: 'PUT', body: { value: i } })
       expect(put.status, JSON.stringify(key)).toBe(200)
+      written.push(`${put.body.epoch}@${put.body.dc}:${put.body.idx}`)
     }
     // A hostile session header is refused before anything is read.
     const header = await call(url, kv('x'), { headers: { 'causeway-after': '0:1},{x}:*' } })
     expect(header.status).toBe(400)
     for (const [i, key] of HOSTILE.entries()) {
-      const get = await call(url, kv(key))
+      const get = await call(url, kv(key), { headers: { 'causeway-after': written[i]! } })
       expect(get.body, JSON.stringify(key)).toMatchObject({ found: true, value: i })
     }
     // The namespace, percent-encoded, inside the hash tag.

@@ -174,14 +174,19 @@ export function offlineSuite(name: string, deploy: () => Promise<Deployment>): v
         const again = await add(id)
         expect(again.body).toEqual(first.body)
         expect(again.headers.get('causeway-op-replayed')).toBe('1')
-        const size = await call(0, '/v1/sets/optags:1/size')
+        // Reads carry the write's vector: a follower serves them only once it has the write.
+        const after = (w: Reply) =>
+          `${w.body.epoch as number}@${w.body.dc as number}:${w.body.idx as number}`
+        const size = await call(0, '/v1/sets/optags:1/size', {
+          headers: { 'causeway-after': after(first) },
+        })
         expect(size.body.size).toBe(1)
         const sid = nextOp()
         const s1 = await put(0, 'cart:op1', 'x', { 'causeway-op-id': sid })
         const s2 = await put(0, 'cart:op1', 'x', { 'causeway-op-id': sid })
         expect(s2.body).toEqual(s1.body)
         expect(s1.body.context).toEqual(expect.any(String))
-        const read = await call(0, kv('cart:op1'))
+        const read = await call(0, kv('cart:op1'), { headers: { 'causeway-after': after(s1) } })
         expect(read.body.siblings).toHaveLength(1)
       })
 

@@ -1,14 +1,16 @@
 /**
  * The HTTP shipping link with an injected fetch: one request at a time in the order sent (FIFO),
- * batches split by size, the cluster secret on every request, the next gateway after a failure,
- * queued batches dropped once one failed (so a hanging destination costs one timeout), and a
- * request to a gateway that fails its health check given up at once. (A real frozen gateway
- * process: `test/deploy/redis-gateway-stop.test.ts`.)
+ * the envelopes that waited for their turn joined into one request, batches split by size, the
+ * cluster secret on every request, the next gateway after a failure, queued batches dropped once
+ * one failed (so a hanging destination costs one timeout), and a request to a gateway that fails
+ * its health check given up at once. (A real frozen gateway process:
+ * `test/deploy/redis-gateway-stop.test.ts`.)
  */
 import { HLC_ZERO, type ShipEnvelopeWire } from '@causeway/core'
+import fc from 'fast-check'
 import { describe, expect, it, vi } from 'vitest'
 import { GatewayHealth } from '../../src/replication/gateway-health.js'
-import { HttpShippingLink } from '../../src/replication/http-shipping-link.js'
+import { HttpShippingLink, jsonLengthBound } from '../../src/replication/http-shipping-link.js'
 import type { LogEntry } from '../../src/storage/partition-replica.js'
 import { entry as logEntry, ship } from '../support/log-entries.js'
 
@@ -91,7 +93,7 @@ function destination(
 const GATEWAYS = ['http://a.example', 'http://b.example']
 
 describe('HttpShippingLink', () => {
-  it('sends one request at a time, in order, with the cluster secret', async () => {
+  it('sends one request at a time, in order, with the cluster secret, joining what waited', async () => {
     const dest = destination()
     const link = new HttpShippingLink({
       gateways: GATEWAYS,
@@ -101,17 +103,24 @@ describe('HttpShippingLink', () => {
       fetch: dest.fetch,
     })
     expect(await link.checkpoint()).toBe(0)
-    const sends = [1, 3, 5, 7].map((i) => link.send(ship(0, [entry(i), entry(i + 1)])))
-    expect(await Promise.all(sends)).toEqual([2, 4, 6, 8])
+    const first = link.send(ship(0, [entry(1), entry(2)]))
+    await vi.waitFor(() => expect(dest.seen).toHaveLength(2))
+    // Sent while the first is on its way: they wait, and go as one envelope.
+    const sends = [3, 5, 7].map((i) => link.send(ship(0, [entry(i), entry(i + 1)])))
+    expect(await Promise.all([first, ...sends])).toEqual([2, 8, 8, 8])
     expect(dest.maxActive()).toBe(1)
-    expect(dest.seen.map((s) => s.idxs)).toEqual([[], [1, 2], [3, 4], [5, 6], [7, 8]])
+    expect(dest.seen.map((s) => s.idxs)).toEqual([[], [1, 2], [3, 4, 5, 6, 7, 8]])
     // Each a versioned envelope: v 1, from region 0, epoch 1, first and last idx.
     expect(dest.seen.slice(1).map((s) => s.head)).toEqual([
       [1, 0, 1, 1, 2],
-      [1, 0, 1, 3, 4],
-      [1, 0, 1, 5, 6],
-      [1, 0, 1, 7, 8],
+      [1, 0, 1, 3, 8],
     ])
+    // Sent in one go, they join too; but nothing joins across a checkpoint.
+    const later = [link.send(ship(0, [entry(9)])), link.send(ship(0, [entry(10)]))]
+    const asked = link.checkpoint()
+    const last = link.send(ship(0, [entry(11)]))
+    expect(await Promise.all([...later, asked, last])).toEqual([10, 10, 10, 11])
+    expect(dest.seen.slice(3).map((s) => s.idxs)).toEqual([[9, 10], [], [11]])
     expect(new Set(dest.seen.map((s) => s.url))).toEqual(
       new Set(['http://a.example/v1/internal/ship/3/0']),
     )
@@ -154,10 +163,13 @@ describe('HttpShippingLink', () => {
       secret: 's',
       fetch: dest.fetch,
     })
+    const first = link.send(ship(0, [entry(1)]))
+    await vi.waitFor(() => expect(dest.seen).toHaveLength(1))
     const results = await Promise.allSettled([
-      link.send(ship(0, [entry(1)])),
+      first,
       link.send(ship(0, [entry(2)])),
-      link.send(ship(0, [entry(3)])),
+      // Does not follow 2, so it waits for a request of its own.
+      link.send(ship(0, [entry(4)])),
     ])
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected'])
     expect(String((results[1] as PromiseRejectedResult).reason)).toContain(
@@ -187,6 +199,22 @@ describe('HttpShippingLink', () => {
     expect(results.every((r) => r.status === 'rejected')).toBe(true)
     expect(performance.now() - started).toBeLessThan(1000)
     expect(dest.seen).toHaveLength(1)
+  })
+
+  it("bounds an envelope's JSON from above without encoding it, whatever its values hold", () => {
+    const text = fc.string({ unit: 'binary', maxLength: 40 })
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(text, fc.option(text, { nil: undefined }), fc.nat()), { maxLength: 8 }),
+        (rows) => {
+          const entries = rows.map(([key, value, at], i) =>
+            logEntry(0, i + 1, key || 'k', value, HLC_ZERO, at),
+          )
+          const exact = entries.reduce((sum, e) => sum + JSON.stringify(e).length, 0)
+          expect(jsonLengthBound(entries)).toBeGreaterThanOrEqual(exact)
+        },
+      ),
+    )
   })
 
   it('rejects what is pending and everything after close', async () => {

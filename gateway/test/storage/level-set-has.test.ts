@@ -1,14 +1,13 @@
 /**
- * The LevelDB replica's `has` without a snapshot: its cache of tombstones and stamps
- * (`set-read-cache.ts`) and the seqlock that proves a seek saw the cached state, under
- * concurrent writes, with eviction; and the compaction a restarted replica runs by itself over
- * sets whose tombstone a previous run left non-empty.
+ * The LevelDB replica's `has` without a snapshot: the head cache (`set-head-cache.ts`), which
+ * proves a seek saw the state of the head it returns with, under concurrent writes, with
+ * eviction; and the compaction a restarted replica runs by itself over sets whose tombstone a
+ * previous run left non-empty.
  */
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import {
-  BigsetKeys,
   HLC_ZERO,
   addDots,
   decodeClock,
@@ -20,101 +19,103 @@ import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
-import { fromStoreString, toStoreString } from '../../src/storage/level/level-set-kv.js'
-import { levelSetKeys } from '../../src/storage/level/level-sets.js'
-import { SetReadCache } from '../../src/storage/level/set-read-cache.js'
+import {
+  fromStoreString,
+  levelSetKeys,
+  toStoreString,
+} from '../../src/storage/level/level-set-kv.js'
+import { SetHeadCache } from '../../src/storage/level/set-head-cache.js'
+import type { SetHead } from '../../src/storage/level/set-head.js'
 import type { SetMembership } from '../../src/storage/set-replica.js'
 import { elementsOf, setsOf } from './set-compliance.js'
 
-const stamp = (idx: number) => ({ seen: [idx, 0], ts: '' })
-const state = (idx: number, tombstone: DotClock = freshClock()) => ({
-  tombstone,
-  stamp: stamp(idx),
+const keys = levelSetKeys('a')
+const head = (idx: number, tombstone: DotClock = freshClock()): SetHead => ({
+  keys,
+  clocks: { clock: freshClock(), tombstone },
+  size: 0,
+  stamp: { seen: [idx, 0], ts: '' },
 })
-const keysOf = (name: string) => () => BigsetKeys.forSet(name, 'b/')
+const cloudOf = (actor: number, n: number) =>
+  addDots(
+    freshClock(),
+    Array.from({ length: n }, (_, i) => ({ actor, counter: 2 * i + 2 })),
+  )
 
-describe('SetReadCache', () => {
-  it('holds a ticket while no commit touching the set starts', () => {
-    const cache = new SetReadCache()
-    const seen = cache.observe('a', keysOf('a'))!
-    expect(seen.state).toBeUndefined()
-    cache.remember('a', seen, state(1))
-    // A commit of another set, started and written: the ticket still holds for `a`.
+describe('SetHeadCache', () => {
+  it('holds a head until a commit touching its set starts, then takes the commit’s', () => {
+    const cache = new SetHeadCache()
+    cache.starting(['a'])
+    cache.committed(new Map([['a', head(1)]]))
+    const { head: seen, since } = cache.get('a')!
+    expect(seen.stamp.seen[0]).toBe(1)
+    expect(since).toBe(cache.view()) // current as of the commit that wrote it
+    // A commit of another set, started and written: the head still holds.
     cache.starting(['b'])
-    expect(cache.observe('a', keysOf('a'))).toBeDefined()
-    expect(cache.unchanged('a', seen.ticket)).toBe(true)
-    cache.finished(new Map([['b', state(2)]]))
-    expect(cache.unchanged('a', seen.ticket)).toBe(true)
-    // A commit of `a`: no read of `a` uses the cache while it is written, and older tickets fail.
+    expect(cache.view()).toBe(since) // a view taken now may or may not hold b's commit
+    expect(cache.holds('a', seen)).toBe(true)
+    cache.committed(new Map([['b', head(2)]]))
+    expect(cache.holds('a', seen)).toBe(true)
+    expect(cache.get('b')!.since).toBe(since + 1)
+    // A commit of `a`: while it is written `a` is not cached, and the old head no longer holds.
     cache.starting(['a'])
-    expect(cache.observe('a', keysOf('a'))).toBeUndefined()
-    expect(cache.unchanged('a', seen.ticket)).toBe(false)
-    cache.finished(new Map([['a', state(3)]]))
-    const after = cache.observe('a', keysOf('a'))!
-    expect(after.state?.stamp.seen[0]).toBe(3)
-    expect(cache.unchanged('a', after.ticket)).toBe(true)
-    // Sets not cached are not added by commits (`b` was never read).
-    expect(cache.observe('b', keysOf('b'))!.state).toBeUndefined()
+    expect(cache.get('a')).toBeUndefined()
+    expect(cache.holds('a', seen)).toBe(false)
+    cache.committed(new Map([['a', head(3)]]))
+    expect(cache.holds('a', seen)).toBe(false)
+    expect(cache.get('a')!.head.stamp.seen[0]).toBe(3)
+    expect(cache.get('a')!.since).toBe(since + 2)
   })
 
-  it('does not remember a state read across a commit of the set', () => {
-    const cache = new SetReadCache()
-    const seen = cache.observe('a', keysOf('a'))!
-    cache.starting(['a'])
-    cache.finished(new Map([['a', state(1)]]))
-    cache.remember('a', seen, state(0))
-    expect(cache.observe('a', keysOf('a'))!.state).toBeUndefined()
-  })
-
-  it('fails tickets older than the commits it remembers, and every ticket after clear', () => {
-    const cache = new SetReadCache()
-    const seen = cache.observe('a', keysOf('a'))!
-    for (let i = 0; i < 200; i++) {
-      cache.starting(['b'])
-      cache.finished(new Map())
-    }
-    expect(cache.unchanged('a', seen.ticket)).toBe(false)
-    const fresh = cache.observe('a', keysOf('a'))!
-    cache.remember('a', fresh, state(1))
+  it('remembers a head read from the store only if no commit started since its token', () => {
+    const cache = new SetHeadCache()
+    const token = cache.token()
+    cache.starting(['b']) // any commit: it might have touched the set
+    cache.committed(new Map())
+    cache.remember('a', head(0), token)
+    expect(cache.get('a')).toBeUndefined()
+    // A token taken while a commit is written never holds.
+    cache.starting(['b'])
+    const during = cache.token()
+    cache.committed(new Map())
+    cache.remember('a', head(0), during)
+    expect(cache.get('a')).toBeUndefined()
+    const fresh = cache.token()
+    cache.remember('a', head(5), fresh)
+    expect(cache.get('a')!.head.stamp.seen[0]).toBe(5)
+    expect(cache.get('a')!.since).toBe(fresh)
+    // Clearing (the replica closes) forgets every head and every token.
+    const before = cache.token()
     cache.clear()
     expect(cache.size).toBe(0)
-    expect(cache.unchanged('a', fresh.ticket)).toBe(false)
+    cache.remember('a', head(6), before)
+    expect(cache.get('a')).toBeUndefined()
   })
 
-  it('evicts the least recently used sets beyond its bounds of sets and of tombstone dots', () => {
-    const cache = new SetReadCache({ maxSets: 3, maxCloudDots: 10 })
+  it('evicts the least recently used sets beyond its bounds of sets and of cloud dots', () => {
+    const cache = new SetHeadCache({ maxSets: 3, maxCloudDots: 10 })
     const put = (name: string, tombstone?: DotClock) =>
-      cache.remember(name, cache.observe(name, keysOf(name))!, state(1, tombstone))
+      cache.remember(name, head(1, tombstone), cache.token())
     put('a')
     put('b')
     put('c')
-    cache.observe('a', keysOf('a')) // a is now the most recently used
+    cache.get('a') // a is now the most recently used
     put('d')
     expect(cache.size).toBe(3)
-    expect(cache.observe('b', keysOf('b'))!.state).toBeUndefined()
-    expect(cache.observe('a', keysOf('a'))!.state).toBeDefined()
-    // A tombstone whose cloud holds 8 dots: the others go until the dots fit.
-    const cloud = addDots(
-      freshClock(),
-      Array.from({ length: 8 }, (_, i) => ({ actor: 0, counter: 2 * i + 2 })),
-    )
-    put('big', cloud)
-    put(
-      'e',
-      addDots(freshClock(), [
-        { actor: 0, counter: 5 },
-        { actor: 0, counter: 9 },
-        { actor: 0, counter: 11 },
-      ]),
-    )
-    expect(cache.observe('big', keysOf('big'))!.state).toBeUndefined()
-    // A tombstone larger than the whole bound is never cached.
-    const huge = addDots(
-      freshClock(),
-      Array.from({ length: 11 }, (_, i) => ({ actor: 1, counter: 2 * i + 2 })),
-    )
-    put('huge', huge)
-    expect(cache.observe('huge', keysOf('huge'))!.state).toBeUndefined()
+    expect(cache.get('b')).toBeUndefined()
+    expect(cache.get('a')).toBeDefined()
+    // Clouds of 8 and 3 dots: the older goes so that the dots fit.
+    put('big', cloudOf(0, 8))
+    put('e', cloudOf(1, 3))
+    expect(cache.get('big')).toBeUndefined()
+    expect(cache.get('e')).toBeDefined()
+    // A head larger than the whole bound is never cached; no sets at all turns the cache off.
+    put('huge', cloudOf(2, 11))
+    expect(cache.get('huge')).toBeUndefined()
+    const off = new SetHeadCache({ maxSets: 0 })
+    off.starting(['a'])
+    off.committed(new Map([['a', head(1)]]))
+    expect(off.get('a')).toBeUndefined()
   })
 })
 
@@ -228,38 +229,50 @@ describe('LevelDB has under concurrent writes', () => {
     })
   })
 
-  it('reuses an open iterator while the set is not written, and never reads through a stale one', async () => {
+  it('a has of a cached set is one seek on an open iterator, never through a stale one', async () => {
     const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
-    // Counts the iterators opened over the whole set namespace: the pool's (writes seek too).
+    // Counts what has reads besides the element's keys (snapshots, values), and iterators opened.
+    let others = 0
     let opened = 0
-    const open = db.keys.bind(db)
-    db.keys = ((...args: Parameters<typeof open>) => {
-      if ((args[0] as { gte?: unknown } | undefined)?.gte === 'b/') opened++
-      return open(...args)
-    }) as typeof db.keys
+    const snapshot = db.snapshot.bind(db)
+    db.snapshot = ((...args: Parameters<typeof snapshot>) => (
+      others++,
+      snapshot(...args)
+    )) as typeof db.snapshot
+    const getMany = db.getMany.bind(db)
+    db.getMany = ((...args: Parameters<typeof getMany>) => (
+      others++,
+      getMany(...args)
+    )) as typeof db.getMany
+    const keys = db.keys.bind(db)
+    db.keys = ((...args: Parameters<typeof keys>) => (opened++, keys(...args))) as typeof db.keys
     const r = await counted(db)
     const sets = setsOf(r)
     const add = (name: string, element: string) =>
       sets.write(name, { op: 'add', elements: [{ element }] }, HLC_ZERO)
-    await add('a', 'x')
-    await add('b', 'y')
-    await sets.has('a', 'x') // caches a's tombstone and stamp
-    await sets.has('a', 'x') // opens a pooled iterator
-    const before = opened
-    for (let i = 0; i < 20; i++) {
-      await add('b', `y${i}`) // writes of another set leave the iterator's view of a current
-      expect((await sets.has('a', 'x')).dots).toHaveLength(1)
-      expect((await sets.has('a', `x${i}`)).dots).toEqual([])
+    // Counts what `has` alone reads (writes read heads and open iterators of their own).
+    const has = async (name: string, element: string) => {
+      const [o, i] = [others, opened]
+      const m = await sets.has(name, element)
+      reads.others += others - o
+      reads.opened += opened - i
+      return m
     }
-    expect(opened - before).toBeLessThanOrEqual(1)
-    const reused = opened
+    const reads = { others: 0, opened: 0 }
+    await add('a', 'x') // its commit caches a's head
     for (let i = 0; i < 20; i++) {
-      const entry = await add('a', `x${i}`) // a write of a: the iterator's view of a is stale
-      const m = await sets.has('a', `x${i}`)
+      await add('b', `y${i}`) // writes of another set leave a's head and the iterator's view of a
+      expect((await has('a', 'x')).dots).toHaveLength(1)
+      expect((await has('a', `x${i}`)).dots).toEqual([])
+    }
+    expect(reads).toEqual({ others: 0, opened: 1 })
+    for (let i = 0; i < 20; i++) {
+      const entry = await add('a', `x${i}`) // each commit of a: the open iterator's view is stale
+      const m = await has('a', `x${i}`)
       expect(m.dots).toHaveLength(1)
       expect(m.stamp.seen[0]).toBe(entry.idx)
     }
-    expect(opened - reused).toBeGreaterThanOrEqual(20) // each stale iterator was replaced
+    expect(reads).toEqual({ others: 0, opened: 21 }) // each stale iterator was replaced
   })
 
   it('answers right for sets evicted from the cache and read again', async () => {

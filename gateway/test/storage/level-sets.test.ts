@@ -10,8 +10,12 @@ import { HLC_ZERO, decodeClock, isEmptyClock } from '@causeway/core'
 import { MemoryLevel } from 'memory-level'
 import { afterEach, describe, expect, it } from 'vitest'
 import { LevelPartitionReplica, type StringLevel } from '../../src/storage/level/level-replica.js'
-import { CommitKv, fromStoreString, toStoreString } from '../../src/storage/level/level-set-kv.js'
-import { levelSetKeys } from '../../src/storage/level/level-sets.js'
+import {
+  fromStoreString,
+  levelSetKeys,
+  toStoreString,
+} from '../../src/storage/level/level-set-kv.js'
+import type { SetWrite } from '../../src/storage/set-replica.js'
 import { elementsOf, setCompliance, setsOf } from './set-compliance.js'
 
 setCompliance('level: memory-level', async (shape) => {
@@ -70,63 +74,31 @@ describe('LevelDB sets', () => {
     }
   }
 
-  it('reads a commit’s own writes over the store, in byte order', async () => {
-    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
-    await db.open()
-    cleanup.push(() => db.close())
-    const bytes = (...b: number[]) => Uint8Array.from(b)
-    await db.batch([
-      { type: 'put', key: toStoreString(bytes(1, 0)), value: '' },
-      { type: 'put', key: toStoreString(bytes(1, 0xff)), value: '' },
-      { type: 'put', key: toStoreString(bytes(2)), value: '' },
-    ])
-    const kv = new CommitKv(db)
-    await kv.batch([
-      { type: 'put', key: bytes(1, 0x80), value: bytes(9) },
-      { type: 'del', key: bytes(1, 0xff) },
-      { type: 'put', key: bytes(0), value: bytes() },
-      { type: 'put', key: bytes(1), value: bytes() },
-    ])
-    const keys = async (range: object) => {
-      const out: number[][] = []
-      for await (const k of kv.keys(range)) out.push([...k])
-      return out
+  it('plans each entry of a commit against the earlier entries of the same commit', async () => {
+    // The same writes, grouped into one commit and one at a time, leave the same set: a remove
+    // without a context removes what the add before it in the commit wrote.
+    const writes: SetWrite[] = [
+      { op: 'add', elements: [{ element: 'x' }] },
+      { op: 'remove', elements: [{ element: 'x' }] },
+      { op: 'add', elements: [{ element: 'x' }, { element: 'y' }] },
+      { op: 'add', elements: [{ element: 'y' }] },
+      { op: 'remove', elements: [{ element: 'y' }] },
+      { op: 'add', elements: [{ element: 'z' }] },
+    ]
+    const grouped = await replica()
+    let batches = 0
+    grouped.db.on('write', () => batches++)
+    await Promise.all(writes.map((w) => setsOf(grouped.r).write('s', w, HLC_ZERO)))
+    expect(batches).toBe(1)
+    const single = await replica()
+    for (const w of writes) await setsOf(single.r).write('s', w, HLC_ZERO)
+    for (const { r } of [grouped, single]) {
+      expect(await elementsOf(r, 's')).toEqual(['x', 'z'])
+      expect((await setsOf(r).size('s')).size).toBe(2)
+      // One live insertion per element: each add superseded the one before it.
+      expect((await setsOf(r).has('s', 'x')).dots).toEqual([{ actor: 0, counter: 2 }])
+      expect((await setsOf(r).has('s', 'y')).dots).toEqual([])
     }
-    expect(await keys({})).toEqual([[0], [1], [1, 0], [1, 0x80], [2]])
-    expect(await keys({ gt: bytes(1), lt: bytes(2) })).toEqual([
-      [1, 0],
-      [1, 0x80],
-    ])
-    expect(await keys({ gte: bytes(1, 0x80), limit: 1 })).toEqual([[1, 0x80]])
-    expect(await kv.get(bytes(1, 0xff))).toBeUndefined()
-    expect(await kv.get(bytes(1, 0x80))).toEqual(bytes(9))
-    expect(await kv.getMany([bytes(2), bytes(1, 0xff)])).toEqual([bytes(), undefined])
-    // The string reads planning uses: seeks in one scope's iterator, merged with pending writes.
-    const text = (...b: number[]) => toStoreString(bytes(...b))
-    const scope = { gte: text(1), lt: text(2) }
-    expect(await kv.keyTexts(text(1), text(1, 0xff, 0), scope)).toEqual([
-      text(1),
-      text(1, 0),
-      text(1, 0x80),
-    ])
-    expect(await kv.keyTexts(text(1, 0x81), text(2), scope)).toEqual([]) // 1 ff is deleted
-    expect(await kv.keyTexts(text(1, 0), text(1, 0x80), scope)).toEqual([text(1, 0)]) // again
-    await expect(kv.keyTexts(text(0), text(1), scope)).rejects.toThrow(RangeError)
-    expect(await kv.getTexts([text(1, 0x80), text(1, 0xff), text(2), text(3)])).toEqual([
-      text(9),
-      undefined,
-      '',
-      undefined,
-    ])
-    kv.close()
-    // A commit whose first range is not the scope's first: its iterator opens there, and a later
-    // range before it gets an iterator of its own (a seek before the first would end the first).
-    const later = new CommitKv(db)
-    expect(await later.keyTexts(text(1, 0x80), text(2), scope)).toEqual([text(1, 0xff)])
-    expect(await later.keyTexts(text(1, 0), text(1, 0x80), scope)).toEqual([text(1, 0)])
-    expect(await later.keyTexts(text(1, 0xff), text(2), scope)).toEqual([text(1, 0xff)])
-    expect(await later.keyTexts(text(1), text(1, 0xff), scope)).toEqual([text(1, 0)])
-    later.close()
   })
 
   it('writes the same byte keys the codec makes, element keys in codec order', async () => {
@@ -191,6 +163,50 @@ describe('LevelDB sets', () => {
     expect(await elementKeys(db, 's')).toBe(12)
     expect(isEmptyClock(await tombstone(db, 's'))).toBe(true)
     expect((await setsOf(r).size('s')).size).toBe(12)
+  })
+
+  it('reads the elements of one commit in any order', async () => {
+    // Removes without a context remove what they find: each must find its element's keys, in
+    // whatever order the commit reads them.
+    const { r, db } = await replica()
+    const elements = ['a', 'm', 'z'].map((element) => ({ element }))
+    await setsOf(r).write('s', { op: 'add', elements }, HLC_ZERO)
+    let batches = 0
+    db.on('write', () => batches++)
+    await Promise.all(
+      ['z', 'a', 'm'].map((element) =>
+        setsOf(r).write('s', { op: 'remove', elements: [{ element }] }, HLC_ZERO),
+      ),
+    )
+    expect(batches).toBe(1)
+    expect(await elementsOf(r, 's')).toEqual([])
+    expect((await setsOf(r).size('s')).size).toBe(0)
+  })
+
+  it('reads a store that changed while the replica was closed as it is now', async () => {
+    const db = new MemoryLevel<string, string>({ storeEncoding: 'utf8' })
+    const shape = { region: 0, partition: 0, replica: 0, regions: 2, db }
+    const r = new LevelPartitionReplica(shape)
+    cleanup.push(() => r.close())
+    await r.open()
+    // A write still queued when the replica closes is committed by the close (and its set's
+    // head kept in memory).
+    const queued = setsOf(r).write('s', { op: 'add', elements: [{ element: 'x' }] }, HLC_ZERO)
+    await r.close()
+    await queued
+    // Another replica over the same store changes the set meanwhile.
+    await db.open()
+    const other = new LevelPartitionReplica(shape)
+    await other.open()
+    await setsOf(other).write('s', { op: 'add', elements: [{ element: 'y' }] }, HLC_ZERO)
+    await setsOf(other).write('s', { op: 'remove', elements: [{ element: 'x' }] }, HLC_ZERO)
+    await other.close()
+    await r.open()
+    expect((await setsOf(r).has('s', 'x')).dots).toEqual([])
+    expect((await setsOf(r).has('s', 'y')).dots).toHaveLength(1)
+    expect((await setsOf(r).size('s')).size).toBe(1)
+    await setsOf(r).write('s', { op: 'add', elements: [{ element: 'z' }] }, HLC_ZERO)
+    expect(await elementsOf(r, 's')).toEqual(['y', 'z'])
   })
 
   it('commits concurrent set writes in few batches (group commit)', async () => {

@@ -5,7 +5,7 @@
  * does), where they fail: CI installs it, so a missing browser there is a broken setup.
  */
 import { accessSync, constants } from 'node:fs'
-import { chromium, type Browser } from 'playwright-core'
+import { chromium, type Browser, type BrowserContext } from 'playwright-core'
 import { describe } from 'vitest'
 
 /** The browser the tests launch: `CHROMIUM_PATH`, or Debian's. */
@@ -42,21 +42,37 @@ export function describeInChromium(name: string, body: () => void): void {
   describe(name, body)
 }
 
-/** Launches headless Chromium; throws, saying what to install, when there is none. */
-export async function launchChromium(): Promise<Browser> {
+const LAUNCH = {
+  executablePath: CHROMIUM_PATH,
+  headless: true,
+  args: [
+    '--no-sandbox',
+    '--disable-background-networking',
+    '--disable-gpu',
+    '--disable-component-update',
+    '--disable-sync',
+    '--no-first-run',
+  ],
+}
+
+function throwIfMissing(): void {
   const missing = chromiumMissing()
   if (missing !== undefined)
     throw new Error(`${missing}: CI installs it with apt-get install chromium`)
-  return chromium.launch({
-    executablePath: CHROMIUM_PATH,
-    headless: true,
-    args: [
-      '--no-sandbox',
-      '--disable-background-networking',
-      '--disable-gpu',
-      '--disable-component-update',
-      '--disable-sync',
-      '--no-first-run',
-    ],
-  })
+}
+
+/** Launches headless Chromium; throws, saying what to install, when there is none. */
+export async function launchChromium(): Promise<Browser> {
+  throwIfMissing()
+  return chromium.launch(LAUNCH)
+}
+
+/**
+ * Launches headless Chromium with a profile on disk in `userDataDir`: a browser context like a
+ * user's, not an incognito one (what `launchChromium().newContext()` gives). Storage quotas set
+ * through the DevTools protocol (`Storage.overrideQuotaForOrigin`) hold only there.
+ */
+export async function launchPersistentChromium(userDataDir: string): Promise<BrowserContext> {
+  throwIfMissing()
+  return chromium.launchPersistentContext(userDataDir, LAUNCH)
 }

@@ -7,16 +7,28 @@ import { fileURLToPath } from 'node:url'
 import { gzipSync } from 'node:zlib'
 import { type Plugin, build, version } from 'esbuild'
 
+/** A chunk loaded only when a feature is first used (offline, watch, IndexedDB). */
+export interface LazyChunk {
+  /** The modules it holds, as the SDK names them (`offline/engine.ts`, `browser-level`, ...). */
+  holds: string[]
+  bytes: number
+  gzipBytes: number
+  /** npm packages with code in it. */
+  packages: string[]
+}
+
 /** What {@link bundleForBrowser} built. */
 export interface BrowserBundle {
-  /** The bundle's code. */
+  /** The entry chunk's code: what every app that imports the SDK loads. */
   code: string
-  /** Minified size in bytes. */
+  /** The entry chunk, minified, in bytes. */
   bytes: number
-  /** Gzipped size in bytes (zlib, level 9). */
+  /** The entry chunk gzipped, in bytes (zlib, level 9). */
   gzipBytes: number
-  /** npm packages with code in the bundle (none is expected). */
+  /** npm packages with code in the entry chunk (none is expected). */
   packages: string[]
+  /** Chunks loaded on first use (`connect({ persist })`, `db.watch`), as a bundler splits them. */
+  lazy: LazyChunk[]
   /** The esbuild version that built it. */
   esbuild: string
   /** esbuild's errors. */
@@ -44,6 +56,9 @@ export async function bundleForBrowser(options: BrowserBundleOptions = {}): Prom
     format: 'esm',
     target: 'es2022',
     write: false,
+    // As an app's bundler (Vite, Rollup, webpack) does: dynamic imports become chunks of their own.
+    splitting: true,
+    outdir: 'out',
     minify: true,
     metafile: true,
     logLevel: 'silent',
@@ -53,19 +68,54 @@ export async function bundleForBrowser(options: BrowserBundleOptions = {}): Prom
     conditions: ['@causeway/source'],
     plugins: options.plugins ?? [],
   })
-  const code = result.outputFiles[0]?.text ?? ''
-  const packages = new Set<string>()
-  for (const output of Object.values(result.metafile.outputs)) {
-    for (const [path, input] of Object.entries(output.inputs)) {
+  const texts = new Map(result.outputFiles.map((f) => [f.path.split('/out/').pop()!, f.text]))
+  const packagesOf = (inputs: Record<string, { bytesInOutput: number }>): string[] => {
+    const packages = new Set<string>()
+    for (const [path, input] of Object.entries(inputs)) {
       const name = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(path)?.[1]
       if (name !== undefined && input.bytesInOutput > 0) packages.add(name)
     }
+    return [...packages].sort()
+  }
+  // What an app loads with the SDK: the entry chunk and the chunks it imports statically. The
+  // rest is loaded by a dynamic import, on first use.
+  const outputs = result.metafile.outputs
+  const entryChunk = Object.keys(outputs).find((p) => outputs[p]!.entryPoint !== undefined)!
+  const eager = new Set<string>([entryChunk])
+  for (const path of eager)
+    for (const imported of outputs[path]!.imports)
+      if (imported.kind === 'import-statement' && outputs[imported.path] !== undefined)
+        eager.add(imported.path)
+  const textOf = (path: string) => texts.get(path.replace(/^out\//, '')) ?? ''
+  const code = [...eager].map(textOf).join('\n')
+  const inputsOf = (paths: Iterable<string>) =>
+    Object.assign({}, ...[...paths].map((p) => outputs[p]!.inputs)) as Record<
+      string,
+      { bytesInOutput: number }
+    >
+  const packages = packagesOf(inputsOf(eager))
+  const lazy: LazyChunk[] = []
+  for (const [path, output] of Object.entries(outputs)) {
+    if (eager.has(path) || path.endsWith('.map')) continue
+    const text = textOf(path)
+    const holds = Object.entries(output.inputs)
+      .filter(([, input]) => input.bytesInOutput > 0)
+      .map(([p]) =>
+        p.replace(/^.*node_modules\/((?:@[^/]+\/)?[^/]+).*$/, '$1').replace(/^.*\/src\//, ''),
+      )
+    lazy.push({
+      holds: [...new Set(holds)],
+      bytes: Buffer.byteLength(text),
+      gzipBytes: gzipSync(text, { level: 9 }).length,
+      packages: packagesOf(output.inputs),
+    })
   }
   return {
     code,
     bytes: Buffer.byteLength(code),
     gzipBytes: gzipSync(code, { level: 9 }).length,
-    packages: [...packages].sort(),
+    packages,
+    lazy,
     esbuild: version,
     errors: result.errors.map((e) => e.text),
   }

@@ -12,10 +12,12 @@ import {
   HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
+  HEADER_OP_ID,
   HLC_ZERO,
   SessionNotAvailableError,
   formatClock,
   formatReadNeed,
+  type Durability,
   type ErrorCode,
   type Hlc,
   type ReadObservation,
@@ -25,6 +27,7 @@ import {
 } from '@causeway/core'
 import { AttemptCutoff, CallDeadline } from './call-deadline.js'
 import type { WriteResult } from './client.js'
+import type { OfflineEngine } from './offline/engine.js'
 import {
   checkDurability,
   checkFallback,
@@ -60,6 +63,10 @@ export interface ClientParts {
   readonly causal: boolean
   /** Aborted when the client closes. */
   readonly closing: AbortSignal
+  /** The offline engine (`connect({ persist })`), once started. */
+  readonly offline: OfflineEngine | undefined
+  /** The next operation id of this client. */
+  nextOpId(): string
   /** The call's timeout, checked, or the default. */
   timeout(timeoutMs: number | undefined): number
   /** Tells the session listeners the session changed. */
@@ -220,6 +227,34 @@ export interface WriteCall {
    * routes do; the kv routes refuse it).
    */
   leaderWaits?: boolean
+  /** The write's operation id (`causeway-op-id`): a repeat of it is never applied twice. */
+  opId: string
+}
+
+/** A write's level, durability, region and deadline, from its options and the defaults, checked. */
+export interface WriteScope {
+  region: RegionRoute
+  timeoutMs: number
+  level: WriteLevel
+  durability: Durability
+}
+
+/** Checks a write's options (see {@link WriteScope}). */
+export function writeScope(
+  parts: ClientParts,
+  options: Omit<WriteOptions, 'context'> | undefined,
+): WriteScope {
+  const { region, timeoutMs } = callScope(parts, options)
+  const d = parts.defaults
+  const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
+  checkCausal(parts, level)
+  return {
+    region,
+    timeoutMs,
+    level,
+    durability:
+      options?.durability === undefined ? d.durability : checkDurability(options.durability),
+  }
 }
 
 /**
@@ -228,14 +263,10 @@ export interface WriteCall {
  */
 export async function writeCall(parts: ClientParts, call: WriteCall): Promise<WriteResult> {
   const { options } = call
-  const { region, timeoutMs } = callScope(parts, options)
-  const d = parts.defaults
-  const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
-  const durability =
-    options?.durability === undefined ? d.durability : checkDurability(options.durability)
-  checkCausal(parts, level)
+  const { region, timeoutMs, level, durability } = writeScope(parts, options)
   const dt: Hlc = parts.session.writeDependency(level)
   const headers = { ...parts.headers }
+  headers[HEADER_OP_ID] = call.opId
   if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
   const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
   if (clock !== undefined) headers[HEADER_CLOCK] = clock
@@ -270,6 +301,8 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   if (parts.causal) parts.session.observeClock(reply.dc, reply.ts)
   parts.changed()
   return {
+    pending: false,
+    opId: call.opId,
     ts: reply.ts,
     dc: reply.dc,
     idx: reply.idx,

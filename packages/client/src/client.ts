@@ -29,6 +29,19 @@ import {
   utf8Length,
 } from '@causeway/core'
 import { type CheckedRead, type ClientParts, readCall, writeCall } from './client-access.js'
+import type { EngineHost } from './offline/engine-context.js'
+import type { OfflineEngine } from './offline/engine.js'
+import { EventHub, type CausewayEventName, type CausewayListener } from './offline/events.js'
+import { randomId } from './offline/ids.js'
+import { isUnreachable } from './offline/outcome.js'
+import type { FailedOp, PendingOp, PendingWrite, SyncResult } from './offline/outbox-types.js'
+import {
+  WatchHandle,
+  type ChangeStream,
+  type WatchListener,
+  type WatchOptions,
+  type WatchTarget,
+} from './watch/watch-handle.js'
 import { CausewaySet } from './set.js'
 import {
   type ReadOptions,
@@ -91,12 +104,27 @@ export interface ReadResult<T = unknown> {
   replica: number
   /** How long the replica waited for the session, in ms. */
   waitedMs: number
-  /** How many requests the read took (more than 1 after a retry). */
+  /** How many requests the read took (more than 1 after a retry); 0 when served locally. */
   attempts: number
+  /**
+   * Where the answer came from: `'remote'` a gateway, `'local'` this device's read cache
+   * (`connect({ persist })`, when the gateway could not be reached). A local answer is what this
+   * device last read or wrote of the key, with its queued writes laid over it.
+   */
+  source: 'remote' | 'local'
+  /**
+   * Whether the answer includes writes of this device still queued (not yet applied by the
+   * gateway): the value is what they will write. Then `ts`, `dc` and `idx` are undefined.
+   */
+  pending: boolean
 }
 
-/** What `put` and `delete` resolve to. */
+/** What `put` and `delete` resolve to once the gateway applied the write. */
 export interface WriteResult {
+  /** False: the write is applied (see {@link PendingWrite} for one that is queued). */
+  pending: false
+  /** The write's operation id: the gateway applies it at most once. */
+  opId: string
   /** HLC the leader gave the write. */
   ts: Hlc
   /** Region whose leader took the write (the origin of the new version). */
@@ -115,14 +143,23 @@ export interface WriteResult {
   context: string | undefined
 }
 
+/**
+ * What a write resolves to: applied ({@link WriteResult}) or, on a client with `persist`, queued
+ * because the gateway could not be reached ({@link PendingWrite}). A client without `persist`
+ * never queues, so its writes resolve `WriteResult` only.
+ */
+export type WriteOutcome<Offline extends boolean> = Offline extends true
+  ? WriteResult | PendingWrite
+  : WriteResult
+
 /** What `resolve` resolves to. */
-export interface ResolveResult<T = unknown> {
+export interface ResolveResult<T = unknown, Offline extends boolean = false> {
   /** The key's value after the call: the merged value, or the only one when nothing needed merging. */
   value: T | undefined
   /** The read the merge was made from. */
   read: ReadResult<T>
   /** The write of the merged value; undefined when there was nothing to resolve. */
-  written: WriteResult | undefined
+  written: WriteOutcome<Offline> | undefined
 }
 
 /** Called after a reply changed (or may have changed) the session. */
@@ -140,12 +177,17 @@ export interface CausewayInit {
   headers: Record<string, string>
   /** Whether `close()` also closes the transport (true when `connect` made it). */
   ownsTransport: boolean
+  /** Whether an offline engine will be attached (`connect({ persist })`). */
+  persist?: boolean
 }
 
 const VALUE_ENVELOPE = '{"value":}'.length
 
-/** A connected client. Create one with `connect()`. */
-export class Causeway {
+/**
+ * A connected client. Create one with `connect()`. `Offline` is true for a client made with
+ * `persist` (its writes may resolve {@link PendingWrite}).
+ */
+export class Causeway<Offline extends boolean = false> {
   /** The topology learnt at connect. */
   readonly topology: Topology
   /**
@@ -175,6 +217,11 @@ export class Causeway {
    * belongs with, so writing that object back supersedes what was read. Weak: forgotten with it.
    */
   readonly #contexts = new WeakMap<object, { key: string; context: string }>()
+  readonly #events = new EventHub()
+  #offline: OfflineEngine | undefined
+  /** Op ids of a client without `persist` (the engine makes them otherwise). */
+  readonly #clientId = randomId(16)
+  #seq = 0
 
   /** @internal Use `connect()`. */
   constructor(init: CausewayInit) {
@@ -190,8 +237,10 @@ export class Causeway {
     this.#maxValueBytes = init.topology.limits.maxValueBytes
     this.#maxTimeoutMs = init.topology.limits.maxTimeoutMs
     this.#namespaces = checkNamespaces(init.topology.namespaces)
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
+    const self = this
     this.#parts = {
-      transport: init.transport,
+      transport: init.persist === true ? this.#observed(init.transport) : init.transport,
       headers: init.headers,
       session: this.session,
       regions: this.regions,
@@ -204,7 +253,56 @@ export class Causeway {
       timeout: (timeoutMs) => this.#timeout(timeoutMs),
       changed: () => this.#changed(),
       throwIfClosed: () => this.#throwIfClosed(),
+      get offline() {
+        return self.#offline
+      },
+      nextOpId: () => this.#nextOpId(),
     }
+  }
+
+  /** @internal `connect({ persist })` attaches the engine once the client exists. */
+  attachOffline(engine: OfflineEngine): void {
+    this.#offline = engine
+  }
+
+  /** @internal What the offline engine reaches of this client. */
+  get engineHost(): EngineHost {
+    return {
+      parts: this.#parts,
+      events: this.#events,
+      topology: this.topology,
+      conflictMode: (key) => this.conflictMode(key),
+      refresh: (key) => this.get(key),
+    }
+  }
+
+  /** The transport, telling the engine whether gateways answer. */
+  #observed(transport: Transport): Transport {
+    return {
+      request: async (req) => {
+        try {
+          const res = await transport.request(req)
+          this.#offline?.connectivity.markOnline()
+          return res
+        } catch (error) {
+          if (req.signal?.aborted !== true && !this.closed)
+            this.#offline?.connectivity.markOffline(
+              new CausewayError(
+                'NETWORK_ERROR',
+                `cannot reach ${req.url}: ${(error as Error)?.message ?? String(error)}`,
+                { url: req.url },
+                { cause: error },
+              ),
+            )
+          throw error
+        }
+      },
+      ...(transport.close ? { close: () => transport.close!() } : {}),
+    }
+  }
+
+  #nextOpId(): string {
+    return this.#offline?.nextOpId() ?? `${this.#clientId}.${++this.#seq}`
   }
 
   /** Whether `close()` was called. */
@@ -222,9 +320,9 @@ export class Causeway {
    * The CRDT set `name` (add, remove, has, scan, size; see `set.ts`). It lives in the partition
    * of its name, with the same per-call levels and session as keys.
    */
-  set(name: string): CausewaySet {
+  set(name: string): CausewaySet<Offline> {
     checkKey(name, this.#maxKeyBytes)
-    return new CausewaySet(name, this.#parts)
+    return new CausewaySet<Offline>(name, this.#parts)
   }
 
   /**
@@ -240,22 +338,45 @@ export class Causeway {
    * vector for the key's partition has answered; rejects with `SessionNotAvailableError` when no
    * replica could within the deadline (after the retries and the home fallback), `TIMEOUT` or
    * `NETWORK_ERROR`, whose `details.tried` lists every attempt.
+   *
+   * With `persist`: when the gateway cannot be reached (or is known to be unreachable) the read
+   * is answered at once from this device's read cache with its queued writes laid over it
+   * (`source: 'local'`), or rejects with `OfflineError` (`OFFLINE`) for a key this device never
+   * read or wrote. A remote answer for a key with queued writes shows them too (`pending`).
    */
   async get<T = unknown>(key: string, options?: ReadOptions): Promise<ReadResult<T>> {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
-    const { reply, attempts } = await readCall(this.#parts, {
-      partition: partitionOf(key, this.#partitions),
-      path: '/v1/kv/' + encodeURIComponent(key),
-      what: `get ${JSON.stringify(key)}`,
-      options,
-      check: checkKeyRead,
-    })
+    const engine = this.#offline
+    if (engine !== undefined && !engine.connectivity.online)
+      return engine.localRead<T>(key, undefined)
+    let outcome
+    try {
+      outcome = await readCall(this.#parts, {
+        partition: partitionOf(key, this.#partitions),
+        path: '/v1/kv/' + encodeURIComponent(key),
+        what: `get ${JSON.stringify(key)}`,
+        options,
+        check: checkKeyRead,
+      })
+    } catch (error) {
+      if (
+        engine !== undefined &&
+        isUnreachable(error) &&
+        !this.closed &&
+        !options?.signal?.aborted
+      ) {
+        engine.connectivity.markOffline(error as CausewayError)
+        return engine.localRead<T>(key, error as CausewayError)
+      }
+      throw error
+    }
+    const { reply, attempts } = outcome
     const value = reply.found ? (reply.value as T | undefined) : undefined
     if (reply.context !== undefined && typeof value === 'object' && value !== null)
       this.#contexts.set(value, { key, context: reply.context })
-    return {
+    const result: ReadResult<T> = {
       found: reply.found,
       value,
       ...siblingsOf<T>(reply),
@@ -267,35 +388,40 @@ export class Causeway {
       replica: reply.replica,
       waitedMs: reply.waitedMs,
       attempts,
+      source: 'remote',
+      pending: false,
     }
+    if (engine === undefined) return result
+    const shown = await engine.afterRemoteRead(key, reply, result)
+    if (shown === undefined) return result
+    this.#remember(key, shown.value, shown.context)
+    return shown
   }
 
   /**
    * Writes `value` (any JSON value) to `key` at the leader of the call's region, with the
    * dependency time the call's write level picks. Not retried: on `TIMEOUT` or `NETWORK_ERROR` the
    * write may or may not have been applied.
+   *
+   * With `persist`: the write is queued first (a full store rejects with `StorageFullError`);
+   * when the gateway cannot be reached it stays queued and resolves `{ pending: true, opId }`,
+   * to be applied exactly once by a later sync. A refusal of the write itself (a 4xx) still
+   * rejects.
    */
-  async put(key: string, value: unknown, options?: WriteOptions): Promise<WriteResult> {
+  async put(key: string, value: unknown, options?: WriteOptions): Promise<WriteOutcome<Offline>> {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const context = this.#contextFor(key, value, options?.context)
-    const written = await writeCall(this.#parts, {
-      method: 'PUT',
-      partition: partitionOf(key, this.#partitions),
-      path: '/v1/kv/' + encodeURIComponent(key),
-      body: this.#encodeValue(value),
-      what: `put ${JSON.stringify(key)}`,
-      options,
-      context,
-    })
+    const body = this.#encodeValue(value)
+    const written = await this.#write('put', key, value, body, context, options)
     if (typeof value === 'object' && value !== null && this.conflictMode(key) === 'siblings') {
       // Writing the same object again then supersedes this write, and only it.
-      if (written.context !== undefined)
-        this.#contexts.set(value, { key, context: written.context })
+      const next = written.pending ? '~' + written.opId : written.context
+      if (next !== undefined) this.#contexts.set(value, { key, context: next })
       else this.#contexts.delete(value)
     }
-    return written
+    return written as WriteOutcome<Offline>
   }
 
   /**
@@ -303,20 +429,61 @@ export class Causeway {
    * namespace, pass the context of a read (`{ context: r.context }`) to delete what it returned:
    * without one, the tombstone is one more sibling and the other versions stay.
    */
-  async delete(key: string, options?: WriteOptions): Promise<WriteResult> {
+  async delete(key: string, options?: WriteOptions): Promise<WriteOutcome<Offline>> {
     this.#throwIfClosed()
     options?.signal?.throwIfAborted()
     checkKey(key, this.#maxKeyBytes)
     const context = this.#contextFor(key, undefined, options?.context)
-    return writeCall(this.#parts, {
-      method: 'DELETE',
-      partition: partitionOf(key, this.#partitions),
-      path: '/v1/kv/' + encodeURIComponent(key),
-      body: undefined,
-      what: `delete ${JSON.stringify(key)}`,
-      options,
+    return (await this.#write(
+      'delete',
+      key,
+      undefined,
+      undefined,
       context,
-    })
+      options,
+    )) as WriteOutcome<Offline>
+  }
+
+  /** A put or delete: sent at once, or through the outbox with `persist`. */
+  async #write(
+    kind: 'put' | 'delete',
+    key: string,
+    value: unknown,
+    body: string | undefined,
+    context: { context?: string; afterOp?: string },
+    options: WriteOptions | undefined,
+  ): Promise<WriteResult | PendingWrite> {
+    const partition = partitionOf(key, this.#partitions)
+    const path = '/v1/kv/' + encodeURIComponent(key)
+    const what = `${kind} ${JSON.stringify(key)}`
+    const method = kind === 'put' ? 'PUT' : 'DELETE'
+    const engine = this.#offline
+    if (engine === undefined)
+      return writeCall(this.#parts, {
+        method,
+        partition,
+        path,
+        body,
+        what,
+        options,
+        context: context.context,
+        opId: this.#nextOpId(),
+      })
+    return engine.writeKey(
+      { kind, key, ...(kind === 'put' ? { value } : {}), ...context, partition },
+      options,
+      (sent) =>
+        writeCall(this.#parts, {
+          method,
+          partition,
+          path,
+          body,
+          what,
+          options,
+          context: sent.context,
+          opId: sent.opId,
+        }),
+    )
   }
 
   /**
@@ -324,14 +491,15 @@ export class Causeway {
    * version, writes `merge(values, read)` back with the read's context, which supersedes every
    * version read; a merge that returns `undefined` deletes them instead. Versions written
    * concurrently with the call stay as siblings of the result. With `force`, the write happens
-   * even when there is a single version (a read-modify-write).
+   * even when there is a single version (a read-modify-write). Offline (with `persist`) it
+   * merges what this device knows and queues the write.
    * @throws `INVALID_REQUEST` for a key of a last-writer-wins namespace.
    */
   async resolve<T = unknown>(
     key: string,
     merge: (siblings: T[], read: ReadResult<T>) => T | undefined | Promise<T | undefined>,
     options: ResolveOptions = {},
-  ): Promise<ResolveResult<T>> {
+  ): Promise<ResolveResult<T, Offline>> {
     this.#throwIfClosed()
     checkKey(key, this.#maxKeyBytes)
     if (this.conflictMode(key) !== 'siblings') {
@@ -359,6 +527,108 @@ export class Causeway {
     return { value: merged, read, written }
   }
 
+  // ---- offline-first (connect({ persist })) ----
+
+  /**
+   * Listens to event `name` (see {@link CausewayEvents}): `online`, `offline`, `pending`,
+   * `synced`, `conflict`, `error`. Returns a function that removes the listener. Only a client
+   * with `persist` emits them.
+   *
+   * @example
+   * db.on('pending', ({ count }) => (badge.textContent = String(count)))
+   */
+  on<K extends CausewayEventName>(name: K, listener: CausewayListener<K>): () => void {
+    return this.#events.on(name, listener)
+  }
+
+  /**
+   * Whether this client reaches the gateway, as it last found out: false after a request got no
+   * reply, until one does. Always true without `persist`.
+   */
+  get online(): boolean {
+    return this.#offline?.connectivity.online ?? true
+  }
+
+  /**
+   * Whether this client replays the outbox: of the clients sharing one store (tabs), exactly one
+   * does. Always true without `persist` (nothing to replay).
+   */
+  get outboxOwner(): boolean {
+    return this.#offline?.owner ?? true
+  }
+
+  /**
+   * Replays the outbox now, in order, in batches (`POST /v1/ops`), and resolves what it did.
+   * It also runs by itself on reconnect (the browser's `online` event, any call that reaches the
+   * gateway after a failure, a retry with backoff). A transient failure stops it (`error` set,
+   * the rest kept queued); ops refused for good move to {@link Causeway.failed}. In a tab that
+   * does not own the outbox, it asks the owner and resolves what the owner reports. Offline
+   * with nothing queued, it asks the gateway whether it answers again (the `online` event when
+   * it does): call it when the app knows the network is back.
+   */
+  async sync(): Promise<SyncResult> {
+    this.#throwIfClosed()
+    if (this.#offline === undefined) return { applied: 0, failed: 0, pending: 0, owner: true }
+    return this.#offline.sync()
+  }
+
+  /** The writes queued in the outbox (of every tab sharing the store), oldest first. */
+  async pending(): Promise<PendingOp[]> {
+    return this.#offline?.pending() ?? []
+  }
+
+  /**
+   * The queued writes the gateway refused for good during a replay (bad input, credentials,
+   * scope), with their errors, oldest first. They are kept until {@link Causeway.discardFailed}.
+   */
+  async failed(): Promise<FailedOp[]> {
+    return this.#offline?.failed() ?? []
+  }
+
+  /** Forgets failed writes: those named, or all. Resolves how many were forgotten. */
+  async discardFailed(opIds?: readonly string[]): Promise<number> {
+    return this.#offline?.discardFailed(opIds) ?? 0
+  }
+
+  /**
+   * Watches changes to keys (a prefix, or a list of keys) through the gateway's change feed
+   * (`GET /v1/watch`, server-sent events). Iterate it (`for await (const change of
+   * db.watch('cart:'))`) or pass a listener. It resumes by itself from its cursor after a
+   * disconnect or a gateway restart, and starts from `options.since` (a `change.cursor` of an
+   * earlier watch) when given. Each change is recorded in the session as a read; with `persist`,
+   * in the read cache too. `close()` ends it.
+   *
+   * @example
+   * const feed = db.watch('list:', (change) => render(change.key, change.value))
+   * ...
+   * feed.close()
+   */
+  watch(target: WatchTarget, options?: WatchOptions): ChangeStream
+  watch(target: WatchTarget, listener: WatchListener, options?: WatchOptions): ChangeStream
+  watch(
+    target: WatchTarget,
+    listenerOrOptions?: WatchListener | WatchOptions,
+    maybeOptions?: WatchOptions,
+  ): ChangeStream {
+    this.#throwIfClosed()
+    const listener = typeof listenerOrOptions === 'function' ? listenerOrOptions : undefined
+    const options =
+      (typeof listenerOrOptions === 'function' ? maybeOptions : listenerOrOptions) ?? {}
+    return new WatchHandle(
+      {
+        parts: this.#parts,
+        topology: this.topology,
+        conflictMode: (key) => this.conflictMode(key),
+        recordKey: (key, entry) => this.#offline?.recordKey(key, entry),
+        recordSet: (name, added, removed) => this.#offline?.recordSetChange(name, added, removed),
+        onOnline: (listener) => this.#events.on('online', listener),
+      },
+      target,
+      options,
+      listener,
+    )
+  }
+
   /**
    * Calls `listener` after every reply that updated the session (not after `session.merge`,
    * which the caller does itself). Returns a function that removes the listener.
@@ -378,19 +648,23 @@ export class Causeway {
     if (this.closed) return
     this.#closing.abort()
     this.#listeners.clear()
+    await this.#offline?.close()
+    this.#events.clear()
     if (this.#ownsTransport) await this.#transport.close?.()
   }
 
   /**
    * The context a write sends: an explicit one (checked), none for `null`, or, in a siblings
-   * namespace, the one remembered for the very object being written to the same key.
+   * namespace, the one remembered for the very object being written to the same key. A local
+   * context (`~<opId>`, from a read served with queued writes) names a queued write: the write
+   * supersedes what that one wrote.
    */
   #contextFor(
     key: string,
     value: unknown,
     explicit: string | null | undefined,
-  ): string | undefined {
-    if (explicit === null) return undefined
+  ): { context?: string; afterOp?: string } {
+    if (explicit === null) return {}
     const siblings = this.conflictMode(key) === 'siblings'
     if (explicit !== undefined) {
       if (!siblings) {
@@ -399,12 +673,27 @@ export class Causeway {
           `${JSON.stringify(key)} is in a last-writer-wins namespace; a context applies only to siblings namespaces`,
         )
       }
-      decodeCausalContext(explicit, { regions: this.regions.length })
-      return explicit
+      return this.#checkContext(explicit)
     }
-    if (!siblings || typeof value !== 'object' || value === null) return undefined
+    if (!siblings || typeof value !== 'object' || value === null) return {}
     const known = this.#contexts.get(value)
-    return known?.key === key ? known.context : undefined
+    return known?.key === key ? this.#checkContext(known.context) : {}
+  }
+
+  #checkContext(context: string): { context?: string; afterOp?: string } {
+    if (context.startsWith('~')) {
+      if (this.#offline === undefined)
+        throw new CausewayError('INVALID_CONTEXT', 'a local context needs a client with persist')
+      return this.#offline.contextOfLocal(context)
+    }
+    decodeCausalContext(context, { regions: this.regions.length })
+    return { context }
+  }
+
+  /** Remembers the context of a value a read showed (so writing it back supersedes the read). */
+  #remember(key: string, value: unknown, context: string | undefined): void {
+    if (context !== undefined && typeof value === 'object' && value !== null)
+      this.#contexts.set(value, { key, context })
   }
 
   #encodeValue(value: unknown): string {
@@ -450,6 +739,7 @@ export class Causeway {
   }
 
   #changed(): void {
+    this.#offline?.sessionChanged()
     if (this.#listeners.size === 0) return
     for (const listener of this.#listeners) {
       try {

@@ -12,8 +12,33 @@ export {
   type ResolveResult,
   type SessionListener,
   type Sibling,
+  type WriteOutcome,
   type WriteResult,
 } from './client.js'
+export type {
+  CausewayEventName,
+  CausewayEvents,
+  CausewayListener,
+  ConflictSibling,
+} from './offline/events.js'
+export type {
+  FailedOp,
+  OpKind,
+  PendingOp,
+  PendingWrite,
+  PersistBatchOp,
+  PersistStore,
+  PersistSublevel,
+  QueuedElement,
+  SyncResult,
+} from './offline/outbox-types.js'
+export type {
+  Change,
+  ChangeStream,
+  WatchListener,
+  WatchOptions,
+  WatchTarget,
+} from './watch/watch-handle.js'
 export {
   CausewaySet,
   type SetElement,
@@ -56,6 +81,8 @@ export {
   Session,
   SessionNotAvailableError,
   RateLimitedError,
+  OfflineError,
+  StorageFullError,
   WRITE_LEVELS,
   type Durability,
   type ErrorCode,

@@ -10,9 +10,10 @@ import { randomUUID } from 'node:crypto'
 import { readFile, rename, writeFile } from 'node:fs/promises'
 import http from 'node:http'
 import https from 'node:https'
-import type { Session, SessionJSON } from '@causeway/core'
+import { CausewayError, type Session, type SessionJSON } from '@causeway/core'
 import type { Causeway } from './client.js'
 import { openClient } from './connect.js'
+import type { PersistStore } from './offline/outbox-types.js'
 import type { ConnectOptions } from './options.js'
 import { type Transport, parseJsonBody } from './transport.js'
 import { undiciTransport } from './undici-transport.js'
@@ -85,11 +86,36 @@ export function httpTransport(options: HttpTransportOptions = {}): Transport {
 }
 
 /**
- * Connects like `@causeway/client`'s `connect`, with {@link undiciTransport} as the default
- * transport. Pass `transport: httpTransport()` to use `node:http` instead.
+ * The store a `persist` name stands for in Node: a `classic-level` (LevelDB) database in that
+ * directory. `classic-level` is an optional peer dependency: install it to use a name.
  */
-export function connect(options: ConnectOptions): Promise<Causeway> {
-  return openClient(options, undiciTransport)
+export async function levelStore(directory: string): Promise<PersistStore> {
+  let mod: { ClassicLevel: new (location: string) => unknown }
+  try {
+    mod = (await import('classic-level')) as unknown as typeof mod
+  } catch (cause) {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `persist: ${JSON.stringify(directory)} names a LevelDB directory, which needs the classic-level package (npm install classic-level), or pass an abstract-level store`,
+      undefined,
+      { cause },
+    )
+  }
+  return new mod.ClassicLevel(directory) as PersistStore
+}
+
+/**
+ * Connects like `@causeway/client`'s `connect`, with {@link undiciTransport} as the default
+ * transport (pass `transport: httpTransport()` to use `node:http` instead); `persist` may name a
+ * directory, kept with `classic-level`.
+ */
+export function connect(
+  options: ConnectOptions & { persist: PersistStore | string },
+): Promise<Causeway<true>>
+export function connect(options: ConnectOptions & { persist?: false }): Promise<Causeway<false>>
+export function connect(options: ConnectOptions): Promise<Causeway<boolean>>
+export function connect(options: ConnectOptions): Promise<Causeway<boolean>> {
+  return openClient(options, undiciTransport, levelStore)
 }
 
 /** A session saved in a file; see {@link fileSessionStore}. */

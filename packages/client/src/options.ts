@@ -19,6 +19,7 @@ import {
 } from '@causeway/core'
 import { READ_FALLBACKS, type ReadFallback } from './read-retry.js'
 import type { RegionRef } from './topology.js'
+import type { PersistStore } from './offline/outbox-types.js'
 import type { Transport } from './transport.js'
 
 /** Client-wide defaults; each call may override them. */
@@ -88,6 +89,20 @@ export interface ConnectOptions {
   apiKey?: string
   /** Aborts `connect` itself (the topology fetch). */
   signal?: AbortSignal
+  /**
+   * Keep this client's state on the device, so it works offline (see `docs/offline.md`): the
+   * session, the topology, a read cache of the keys read or written, and an outbox of writes not
+   * yet applied. Give an `abstract-level` database (`new BrowserLevel('app')`,
+   * `new ClassicLevel(dir)`, `new MemoryLevel()`, ...), or a name: in a browser the name of an
+   * IndexedDB database (`browser-level`, loaded only then), in Node (`@causeway/client/node`) a
+   * directory (`classic-level`). With a store that holds a topology, `connect` resolves without
+   * a network. Clients (tabs) given the same store share its outbox; one of them replays it.
+   *
+   * A store given as an object stays open on `close()`; one opened from a name is closed.
+   * `false` keeps nothing: every call needs the gateway.
+   * @default false
+   */
+  persist?: PersistStore | string | false
 }
 
 /** Options of `get`. */

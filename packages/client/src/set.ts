@@ -19,8 +19,11 @@ import {
   type Hlc,
   type ReadObservation,
 } from '@causeway/core'
-import type { WriteResult } from './client.js'
+import type { WriteOutcome, WriteResult } from './client.js'
 import { readCall, writeCall, type CheckedRead, type ClientParts } from './client-access.js'
+import type { PendingWrite } from './offline/outbox-types.js'
+import { isUnreachable } from './offline/outcome.js'
+import type { SetEntry } from './offline/read-cache.js'
 import type { ReadOptions, WriteOptions } from './options.js'
 
 /** Options of a set read (`has`, `size`): those of `get`. */
@@ -61,8 +64,13 @@ export interface SetHasResult {
   /** Whether the element is in the set, as the serving replica saw it. */
   found: boolean
   element: string
-  /** The element's context (for `remove`); undefined when not found. */
+  /** The element's context (for `remove`); undefined when not found, or added while offline. */
   ctx: string | undefined
+  /**
+   * `'local'` when answered from this device's read cache (`persist`, offline), with its queued
+   * set writes laid over it; then `seen` is empty and `ts` undefined.
+   */
+  source: 'remote' | 'local'
   /** Per region, the highest log idx of a write of this set that the read reflects. */
   seen: number[]
   /** The highest HLC among those writes; undefined for a set never written. */
@@ -83,8 +91,12 @@ interface ReadMeta {
   waitedMs: number
 }
 
-/** A CRDT set of UTF-8 strings (each at most 1 KiB). Get one with `db.set(name)`. */
-export class CausewaySet {
+/**
+ * A CRDT set of UTF-8 strings (each at most 1 KiB). Get one with `db.set(name)`. With `persist`,
+ * writes queue while offline (`{ pending: true, opId }`) and reads are answered from what this
+ * device knows: `has` of an element it read or wrote, `size` and `scan` of a set it scanned whole.
+ */
+export class CausewaySet<Offline extends boolean = false> {
   /** The set's name (a key: it decides the set's partition). */
   readonly name: string
   /** The partition holding the set. */
@@ -106,10 +118,13 @@ export class CausewaySet {
    * sent as several writes, in order (each atomic, the whole not); the last one's result is
    * returned.
    */
-  async add(elements: string | readonly string[], options?: SetWriteOptions): Promise<WriteResult> {
+  async add(
+    elements: string | readonly string[],
+    options?: SetWriteOptions,
+  ): Promise<WriteOutcome<Offline>> {
     const list = typeof elements === 'string' ? [elements] : [...elements]
     for (const e of list) checkElement(e)
-    return this.#write('add', list, options)
+    return (await this.#write('add', list, options)) as WriteOutcome<Offline>
   }
 
   /**
@@ -120,7 +135,7 @@ export class CausewaySet {
   async remove(
     elements: string | SetElement | readonly (string | SetElement)[],
     options?: SetWriteOptions,
-  ): Promise<WriteResult> {
+  ): Promise<WriteOutcome<Offline>> {
     const list = typeof elements === 'string' || !Array.isArray(elements) ? [elements] : elements
     const items = (list as readonly (string | SetElement)[]).map((e) => {
       if (typeof e === 'string') {
@@ -135,19 +150,46 @@ export class CausewaySet {
         throw new CausewayError('INVALID_CONTEXT', 'ctx must be a context from has or scan')
       return { element: e.element, ctx: e.ctx }
     })
-    return this.#write('remove', items, options)
+    return (await this.#write('remove', items, options)) as WriteOutcome<Offline>
   }
 
   /** Whether `element` is in the set, and its context. */
   async has(element: string, options?: SetReadOptions): Promise<SetHasResult> {
     checkElement(element)
-    const { reply, attempts } = await readCall(this.#parts, {
-      partition: this.partition,
-      path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
-      what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
-      options,
-      check: checkHas,
-    })
+    const outcome = await this.#read(
+      () =>
+        readCall(this.#parts, {
+          partition: this.partition,
+          path: `${this.#path}/has?element=${encodeURIComponent(element)}`,
+          what: `has ${JSON.stringify(element)} in set ${JSON.stringify(this.name)}`,
+          options,
+          check: checkHas,
+        }),
+      (local) => {
+        if (element in local.members) return { found: true, ctx: local.members[element] }
+        if (local.complete || local.absent.includes(element)) return { found: false }
+        return undefined
+      },
+      `whether ${JSON.stringify(element)} is in set ${JSON.stringify(this.name)}`,
+    )
+    if ('local' in outcome) {
+      const { found, ctx } = outcome.local
+      return {
+        found,
+        element,
+        ctx: ctx ?? undefined,
+        seen: [],
+        ts: undefined,
+        epoch: 1,
+        region: this.#parts.home.id,
+        replica: 0,
+        waitedMs: 0,
+        attempts: 0,
+        source: 'local',
+      }
+    }
+    const { reply, attempts } = outcome
+    this.#parts.offline?.recordSetHas(this.name, element, reply.found, reply.ctx)
     return {
       found: reply.found,
       element,
@@ -159,19 +201,47 @@ export class CausewaySet {
       replica: reply.replica,
       waitedMs: reply.waitedMs,
       attempts,
+      source: 'remote',
     }
   }
 
-  /** The number of elements (exact, as of the serving replica). */
+  /** The number of elements (exact, as of the serving replica; offline, as this device knows). */
   async size(options?: SetReadOptions): Promise<number> {
-    const { reply } = await readCall(this.#parts, {
-      partition: this.partition,
-      path: `${this.#path}/size`,
-      what: `size of set ${JSON.stringify(this.name)}`,
-      options,
-      check: checkSize,
-    })
-    return reply.size
+    const outcome = await this.#read(
+      () =>
+        readCall(this.#parts, {
+          partition: this.partition,
+          path: `${this.#path}/size`,
+          what: `size of set ${JSON.stringify(this.name)}`,
+          options,
+          check: checkSize,
+        }),
+      (local) => (local.complete ? Object.keys(local.members).length : undefined),
+      `the size of set ${JSON.stringify(this.name)}`,
+    )
+    return 'local' in outcome ? outcome.local : outcome.reply.size
+  }
+
+  /**
+   * A read: remote, or with `persist` and the gateway out of reach, `local(entry)` over this
+   * device's entry of the set with its queued writes laid over it (undefined: it cannot tell).
+   */
+  async #read<R, L>(
+    remote: () => Promise<{ reply: R; attempts: number }>,
+    local: (entry: SetEntry) => L | undefined,
+    what: string,
+  ): Promise<{ reply: R; attempts: number } | { local: L }> {
+    const engine = this.#parts.offline
+    if (engine === undefined) return remote()
+    if (engine.connectivity.online) {
+      try {
+        return await remote()
+      } catch (error) {
+        if (!isUnreachable(error) || this.#parts.closing.aborted) throw error
+        engine.connectivity.markOffline(error as CausewayError)
+      }
+    }
+    return { local: await engine.readSetLocally(this.name, local, what) }
   }
 
   /**
@@ -195,10 +265,26 @@ export class CausewaySet {
     const page = pageSize ?? SET_SCAN_PAGE
     if (!Number.isSafeInteger(page) || page < 1)
       throw new CausewayError('INVALID_OPTION', 'pageSize must be a positive integer')
-    const pages = async function* (this: CausewaySet): AsyncGenerator<string | SetElement> {
+    const whole = from === undefined && after === undefined && limit === undefined
+    const pages = async function* (
+      this: CausewaySet<Offline>,
+    ): AsyncGenerator<string | SetElement> {
+      const engine = this.#parts.offline
+      if (engine !== undefined && !engine.connectivity.online) {
+        yield* await engine.scanSetLocally(this.name, {
+          from,
+          after,
+          total,
+          withContext: withContext === true,
+        })
+        return
+      }
       let cursor: { from?: string; after?: string } =
         after !== undefined ? { after } : from !== undefined ? { from } : {}
       let returned = 0
+      // A whole scan of a set not too large is kept, so it can be scanned offline.
+      let seen: { element: string; ctx?: string }[] | undefined =
+        engine !== undefined && whole ? [] : undefined
       while (returned < total) {
         const count = Math.min(page, total - returned)
         let query = `limit=${count}`
@@ -206,26 +292,45 @@ export class CausewaySet {
         if (cursor.after !== undefined) query += `&after=${encodeURIComponent(cursor.after)}`
         if (withContext === true) query += '&ctx=true'
         if (merge === true) query += '&merge=true'
-        const { reply } = await readCall(this.#parts, {
-          partition: this.partition,
-          path: `${this.#path}/scan?${query}`,
-          what: `scan of set ${JSON.stringify(this.name)}`,
-          options: read,
-          check: checkScanPage,
-        })
+        let reply: ScanPage
+        try {
+          ;({ reply } = await readCall(this.#parts, {
+            partition: this.partition,
+            path: `${this.#path}/scan?${query}`,
+            what: `scan of set ${JSON.stringify(this.name)}`,
+            options: read,
+            check: checkScanPage,
+          }))
+        } catch (error) {
+          if (engine === undefined || returned > 0 || !isUnreachable(error)) throw error
+          engine.connectivity.markOffline(error as CausewayError)
+          yield* await engine.scanSetLocally(this.name, {
+            from,
+            after,
+            total,
+            withContext: withContext === true,
+          })
+          return
+        }
         for (const item of reply.elements) {
           if (withContext === true) {
             const e = item as Partial<SetElement>
             if (typeof e?.element !== 'string' || typeof e.ctx !== 'string')
               throw malformed('scan', reply.body)
+            seen?.push({ element: e.element, ctx: e.ctx })
             yield { element: e.element, ctx: e.ctx }
           } else {
             if (typeof item !== 'string') throw malformed('scan', reply.body)
+            seen?.push({ element: item })
             yield item
           }
+          if (seen !== undefined && seen.length > MAX_CACHED_SCAN) seen = undefined
           returned++
         }
-        if (reply.next === undefined) return
+        if (reply.next === undefined) {
+          if (seen !== undefined) engine?.recordSetScan(this.name, seen)
+          return
+        }
         cursor = { after: reply.next }
       }
     }
@@ -236,24 +341,42 @@ export class CausewaySet {
     op: 'add' | 'remove',
     items: readonly (string | SetElement)[],
     options: SetWriteOptions | undefined,
-  ): Promise<WriteResult> {
+  ): Promise<WriteResult | PendingWrite> {
     if (items.length === 0) throw new CausewayError('INVALID_ELEMENT', `${op} needs an element`)
-    let result: WriteResult | undefined
+    let result: WriteResult | PendingWrite | undefined
     for (let i = 0; i < items.length; i += MAX_SET_WRITE_ELEMENTS) {
       const chunk = items.slice(i, i + MAX_SET_WRITE_ELEMENTS)
-      result = await writeCall(this.#parts, {
+      result = await this.#writeChunk(op, chunk, options)
+    }
+    return result!
+  }
+
+  async #writeChunk(
+    op: 'add' | 'remove',
+    chunk: readonly (string | SetElement)[],
+    options: SetWriteOptions | undefined,
+  ): Promise<WriteResult | PendingWrite> {
+    const send = (
+      elements: readonly (string | { element: string; ctx?: string })[],
+      opId: string,
+    ) =>
+      writeCall(this.#parts, {
         method: 'POST',
         partition: this.partition,
         path: `${this.#path}/${op}`,
-        body: JSON.stringify({ elements: chunk }),
+        body: JSON.stringify({ elements }),
         what: `${op} in set ${JSON.stringify(this.name)}`,
         options,
         // A remove without a context removes what the leader holds once it covers the session.
-        withVector: op === 'remove' && chunk.some((e) => typeof e === 'string'),
+        withVector: op === 'remove' && elements.some((e) => typeof e === 'string'),
         leaderWaits: true,
+        opId,
       })
-    }
-    return result!
+    const engine = this.#parts.offline
+    if (engine === undefined) return send(chunk, this.#parts.nextOpId())
+    return engine.writeSet(this.name, this.partition, op, chunk, options, (sent) =>
+      send(sent.elements ?? [], sent.opId),
+    )
   }
 }
 
@@ -326,6 +449,9 @@ function checkScanPage(body: unknown, regions: number): CheckedRead<ScanPage> {
     observed,
   }
 }
+
+/** Most elements of a whole scan kept for offline reads. */
+const MAX_CACHED_SCAN = 10_000
 
 function isCount(v: unknown, min: number, max = Number.MAX_SAFE_INTEGER): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= min && v <= max

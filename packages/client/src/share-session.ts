@@ -33,10 +33,22 @@ export interface ShareSessionOptions {
    * @default ignore silently
    */
   onError?: (error: unknown) => void
+  /**
+   * How long `ready` waits for another tab's session before resolving without one (a tab alone
+   * gets no answer).
+   * @default 100
+   */
+  readyTimeoutMs?: number
 }
 
 /** A running share; `stop()` ends it. */
 export interface SessionSharing {
+  /**
+   * Resolves once this tab holds what the other tabs have: when the first of them answers with
+   * its session (merged), or after `readyTimeoutMs` when none does. Await it before a first
+   * call that must carry the other tabs' guarantees (a read of what another tab just wrote).
+   */
+  readonly ready: Promise<void>
   /** Posts the session now, e.g. after `db.session.merge(...)`. */
   publish(): void
   /** Stops listening and posting. */
@@ -69,6 +81,10 @@ export function shareSession(db: SessionSource, options: ShareSessionOptions = {
     options.channel ?? new BroadcastChannel(`causeway-session:${session.cluster}`)
   let pending = false
   let stopped = false
+  let markReady!: () => void
+  const ready = new Promise<void>((resolve) => (markReady = resolve))
+  const readyTimer = setTimeout(markReady, options.readyTimeoutMs ?? 100)
+  ;(readyTimer as { unref?: () => void }).unref?.()
 
   const post = (): void => {
     pending = false
@@ -90,6 +106,8 @@ export function shareSession(db: SessionSource, options: ShareSessionOptions = {
     } else if (data.type === 'causeway-session') {
       try {
         session.merge(Session.fromJSON((data as { session: unknown }).session, scope))
+        clearTimeout(readyTimer)
+        markReady()
       } catch (error) {
         options.onError?.(error)
       }
@@ -101,10 +119,13 @@ export function shareSession(db: SessionSource, options: ShareSessionOptions = {
   channel.postMessage({ type: 'causeway-session-hello' } satisfies SessionMessage)
 
   return {
+    ready,
     publish: publishSoon,
     stop() {
       if (stopped) return
       stopped = true
+      clearTimeout(readyTimer)
+      markReady()
       unsubscribe()
       channel.removeEventListener('message', onMessage)
       if (ownsChannel) channel.close?.()

@@ -22,6 +22,14 @@ function builtinDetector(found: string[]): Plugin {
     setup(b) {
       b.onResolve({ filter: /.*/ }, (args) => {
         if (!isBuiltin(args.path)) return undefined
+        // abstract-level (the IndexedDB store's chunk, loaded only with persist) imports `events`
+        // and `buffer`: in a browser bundle those are the npm packages of the same names, which
+        // the SDK and abstract-level depend on.
+        if (
+          (args.path === 'events' || args.path === 'buffer') &&
+          args.importer.includes('/node_modules/')
+        )
+          return undefined
         found.push(`${args.path} (imported by ${args.importer})`)
         return { path: args.path, external: true }
       })
@@ -38,7 +46,7 @@ describe('browser bundle', () => {
     expect(bundle.code).toContain('causeway-after')
     // What browsers download: no schema library (TypeBox stays in @causeway/core/schemas).
     expect(bundle.packages).toEqual([])
-    expect(bundle.bytes).toBeLessThan(40_000)
+    expect(bundle.bytes).toBeLessThan(45_000)
   })
 
   it('the README states the size it has, minified and gzipped (npm run size)', async () => {

@@ -3,6 +3,7 @@
  * session's vector clock, the `causal` levels, a client that switches region and waits there for
  * what it has seen, with a deadline, and the same levels refused by a FIFO cluster.
  */
+import { partitionOf } from '@causeway/core'
 import { startDevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
@@ -125,8 +126,12 @@ describe('the SDK on a causal cluster', () => {
 
   it('still serves session reads, which do not wait for other keys', async () => {
     const db = await connect({ url: causal.urls[0]! })
-    await db.put(fresh('x'), 1)
-    const r = await db.get(fresh('y'), { region: 1, read: 'session' })
+    const x = fresh('x')
+    await db.put(x, 1)
+    // In another partition than x: a session read of x's own partition waits for the write.
+    let y = fresh('y')
+    while (partitionOf(y, 4) === partitionOf(x, 4)) y = fresh('y')
+    const r = await db.get(y, { region: 1, read: 'session' })
     expect(r.found).toBe(false)
     // Served at once: the write in region 0 is no concern of a session read of another key.
     expect(r.waitedMs).toBeLessThan(WAN_DELAY_MS / 2)

@@ -271,11 +271,20 @@ describe('replies update the session (NuKV Algorithm 1)', () => {
       replica: 0,
       waitedMs: 0,
       attempts: 1,
+      source: 'remote',
+      pending: false,
     })
     expect(db.session.row(p)).toEqual({ epoch: 1, hrm: [0, 5, 0], hwm: [0, 0, 0] })
     expect(db.session.dtR).toBe(t(500))
 
-    expect(await db.put(KEY, 1)).toEqual({ ts: t(600), dc: 0, idx: 8, epoch: 1, region: 0 })
+    expect(await db.put(KEY, 1)).toMatchObject({
+      pending: false,
+      ts: t(600),
+      dc: 0,
+      idx: 8,
+      epoch: 1,
+      region: 0,
+    })
     expect(db.session.row(p)).toEqual({ epoch: 1, hrm: [0, 5, 0], hwm: [8, 0, 0] })
     expect(db.session.dtW).toBe(t(600))
 

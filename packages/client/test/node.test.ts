@@ -87,7 +87,14 @@ describe('@causeway/client/node', () => {
     const transport = c.transport?.()
     const db = await connect({ url: base, transport })
     const put = await db.put('user:1', { name: 'Ada', city: 'Zürich' })
-    expect(put).toEqual({ ts: '0000000000640000', dc: 0, idx: 3, epoch: 1, region: 0 })
+    expect(put).toMatchObject({
+      pending: false,
+      ts: '0000000000640000',
+      dc: 0,
+      idx: 3,
+      epoch: 1,
+      region: 0,
+    })
     const got = await db.get('user:1')
     expect(got.value).toEqual({ v: 'é' })
     // Read-your-writes carried over the real transport.

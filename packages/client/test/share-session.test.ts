@@ -103,6 +103,32 @@ describe('shareSession (browser tabs)', () => {
     sb.stop()
   })
 
+  it('ready resolves once another tab answered with its session (a write can then rely on it)', async () => {
+    const bus = new FakeBus()
+    const a = await tab()
+    const sa = shareSession(a.db, { channel: bus.channel() })
+    a.gw.reply(writeOk({ dc: 0, idx: 9, ts: hlcFrom(20, 0) }))
+    await a.db.put(keyIn(2), 1)
+    await tick()
+    const b = await tab()
+    // A long timeout: only the other tab's answer can resolve it in time.
+    const sb = shareSession(b.db, { channel: bus.channel(), readyTimeoutMs: 60_000 })
+    await sb.ready
+    expect(b.db.session.row(2)).toEqual(a.db.session.row(2))
+    sa.stop()
+    sb.stop()
+  })
+
+  it('ready resolves alone after readyTimeoutMs when no other tab answers', async () => {
+    const bus = new FakeBus()
+    const a = await tab()
+    const started = Date.now()
+    const sa = shareSession(a.db, { channel: bus.channel(), readyTimeoutMs: 50 })
+    await sa.ready
+    expect(Date.now() - started).toBeGreaterThanOrEqual(40)
+    sa.stop()
+  })
+
   it('calls finishing in one tick post once', async () => {
     const bus = new FakeBus()
     const a = await tab()

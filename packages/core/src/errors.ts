@@ -98,6 +98,17 @@ export const ERROR_CODES = {
   /** The SDK could not reach the gateway. */
   NETWORK_ERROR: 503,
   /**
+   * SDK, offline: the gateway cannot be reached and the local read cache has nothing for this
+   * call (a key never read or written on this device, a set never scanned whole).
+   */
+  OFFLINE: 503,
+  /**
+   * SDK: the local store (IndexedDB, LevelDB) refused a write: its quota is used up, the disk is
+   * full, or it failed otherwise. The write that hit it was not queued; what was queued before
+   * is kept.
+   */
+  STORAGE_FULL: 507,
+  /**
    * The replica serving the request holds a value of this key that it cannot decode (corrupt, or
    * written by an older, buggy version). The key is quarantined: reported, counted and listed in
    * `GET /v1/status`, and rebuilt from the replica's log in the background; other keys are not
@@ -189,6 +200,8 @@ export class CausewayError extends Error {
     if (code === 'SESSION_NOT_AVAILABLE') return new SessionNotAvailableError(message, details)
     if (code === 'RATE_LIMITED')
       return new RateLimitedError(message, retryAfterOf(details?.['retryAfterMs']), details)
+    if (code === 'OFFLINE') return new OfflineError(message, details)
+    if (code === 'STORAGE_FULL') return new StorageFullError(message, details)
     return new CausewayError(code, message, details)
   }
 }
@@ -228,5 +241,32 @@ export class RateLimitedError extends CausewayError {
     )
     this.name = 'RateLimitedError'
     this.retryAfterMs = retryAfterMs
+  }
+}
+
+/**
+ * SDK, offline: the gateway cannot be reached and the local read cache cannot answer this call
+ * (`OFFLINE`). Thrown at once, never after a wait for the network.
+ */
+export class OfflineError extends CausewayError {
+  static override readonly brandCode: ErrorCode = 'OFFLINE'
+
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('OFFLINE', message, details, options)
+    this.name = 'OfflineError'
+  }
+}
+
+/**
+ * SDK: the local store refused a write (`STORAGE_FULL`): an IndexedDB `QuotaExceededError`, a
+ * full disk, or any other failure of the store. The call that hit it was not queued; operations
+ * queued before it are intact. `cause` is the store's own error.
+ */
+export class StorageFullError extends CausewayError {
+  static override readonly brandCode: ErrorCode = 'STORAGE_FULL'
+
+  constructor(message: string, details?: Record<string, unknown>, options?: ErrorOptions) {
+    super('STORAGE_FULL', message, details, options)
+    this.name = 'StorageFullError'
   }
 }

@@ -8,7 +8,7 @@
  * is merged (an entry whose set does not decode is logged but not merged, and reported), a set
  * delta by the set replica.
  */
-import { isRegionId, isSafeCounter } from './counter-bounds.js'
+import { isRegionId, isSafeCounter, withoutNegativeZero } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 import { isHlc } from './hlc.js'
 import {
@@ -67,13 +67,13 @@ export function checkLogEntry(entry: unknown, regions: number): LogEntry {
   }
   if (e.value === '') throw bad(`${where}: value is empty (a value is JSON text)`)
   if (Object.isFrozen(entry)) return entry as LogEntry
-  // Numbers as JSON would give them back (`-0` is 0).
+  // Numbers as JSON would give them back (`-0` is 0: `counter-bounds.ts`).
   const head: LogEntryHead = {
-    origin: (e.origin as number) + 0,
+    origin: withoutNegativeZero(e.origin as number),
     idx: e.idx as number,
     key: e.key,
     ts: e.ts,
-    at: (e.at as number) + 0,
+    at: withoutNegativeZero(e.at as number),
   }
   switch (e.kind) {
     case 'put':

@@ -44,6 +44,7 @@ export const SDK_REQUEST_HEADERS: readonly string[] = [
   HEADER_DT,
   HEADER_CONTEXT,
   HEADER_CLOCK,
+  HEADER_OP_ID,
 ]
 
 /**

@@ -14,7 +14,7 @@ import {
   writeFollowsReads,
   writeFollowsWrites,
 } from './consistency.js'
-import { MAX_SAFE_COUNTER } from './counter-bounds.js'
+import { MAX_SAFE_COUNTER, withoutNegativeZero } from './counter-bounds.js'
 import {
   type VectorClock,
   clockMaxInto,
@@ -317,7 +317,8 @@ function parseSessionJSON(data: unknown): Session {
     if (!Array.isArray(v) || v.length !== regions)
       throw bad(`${what} must be an array of ${regions} indexes`)
     for (const x of v) if (!isCount(x, 0, MAX_SAFE_COUNTER)) throw bad(`${what} holds a non-index`)
-    return v as number[]
+    // A `-0` index is 0, as JSON writes it back (`counter-bounds.ts`).
+    return (v as number[]).map(withoutNegativeZero)
   }
   for (const [key, row] of Object.entries(j.p as Record<string, unknown>)) {
     if (!/^(0|[1-9][0-9]*)$/.test(key) || Number(key) >= j.partitions)

@@ -12,7 +12,7 @@
  * wrong is `INVALID_REQUEST`, and either way nothing of the batch is applied, so the sender's
  * checkpoint stays where it was and it retries.
  */
-import { isRegionId, isSafeCounter } from './counter-bounds.js'
+import { isRegionId, isSafeCounter, withoutNegativeZero } from './counter-bounds.js'
 import { CausewayError } from './errors.js'
 import { checkEntryKind, checkLogEntry } from './log-entry-check.js'
 import type { LogEntry } from './log-entry.js'
@@ -148,7 +148,8 @@ export function checkShipEnvelope(json: unknown, regions: number, to: number): S
     throw bad('first and last are not idx in order')
   if (!Array.isArray(e.entries) || e.entries.length !== e.last - e.first + 1)
     throw bad(`entries must hold idx ${String(e.first)} to ${String(e.last)}, one each`)
-  const from = e.from
+  // A `-0` region is region 0 (`counter-bounds.ts`); the counters start at 1.
+  const from = withoutNegativeZero(e.from)
   const first = e.first
   const raws = e.entries as unknown[]
   const entries = raws.map((raw, i) => {
@@ -159,7 +160,11 @@ export function checkShipEnvelope(json: unknown, regions: number, to: number): S
       throw bad(`entry ${entry.origin}:${entry.idx} is where idx ${first + i} belongs`)
     return entry
   })
-  if (Object.isFrozen(json) && entries.every((entry, i) => entry === raws[i]))
+  if (
+    Object.isFrozen(json) &&
+    Object.is(from, e.from) &&
+    entries.every((entry, i) => entry === raws[i])
+  )
     return json as ShipEnvelope
   return Object.freeze({
     v: SHIP_ENVELOPE_VERSION,

@@ -7,6 +7,7 @@ import {
   isErrorCode,
   isReadLevel,
   isWriteLevel,
+  type Durability,
   type ReadLevel,
   type WriteLevel,
 } from '@causeway/core'
@@ -80,6 +81,8 @@ export interface ReadOperation extends OperationBase {
 export interface PutOperation extends OperationBase {
   op: 'put'
   level: WriteLevel
+  /** The durability asked for, when the call named one. */
+  durability?: Durability
   value?: unknown
   /**
    * Siblings namespaces: the causal context sent with the write (from a read, or an earlier
@@ -93,6 +96,8 @@ export interface PutOperation extends OperationBase {
 export interface DeleteOperation extends OperationBase {
   op: 'delete'
   level: WriteLevel
+  /** The durability asked for, when the call named one. */
+  durability?: Durability
   /** As for {@link PutOperation.context}. */
   context?: string
   reply?: WriteReplyRecord

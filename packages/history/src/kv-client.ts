@@ -2,7 +2,7 @@
  * The slice of the SDK the recorder and the workload use. `@causeway/client`'s `Causeway` fits
  * it; tests may pass anything else that does (a fake, another backend's client).
  */
-import type { ReadLevel, WriteLevel } from '@causeway/core'
+import type { Durability, ReadLevel, WriteLevel } from '@causeway/core'
 
 /** Options of a recorded read: the level and the region are always explicit. */
 export interface KvReadOptions {
@@ -20,6 +20,8 @@ export interface KvWriteOptions {
   region: number
   /** Deadline of the call in ms. @default the client's */
   timeoutMs?: number
+  /** When the write is acknowledged. @default the client's */
+  durability?: Durability
   /**
    * Siblings namespaces: the causal context of a read (or of a write's reply) the write
    * supersedes; `null` or absent for a blind write.

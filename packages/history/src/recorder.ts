@@ -26,6 +26,7 @@ import type {
 type CallFields = Pick<Operation, 'client' | 'op' | 'key' | 'level' | 'region'> & {
   value?: unknown
   context?: string
+  durability?: KvWriteOptions['durability']
   reply?: unknown
 }
 
@@ -81,6 +82,7 @@ export class HistoryRecorder {
             level: options.write,
             region: servedBy(r, options),
             ...contextSent(options),
+            ...durabilityAsked(options),
             reply: r && writeReply(r),
           }),
         ),
@@ -94,6 +96,7 @@ export class HistoryRecorder {
             level: options.write,
             region: servedBy(r, options),
             ...contextSent(options),
+            ...durabilityAsked(options),
             reply: r && writeReply(r),
           }),
         ),
@@ -163,6 +166,10 @@ function writeReply(r: KvWriteResult): WriteReplyRecord {
   const reply: WriteReplyRecord = { ts: r.ts, dc: r.dc, idx: r.idx }
   if (r.context !== undefined) reply.context = r.context
   return reply
+}
+
+function durabilityAsked(options: KvWriteOptions): Pick<CallFields, 'durability'> {
+  return options.durability === undefined ? {} : { durability: options.durability }
 }
 
 function contextSent(options: KvWriteOptions): { context?: string } {

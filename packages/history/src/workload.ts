@@ -3,7 +3,7 @@
  * reading, writing and deleting a few shared keys in regions picked at random, every call
  * recorded; then the converged state of every key in every region.
  */
-import type { ReadLevel, WriteLevel } from '@causeway/core'
+import type { Durability, ReadLevel, WriteLevel } from '@causeway/core'
 import { readFinalState, type ReadFinalStateOptions } from './final-state.js'
 import { isWrite, newestAcknowledged, versionOf, type History, type Operation } from './history.js'
 import { SiblingOrder } from './sibling-order.js'
@@ -57,6 +57,17 @@ export interface WorkloadOptions {
    */
   durationMs?: number
   /**
+   * How long a client waits after a failed call before its next one, in ms, as an application
+   * backs off: a region that is down for seconds then costs a few calls, not thousands.
+   * @default 0
+   */
+  pauseAfterFailureMs?: number
+  /**
+   * Clients stop starting calls once this aborts (and after `durationMs` in any case): a fault
+   * injector ends the calls a while after it healed what it broke.
+   */
+  signal?: AbortSignal
+  /**
    * Levels of the calls; a list means one picked at random per call.
    * @default { read: 'session', write: 'session' }
    */
@@ -64,6 +75,11 @@ export interface WorkloadOptions {
     read?: ReadLevel | readonly ReadLevel[]
     write?: WriteLevel | readonly WriteLevel[]
   }
+  /**
+   * Durability of the writes; a list means one picked at random per write.
+   * @default the client's (not sent)
+   */
+  durability?: Durability | readonly Durability[]
   /**
    * Chance, before each call, that the client moves to another region picked at random.
    * @default 0.3
@@ -135,6 +151,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const regions = options.regions
   const readLevels = asList(options.level?.read ?? 'session')
   const writeLevels = asList(options.level?.write ?? 'session')
+  const durabilities = options.durability === undefined ? [] : asList(options.durability)
   const baseMix = { ...DEFAULT_MIX, ...options.mix }
   const mixes = Array.from({ length: options.regions }, (_, d) => {
     const own = options.regionMix?.[d]
@@ -148,6 +165,7 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
         options.namespace ?? 'history',
       )
   const contextProbability = options.contextProbability ?? 0.5
+  const pauseAfterFailureMs = options.pauseAfterFailureMs ?? 0
   if (urls.length === 0 || regions < 1 || keys.length === 0 || clients < 1)
     throw new RangeError('runWorkload needs a url, a region, a key and a client')
 
@@ -164,7 +182,11 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
         let region = i % regions
         // The context of this client's last read of each key (siblings namespaces).
         const contexts = new Map<string, string>()
-        for (let n = 0; n < opsPerClient && now() - start < durationMs; n++) {
+        for (
+          let n = 0;
+          n < opsPerClient && now() - start < durationMs && !options.signal?.aborted;
+          n++
+        ) {
           if (n > 0 && pauseMs > 0)
             await new Promise((resolve) => setTimeout(resolve, pauseMs * (0.5 + random())))
           if (regions > 1 && random() < switchProbability)
@@ -176,20 +198,34 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
           const known = contexts.get(key)
           const context =
             known !== undefined && random() < contextProbability ? { context: known } : {}
-          // Failures are in the history; the workload goes on.
+          // Failures are in the history; the workload goes on, after a pause if asked.
+          let failures = 0
+          const failed = () => {
+            failures++
+            return undefined
+          }
           if (r < mix.get) {
             const read = await session
               .get(key, { read: pick(readLevels), region, ...timeout })
-              .catch(() => undefined)
+              .catch(failed)
             if (read?.context !== undefined) contexts.set(key, read.context)
           } else {
-            const write = { write: pick(writeLevels), region, ...timeout, ...context }
+            const durability = durabilities.length === 0 ? {} : { durability: pick(durabilities) }
+            const write = {
+              write: pick(writeLevels),
+              region,
+              ...timeout,
+              ...durability,
+              ...context,
+            }
             await (
               r < mix.get + mix.put
                 ? session.put(key, `c${i}#${n}`, write)
                 : session.delete(key, write)
-            ).catch(() => undefined)
+            ).catch(failed)
           }
+          if (failures > 0 && pauseAfterFailureMs > 0)
+            await new Promise((resolve) => setTimeout(resolve, pauseAfterFailureMs))
         }
       } finally {
         await db.close?.()

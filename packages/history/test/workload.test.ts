@@ -107,6 +107,71 @@ describe('runWorkload', () => {
     expect(result.history.operations.length).toBeLessThan(40)
   })
 
+  it('asks each write for a durability from the list and records it', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
+    const c = cluster
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 2,
+      opsPerClient: 40,
+      mix: { get: 0, put: 1, delete: 1 },
+      durability: ['majority', 'leader'],
+      seed: 5,
+    })
+    const asked = result.history.operations.map((o) => (o.op === 'get' ? 'get' : o.durability))
+    expect(new Set(asked)).toEqual(new Set(['majority', 'leader']))
+    const none = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 1,
+      opsPerClient: 5,
+      mix: { get: 0, put: 1, delete: 0 },
+    })
+    expect(none.history.operations.every((o) => !('durability' in o))).toBe(true)
+  })
+
+  it('stops starting calls once its signal aborts', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync', callMs: 20 })
+    const c = cluster
+    const end = new AbortController()
+    setTimeout(() => end.abort(), 150)
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 2,
+      opsPerClient: 1000,
+      durationMs: 60_000,
+      signal: end.signal,
+    })
+    // Without the signal it would go on for a minute (or 2,000 calls of 20 ms each).
+    expect(result.elapsedMs.calls).toBeLessThan(5_000)
+    expect(result.history.operations.length).toBeGreaterThan(4)
+    expect(result.history.operations.length).toBeLessThan(250)
+  })
+
+  it('pauses a client after a failed call when asked', async () => {
+    cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
+    const c = cluster
+    c.failReads = 'NETWORK_ERROR'
+    const result = await runWorkload({
+      connect: (o) => c.connect(o),
+      url: 'x',
+      regions: 2,
+      clients: 1,
+      opsPerClient: 5,
+      mix: { get: 1, put: 0, delete: 0 },
+      pauseAfterFailureMs: 80,
+      convergence: { timeoutMs: 50 },
+    })
+    // Five calls that fail at once, each followed by its pause (a busy machine only adds time).
+    expect(result.failures.NETWORK_ERROR).toBe(5)
+    expect(result.elapsedMs.calls).toBeGreaterThanOrEqual(5 * 80 - 10)
+  })
+
   it('records failed calls and goes on, but throws a failed connect', async () => {
     cluster = new FakeCluster({ regions: 2, shipDelayMs: 'sync' })
     const c = cluster

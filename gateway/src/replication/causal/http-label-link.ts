@@ -10,6 +10,7 @@ import type { Hlc, LabelEnvelope } from '@causeway/core'
 import { DelayedRoundTrip } from '../delayed-round-trip.js'
 import { GatewayHealth } from '../gateway-health.js'
 import { ShippingRequestError } from '../http-shipping-link.js'
+import { type ShippingFetch, keepAliveFetch, shippingAgent } from '../keep-alive-fetch.js'
 import type { LabelCheckpoint, LabelLink } from './label-link.js'
 
 /** The path of the internal label endpoint for labels of `origin`. */
@@ -28,8 +29,11 @@ export interface HttpLabelLinkOptions {
   secret: string
   /** @default 2000 */
   timeoutMs?: number
-  /** @default globalThis.fetch */
-  fetch?: typeof fetch
+  /**
+   * The HTTP client (tests inject a `fetch`).
+   * @default a keep-alive `node:http` client of this link's own, as the shipping links use
+   */
+  fetch?: ShippingFetch
 }
 
 /** Ships labels over HTTP to another region's gateways. */
@@ -37,7 +41,8 @@ export class HttpLabelLink implements LabelLink {
   readonly #gateways: GatewayHealth
   readonly #path: string
   readonly #options: HttpLabelLinkOptions
-  readonly #fetch: typeof fetch
+  readonly #fetch: ShippingFetch
+  readonly #closeAgent: () => void
   readonly #aborts = new Set<AbortController>()
   #tail: Promise<unknown> = Promise.resolve()
   #generation = 0
@@ -45,11 +50,22 @@ export class HttpLabelLink implements LabelLink {
 
   constructor(options: HttpLabelLinkOptions) {
     this.#options = options
-    this.#fetch = options.fetch ?? globalThis.fetch
+    if (options.fetch) {
+      this.#fetch = options.fetch
+      this.#closeAgent = () => {}
+    } else {
+      const agent = shippingAgent()
+      this.#fetch = keepAliveFetch(agent)
+      this.#closeAgent = () => agent.destroy()
+    }
+    // Health checks on their own connections (global fetch), unless a test injects a client.
     this.#gateways =
       options.gateways instanceof GatewayHealth
         ? options.gateways
-        : new GatewayHealth({ gateways: options.gateways, fetch: this.#fetch })
+        : new GatewayHealth({
+            gateways: options.gateways,
+            ...(options.fetch ? { fetch: options.fetch } : {}),
+          })
     this.#path = labelsPath(options.origin)
     this.#gateways.retain()
   }
@@ -67,6 +83,7 @@ export class HttpLabelLink implements LabelLink {
     this.#closed = true
     for (const abort of this.#aborts) abort.abort(new Error('label link closed'))
     this.#aborts.clear()
+    this.#closeAgent()
   }
 
   // One request after the other; a failure drops those queued behind it (the shipper starts over).

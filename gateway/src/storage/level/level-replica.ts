@@ -70,6 +70,7 @@ import { LevelOpRecords, type OpStamp } from './level-op-records.js'
 import type { StoreOp } from './level-set-kv.js'
 import { LevelSetReplica } from './level-set-replica.js'
 import { LevelSets } from './level-sets.js'
+import type { SetHeadCacheOptions } from './set-head-cache.js'
 import { LogTail } from './log-tail.js'
 import {
   LAYOUT_FORMAT,
@@ -136,6 +137,12 @@ export interface LevelReplicaOptions {
    * @default ignores them
    */
   quarantine?: QuarantineSink
+  /**
+   * Bounds of the sets' head cache (`set-head-cache.ts`); `{ maxSets: 0 }` turns it off (as the
+   * micro-benchmark that measures what it buys does).
+   * @default 4096 sets, 100,000 cloud dots
+   */
+  setCache?: SetHeadCacheOptions
 }
 
 /**
@@ -258,6 +265,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       regions: this.regions,
       epoch: () => this.#epoch,
       requestCommit: () => this.#commitSets(),
+      ...(options.setCache === undefined ? {} : { cache: options.setCache }),
     })
     this._sets = new LevelSetReplica(
       {

@@ -6,7 +6,7 @@
  * | key                          | type   | holds                                              |
  * |------------------------------|--------|----------------------------------------------------|
  * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`       |
- * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`) |
+ * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`); also the pub/sub channel its new value is published on (`sv-lua.ts`) |
  * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone), `s` (a sibling write's set), `b` (a set write's delta) |
  * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
  * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
@@ -44,6 +44,11 @@ export class ReplicaKeys {
   readonly meta: string
   readonly sv: string
   readonly wait: string
+  /**
+   * A key prefix no key has: the replica's client tracking watches it (`BCAST PREFIX`), so the
+   * only invalidations the server pushes are the flushes of a full resync (or `FLUSHALL`).
+   */
+  readonly resync: string
 
   constructor(namespace: string, region: number, partition: number) {
     if (typeof namespace !== 'string' || namespace.length === 0 || !namespace.isWellFormed())
@@ -53,6 +58,7 @@ export class ReplicaKeys {
     this.meta = this.prefix + 'meta'
     this.sv = this.prefix + 'sv'
     this.wait = this.prefix + 'wait'
+    this.resync = this.prefix + 'resync:'
   }
 
   /** The log stream of origin region `origin`. */

@@ -4,15 +4,17 @@
  *
  * Mutations are Lua scripts (see `replica-scripts.ts`), atomic at the leader and, as Redis 7
  * replicates a script's effects in MULTI/EXEC, at every follower. `sv` is kept in memory from the
- * scripts' replies and from pushes the server sends when the `sv` key changes; `waitFor` is woken
+ * scripts' replies and from the messages the server publishes when it changes; `waitFor` is woken
  * by them, never by polling.
  *
- * The pushes come from client-side-caching invalidation (`CLIENT TRACKING ... BCAST PREFIX <sv
- * key>`, redirected to a RESP2 connection subscribed to `__redis__:invalidate`). Measured on
- * Redis 7.0 (see the follower tests): a replica sends them for writes replicated from its leader,
- * Lua script effects included, like keyspace notifications do; unlike keyspace notifications it
- * also sends one (a flush) when a full resync replaces the replica's data, which notifications
- * never report, and it needs no `notify-keyspace-events` configuration on the server.
+ * Every script that advances `sv` publishes the new value on the `sv` key's name (`sv-lua.ts`);
+ * Redis replicates the `PUBLISH` with the script's effects, so a follower's server publishes it
+ * once it has applied them (measured on Redis 7.0, see the follower tests). The message carries
+ * the vector, so learning it costs no read. What no script publishes is a full resync, which
+ * replaces a follower's data wholesale: client-side-caching invalidation reports that one
+ * (`CLIENT TRACKING ... BCAST PREFIX` on a prefix no key has, so a flush is the only push,
+ * redirected to the RESP2 subscriber connection on `__redis__:invalidate`), and the replica then
+ * reads `sv` again. Neither needs any `notify-keyspace-events` configuration on the server.
  *
  * Connections: one for writes, one for reads, one for the pushes, and, from the first
  * `waitReplicas`, one for `WAIT` (which blocks its connection). None queues commands while the server is away: calls fail at once with
@@ -71,7 +73,9 @@ import {
   stringsOf,
   svOf,
 } from './replica-scripts.js'
+import { RecentLog } from './recent-log.js'
 import { StableVector } from './stable-vector.js'
+import { parsePublishedSv } from './sv-lua.js'
 import {
   DEFAULT_OP_RETENTION_MS,
   type OpCheck,
@@ -187,6 +191,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
   readonly #inFlight = new Set<Promise<unknown>>()
+  /** The `WAIT` not sent yet for each (replicas, timeout), which calls join (`waitReplicas`). */
+  readonly #nextWaits = new Map<string, Promise<number>>()
+  /** The last `WAIT` sent or queued: the next one goes after it. */
+  #waitTail: Promise<unknown> = Promise.resolve()
+  /** This replica's latest own writes, for the shipper's reads (`recent-log.ts`). */
+  readonly #recent = new RecentLog()
   #catchUpTimer: ReturnType<typeof setTimeout> | undefined
 
   constructor(options: RedisPartitionReplicaOptions) {
@@ -225,6 +235,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       reader: () => this.#live().reader,
       run: (client, operation, call) => this.#run(client, operation, call),
       advance: (sv) => this.#stable.advance(sv),
+      written: (entry, sv) => this.#written(entry, sv),
     })
   }
 
@@ -250,8 +261,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await Promise.all(all.map((r) => r.connect()))
       this.#connections = connections
       if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
-      connections.subscriber.on('message', (channel: string) => {
-        if (channel === INVALIDATE_CHANNEL) this.#catchUp()
+      connections.subscriber.on('message', (channel: string, message: string) => {
+        if (channel === this.keys.sv) {
+          const sv = parsePublishedSv(message, this.#options.regions)
+          if (sv) this.#stable.advance(sv)
+          else this.#catchUp()
+        } else if (channel === INVALIDATE_CHANNEL) this.#catchUp()
       })
       await this.#watch(connections.subscriber)
       await this.#loadScripts(connections.reader)
@@ -270,8 +285,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     }
     // After a reconnection (e.g. the server restarted): the server forgot the tracking and the
     // scripts, and pushes were missed meanwhile, so set them up again and re-read `sv`.
-    const { reader, subscriber } = connections
+    const { reader, subscriber, writer } = connections
     subscriber.on('ready', () => void this.#watch(subscriber).then(() => this.#catchUp(), noop))
+    // The server may have restarted and lost the last writes (appendfsync everysec).
+    writer.on('ready', () => this.#recent.clear())
     reader.on('ready', () => {
       this.#loadScripts(reader).catch(noop)
       this.#catchUp()
@@ -283,6 +300,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     // New calls fail from here on; calls already sent still get their replies.
     this.#connections = undefined
     this.#stable.close()
+    this.#recent.clear()
     clearTimeout(this.#catchUpTimer)
     if (!c) return
     await Promise.allSettled([...this.#inFlight])
@@ -355,7 +373,6 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     )
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 3 + this.#options.regions)
-    this.#stable.advance(svOf(reply, 3, this.#options.regions))
     const head = {
       origin: this.region,
       idx: Number(reply[0]),
@@ -364,6 +381,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       at: Number(reply[2]),
     }
     const entry = keyEntry(head, value)
+    this.#written(entry, svOf(reply, 3, this.#options.regions))
     this.#whole(key) // the script replaced a version that did not decode, if there was one
     return entry
   }
@@ -417,7 +435,6 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     )
     if (op !== undefined) throwIfReplayed(result as unknown[])
     const reply = stringsOf(result, 4 + this.#options.regions)
-    this.#stable.advance(svOf(reply, 4, this.#options.regions))
     const head = {
       origin: this.region,
       idx: Number(reply[0]),
@@ -425,7 +442,9 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       ts: reply[1]!,
       at: Number(reply[2]),
     }
-    return siblingsEntry(head, reply[3]!)
+    const entry = siblingsEntry(head, reply[3]!)
+    this.#written(entry, svOf(reply, 4, this.#options.regions))
+    return entry
   }
 
   protected async _writeOnce(
@@ -633,8 +652,20 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     })
   }
 
+  /**
+   * An own write's entry and the `sv` its script answered: remembered first, so a listener the
+   * advance wakes (the shipper) reads it from memory.
+   */
+  #written(entry: LogEntry, sv: number[]): void {
+    this.#recent.add(entry)
+    this.#stable.advance(sv)
+  }
+
   protected async _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]> {
     const { reader } = this.#live()
+    // While the server is away, reads fail like every call (it may come back without them).
+    const recent = this.available ? this.#recent.after(origin, afterIdx, limit) : undefined
+    if (recent !== undefined) return recent
     const rows = await this.#run(reader, 'readLog', (r) =>
       r.xrange(this.keys.log(origin), `${afterIdx + 1}-0`, '+', 'COUNT', limit),
     )
@@ -700,25 +731,38 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
    *
    * `WAIT` counts only the writes of its own connection and blocks it, so this runs on a
    * connection of its own: it bumps the `wait` key, whose place in the (single, ordered)
-   * replication stream is after every write acknowledged before the call, and `WAIT`s for that.
-   * Ordinary writes and reads never queue behind it; concurrent calls run one after another.
+   * replication stream is after every write acknowledged before the call, and `WAIT`s for that
+   * (both sent at once: one round trip). Ordinary writes and reads never queue behind it.
+   *
+   * Batched: a `WAIT` blocks its connection, so calls made while one is on its way wait for it to
+   * end anyway; those with the same arguments share the next one, whose bump comes after all
+   * their writes. Many majority writes at once cost a few `WAIT`s, not one each.
    */
-  async waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
+  waitReplicas(replicas: number, timeoutMs: number): Promise<number> {
     if (!Number.isInteger(replicas) || replicas < 0)
-      throw new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer')
+      return Promise.reject(
+        new CausewayError('INVALID_OPTION', 'replicas must be a non-negative integer'),
+      )
     // WAIT 0 ms would block forever.
     const timeout = Math.max(1, Math.ceil(timeoutMs))
-    const waiter = await this.#waiter()
-    const acked = await this.#run(
-      waiter,
-      'wait',
-      async (r) => {
-        await r.incr(this.keys.wait)
-        return r.wait(replicas, timeout)
-      },
-      timeout + this.#options.commandTimeoutMs,
-    )
-    return Number(acked)
+    const key = `${replicas}/${timeout}`
+    const next = this.#nextWaits.get(key)
+    if (next !== undefined) return next
+    const wait = this.#waitTail.then(async () => {
+      // Sent from here on: a later call's writes may come after this bump.
+      this.#nextWaits.delete(key)
+      const waiter = await this.#waiter()
+      const [, acked] = await this.#run(
+        waiter,
+        'wait',
+        (r) => Promise.all([r.incr(this.keys.wait), r.wait(replicas, timeout)]),
+        timeout + this.#options.commandTimeoutMs,
+      )
+      return Number(acked)
+    })
+    this.#nextWaits.set(key, wait)
+    this.#waitTail = wait.catch(noop)
+    return wait
   }
 
   /**
@@ -877,16 +921,26 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   }
 
   /**
-   * Has the server push an invalidation to `subscriber` whenever the `sv` key changes (or the
-   * whole dataset is replaced). Run on every new subscriber connection, before it subscribes:
-   * in RESP2 a subscribed connection takes no other command.
+   * Subscribes `subscriber` to the `sv` the scripts publish, and has the server push an
+   * invalidation to it when a full resync replaces the whole dataset (see the module comment).
+   * Run on every new subscriber connection, before it subscribes: in RESP2 a subscribed
+   * connection takes no other command.
    */
   async #watch(subscriber: Redis): Promise<void> {
     const id = await this.#run(subscriber, 'watch', (r) => r.client('ID'))
     await this.#run(subscriber, 'watch', (r) =>
-      r.call('CLIENT', 'TRACKING', 'ON', 'REDIRECT', String(id), 'BCAST', 'PREFIX', this.keys.sv),
+      r.call(
+        'CLIENT',
+        'TRACKING',
+        'ON',
+        'REDIRECT',
+        String(id),
+        'BCAST',
+        'PREFIX',
+        this.keys.resync,
+      ),
     )
-    await this.#run(subscriber, 'watch', (r) => r.subscribe(INVALIDATE_CHANNEL))
+    await this.#run(subscriber, 'watch', (r) => r.subscribe(INVALIDATE_CHANNEL, this.keys.sv))
   }
 
   /** Loads the scripts (a restarted server forgot them), so calls need no NOSCRIPT round trip. */

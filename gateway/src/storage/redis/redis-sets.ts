@@ -86,6 +86,8 @@ export interface RedisSetsHost {
   run<T>(client: Redis, operation: string, call: (client: Redis) => Promise<T>): Promise<T>
   /** Tells the replica about an `sv` a script returned. */
   advance(sv: number[]): void
+  /** Tells the replica about its own set write: the entry, then the `sv` its script returned. */
+  written(entry: SetOpEntry, sv: number[]): void
 }
 
 /** The outcome of ingesting one shipped or replicated set entry. */
@@ -286,7 +288,6 @@ export class RedisSets extends AbstractSetReplica {
           await jitter(attempt)
           continue
         }
-        host.advance(svFrom(reply, 4, host.regions))
         const head = {
           origin: host.region,
           idx: Number(text(reply, 1)),
@@ -294,7 +295,9 @@ export class RedisSets extends AbstractSetReplica {
           ts: text(reply, 2),
           at: Number(text(reply, 3)),
         }
-        return setOpEntry(head, setDelta)
+        const entry = setOpEntry(head, setDelta)
+        host.written(entry, svFrom(reply, 4, host.regions))
+        return entry
       }
       throw contended(name)
     })

@@ -30,6 +30,7 @@
  */
 import { MAX_SAFE_COUNTER } from '@causeway/core'
 import { LuaScript } from './lua-script.js'
+import { SV_LUA } from './sv-lua.js'
 
 // The counter bound, as the Lua number (a double: exact below 2^53).
 const BOUNDS_LUA = `
@@ -270,11 +271,7 @@ local function append_log(lkey, idx, key, ts, at, has_value, value)
     redis.call('XADD', lkey, id, 'k', key, 'ts', ts, 'at', at)
   end
 end
-local function sv_list(svkey, regions)
-  local out = {}
-  for d = 0, regions - 1 do out[#out + 1] = redis.call('HGET', svkey, tostring(d)) or '0' end
-  return out
-end
+${SV_LUA}
 `
 
 /**
@@ -311,7 +308,7 @@ store_version(KEYS[4], regions, ts, region, ARGV[5], ARGV[6], true)
 redis.call('HSET', KEYS[1], 'hlc', ts)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 local reply = { string.format('%d', idx), ts, at }
-for _, v in ipairs(sv_list(KEYS[2], regions)) do reply[#reply + 1] = v end
+for _, v in ipairs(sv_publish(KEYS[2], regions)) do reply[#reply + 1] = v end
 return reply
 `)
 
@@ -350,7 +347,7 @@ redis.call('SET', KEYS[4], set_text)
 redis.call('HSET', KEYS[1], 'hlc', ts)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 local reply = { string.format('%d', idx), ts, at, set_text }
-for _, v in ipairs(sv_list(KEYS[2], regions)) do reply[#reply + 1] = v end
+for _, v in ipairs(sv_publish(KEYS[2], regions)) do reply[#reply + 1] = v end
 return reply
 `)
 
@@ -443,7 +440,8 @@ if hlc ~= hlc_before then redis.call('HSET', KEYS[1], 'hlc', hlc) end
 for _, origin in ipairs(touched) do
   redis.call('HSET', KEYS[2], origin, string.format('%d', sv[origin]))
 end
-local reply = sv_list(KEYS[2], regions)
+local reply
+if #touched > 0 then reply = sv_publish(KEYS[2], regions) else reply = sv_list(KEYS[2], regions) end
 for _, i in ipairs(unmerged) do reply[#reply + 1] = i end
 return reply
 `)

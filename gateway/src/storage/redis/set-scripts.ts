@@ -20,6 +20,7 @@
  */
 import { MAX_SAFE_COUNTER } from '@causeway/core'
 import { LuaScript } from './lua-script.js'
+import { SV_LUA } from './sv-lua.js'
 
 // The leader's HLC update, as in `replica-scripts.ts`'s WRITE_SCRIPT (NuKV `updateHLC(dt)`).
 const HLC_LUA = `
@@ -82,11 +83,7 @@ local function stamp_set(stamp_key, origin, idx, ts)
   if not cur or ts > cur then redis.call('HSET', stamp_key, 'ts', ts) end
   redis.call('HINCRBY', stamp_key, 'n', 1)
 end
-local function sv_list(svkey, regions)
-  local out = {}
-  for d = 0, regions - 1 do out[#out + 1] = redis.call('HGET', svkey, tostring(d)) or '0' end
-  return out
-end
+${SV_LUA}
 `
 
 /**
@@ -127,7 +124,7 @@ stamp_set(KEYS[7], ARGV[1], idx, ts)
 redis.call('HSET', KEYS[1], 'hlc', ts)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 local reply = { 'OK', string.format('%d', idx), ts, at }
-for _, v in ipairs(sv_list(KEYS[2], tonumber(ARGV[2]))) do reply[#reply + 1] = v end
+for _, v in ipairs(sv_publish(KEYS[2], tonumber(ARGV[2]))) do reply[#reply + 1] = v end
 return reply
 `)
 
@@ -157,7 +154,9 @@ else
   redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))
 end
 local reply = { status }
-for _, v in ipairs(sv_list(KEYS[2], regions)) do reply[#reply + 1] = v end
+local sv
+if status == 'OK' then sv = sv_publish(KEYS[2], regions) else sv = sv_list(KEYS[2], regions) end
+for _, v in ipairs(sv) do reply[#reply + 1] = v end
 return reply
 `)
 

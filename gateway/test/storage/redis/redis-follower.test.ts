@@ -130,7 +130,37 @@ describe('Redis 7.0 on a replica (measured)', () => {
     expect(reply?.[0]?.[1]?.[0]?.[0]).toBe('1-0')
   })
 
-  it('pushes client-tracking invalidations for replicated writes and for a full resync', async () => {
+  it('publishes a leader script’s PUBLISH on the replica once it has applied the script’s effects', async () => {
+    const { lead } = await group(leaderServer, [])
+    const follower = followerServers[0]!
+    const subscriber = client(follower)
+    const reader = client(follower)
+    const seen: { message: string; sv0: string | null; value: string | null }[] = []
+    const three = new Promise<void>((resolve) =>
+      subscriber.on('message', (channel: string, message: string) => {
+        if (channel !== lead.keys.sv) return
+        // What the replica holds when the message arrives: the write it announces, at least.
+        void Promise.all([
+          reader.hget(lead.keys.sv, '0'),
+          reader.hget(lead.keys.version('k'), 'v'),
+        ]).then(([sv0, value]) => {
+          seen.push({ message, sv0, value })
+          if (seen.length === 3) resolve()
+        })
+      }),
+    )
+    await subscriber.subscribe(lead.keys.sv)
+    for (let i = 1; i <= 3; i++) await lead.write('k', String(i), HLC_ZERO)
+    await three
+    // In order, one per script, each carrying the whole vector.
+    expect(seen.map((s) => s.message)).toEqual(['1,0', '2,0', '3,0'])
+    seen.forEach((s, k) => {
+      expect(Number(s.sv0)).toBeGreaterThanOrEqual(k + 1)
+      expect(Number(s.value)).toBeGreaterThanOrEqual(k + 1)
+    })
+  })
+
+  it('pushes a tracking client of a prefix no key has nothing for writes, and a flush for a full resync', async () => {
     const leader = await startRedis()
     const follower = await startRedis()
     await follower.replicaOf(leader)
@@ -147,21 +177,25 @@ describe('Redis 7.0 on a replica (measured)', () => {
       String(id),
       'BCAST',
       'PREFIX',
-      lead.keys.sv,
+      lead.keys.resync,
     )
     const pushes: string[] = []
     let pushed: () => void = () => {}
-    watcher.on('message', (_channel: string, keys: string) => {
+    watcher.on('message', (channel: string, keys: string) => {
+      if (channel !== '__redis__:invalidate') return
       pushes.push(keys)
       pushed()
     })
-    await watcher.subscribe('__redis__:invalidate')
+    // The sv channel too, to know when the replica has applied the write.
+    await watcher.subscribe('__redis__:invalidate', lead.keys.sv)
     const next = () => new Promise<void>((resolve) => (pushed = resolve))
 
-    let arrived = next()
+    const applied = new Promise<void>((resolve) =>
+      watcher.on('message', (channel: string) => channel === lead.keys.sv && resolve()),
+    )
     await lead.write('k', '1', HLC_ZERO)
-    await arrived
-    expect(pushes).toEqual([lead.keys.sv])
+    await applied
+    expect(pushes).toEqual([])
 
     // A full resync (the leader restarted with a new replication id) replaces the replica's data:
     // the replica sends a flush (an empty payload), which keyspace notifications never report.
@@ -169,10 +203,10 @@ describe('Redis 7.0 on a replica (measured)', () => {
     await leader.restart()
     await vi.waitFor(() => expect(lead.available).toBe(true), { timeout: 5000 })
     await lead.write('k', '2', HLC_ZERO)
-    arrived = next()
+    const arrived = next()
     await follower.replicaOf(leader)
     await arrived
-    expect(pushes.at(-1)).toBe('')
+    expect(pushes).toEqual([''])
   })
 })
 
@@ -194,6 +228,33 @@ describe('follower replica', () => {
       sv: [2, 0],
     })
     expect(await f1.readLog(0, 0, 10)).toEqual(await lead.readLog(0, 0, 10))
+  })
+
+  it('learns each advance from the published sv, reading nothing back', async () => {
+    const { lead, follow } = await group(leaderServer, followerServers)
+    // On the followers' servers (the leader's scripts run HMGETs of their own).
+    const reads = () =>
+      Promise.all(
+        followerServers.map(async (server) => {
+          const info = await server.command('INFO', 'commandstats')
+          return Number(/cmdstat_hmget:calls=(\d+)/.exec(info)?.[1] ?? 0)
+        }),
+      )
+    const before = await reads()
+    const started = Date.now()
+    const waits = follow.map((f) => f.waitFor([20, 0], started + 5000))
+    const heard: (readonly number[])[] = []
+    follow[0]!.onAdvance((sv) => heard.push(sv))
+    for (let i = 0; i < 20; i++) await lead.write('k', String(i), HLC_ZERO)
+    expect(await Promise.all(waits)).toEqual([true, true])
+    // Each replica's first look at sv (the waits above) at most; no read per write.
+    const after = await reads()
+    after.forEach((n, i) => expect(n - before[i]!).toBeLessThanOrEqual(2))
+    expect(heard.at(-1)).toEqual([20, 0])
+    expect(follow.map((f) => f.sv())).toEqual([
+      [20, 0],
+      [20, 0],
+    ])
   })
 
   it('also follows entries the leader received from other regions', async () => {
@@ -274,6 +335,30 @@ describe('follower replica', () => {
     expect(await lead.waitReplicas(2, 2000)).toBe(2)
     // Acknowledged by both replicas: readable there without waiting.
     for (const f of follow) expect((await f.read('k')).sv).toEqual([1, 0])
+  })
+
+  it('shares one WAIT among the calls made while it waits its turn', async () => {
+    const { lead, follow } = await group(leaderServer, followerServers)
+    const waits = async () => {
+      const info = await leaderServer.command('INFO', 'commandstats')
+      return Number(/cmdstat_wait:calls=(\d+)/.exec(info)?.[1] ?? 0)
+    }
+    const before = await waits()
+    // Ten majority writes at once, each asking for its replicas when acknowledged.
+    const acked = await Promise.all(
+      Array.from({ length: 10 }, async (_, i) => {
+        await lead.write(`k${i}`, String(i), HLC_ZERO)
+        return lead.waitReplicas(2, 2000)
+      }),
+    )
+    expect(acked).toEqual(new Array(10).fill(2))
+    expect((await waits()) - before).toBeLessThan(10)
+    // Every write is on both replicas: each waited for a WAIT sent after it.
+    for (const f of follow) expect((await f.read('k9')).sv).toEqual([10, 0])
+    // Other arguments get a WAIT of their own.
+    const [two, one] = await Promise.all([lead.waitReplicas(2, 2000), lead.waitReplicas(1, 2000)])
+    expect(two).toBe(2)
+    expect(one).toBeGreaterThanOrEqual(1)
   })
 
   it('reopens with the replicated sv', async () => {

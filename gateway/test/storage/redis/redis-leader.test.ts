@@ -283,6 +283,63 @@ describe('restart', () => {
   })
 })
 
+describe('reading its own log', () => {
+  it('serves its latest own writes from memory, exactly as the server holds them', async () => {
+    const r = replicaOn(server)
+    await r.open()
+    const written = [
+      await r.write('a', '"a"', HLC_ZERO),
+      await r.write('b', undefined, HLC_ZERO),
+      await r.writeSibling('c', '"c"', HLC_ZERO, []),
+      await r.write('a', '{"x":1}', HLC_ZERO),
+    ]
+    const ranges = await calls(server, 'xrange')
+    expect(await r.readLog(0, 0, 10)).toEqual(written)
+    expect(await r.readLog(0, 1, 2)).toEqual(written.slice(1, 3))
+    expect(await calls(server, 'xrange')).toBe(ranges)
+    // What another gateway (a fresh object, nothing in memory) reads from the server.
+    const fresh = replicaOn(server, { namespace: namespaceOf(r) })
+    await fresh.open()
+    expect(await fresh.readLog(0, 0, 10)).toEqual(written)
+    expect(await calls(server, 'xrange')).toBeGreaterThan(ranges)
+  })
+
+  it('reads what another gateway wrote in between from the server', async () => {
+    const r = replicaOn(server)
+    await r.open()
+    const other = replicaOn(server, { namespace: namespaceOf(r) })
+    await other.open()
+    const written = [
+      await r.write('k', '1', HLC_ZERO),
+      await r.write('k', '2', HLC_ZERO),
+      await other.write('k', '3', HLC_ZERO),
+      await r.write('k', '4', HLC_ZERO),
+      await r.write('k', '5', HLC_ZERO),
+    ]
+    expect(written.map((e) => e.idx)).toEqual([1, 2, 3, 4, 5])
+    expect(await r.readLog(0, 0, 10)).toEqual(written)
+    expect(await r.readLog(0, 2, 10)).toEqual(written.slice(2))
+    expect(await other.readLog(0, 0, 10)).toEqual(written)
+  })
+
+  it('forgets its writes when the server comes back, which may have lost them', async () => {
+    const own = await startRedis()
+    try {
+      const r = replicaOn(own)
+      await r.open()
+      for (let i = 0; i < 3; i++) await r.write('k', String(i), HLC_ZERO)
+      // As a server restarted under appendfsync everysec may: the last writes are gone.
+      await own.command('DEL', r.keys.log(0))
+      await own.restart()
+      for (let i = 0; i < 100 && !r.available; i++) await new Promise((x) => setTimeout(x, 50))
+      expect(r.available).toBe(true)
+      expect(await r.readLog(0, 0, 10)).toEqual([])
+    } finally {
+      await own.destroy()
+    }
+  })
+})
+
 /** The namespace a replica was made with (the tests use plain ASCII ones). */
 function namespaceOf(r: RedisPartitionReplica): string {
   const prefix = r.keys.prefix

@@ -8,13 +8,14 @@
  * tombstone   prefix 'd'
  * element     prefix 'e' esc(utf8(element)) 00 01 actor:u32be counter:u64be
  * size        prefix 'n'   (optional: the element count, ASCII decimal, when a backend keeps one)
+ * stamp       prefix 'v'   (optional: what reads of the set reflect, in a backend's own format)
  * ```
  *
  * `esc` doubles every 0x00 as `00 FF` and `00 01` ends the string, so an escaped string is never
  * a prefix of another one and bytewise order is the order of the raw bytes: sets never share
  * keys, and element keys sort by element (code point order), then actor, then counter. The
- * clock and the tombstone sort before every element key. Tags other than `c`, `d`, `e` and `n`
- * are left for backends; the element keys are exactly `[prefix 'e', prefix 'f')`.
+ * clock and the tombstone sort before every element key. Tags other than `c`, `d`, `e`, `n` and
+ * `v` are left for backends; the element keys are exactly `[prefix 'e', prefix 'f')`.
  */
 import { CausewayError } from '../errors.js'
 import { isActor, isCounter, type Dot } from './dot.js'
@@ -24,6 +25,7 @@ const TAG_TOMBSTONE = 0x64 // 'd'
 const TAG_ELEMENT = 0x65 // 'e'
 const TAG_AFTER_ELEMENTS = 0x66 // 'f'
 const TAG_SIZE = 0x6e // 'n'
+const TAG_STAMP = 0x76 // 'v'
 const ESCAPE = 0xff
 const TERMINATOR = 0x01
 const DOT_BYTES = 12
@@ -32,7 +34,7 @@ const encoder = new TextEncoder()
 const decoder = new TextDecoder('utf-8', { fatal: true })
 
 /** What a key of a set is. */
-export type BigsetKeyKind = 'clock' | 'tombstone' | 'element' | 'size' | 'other'
+export type BigsetKeyKind = 'clock' | 'tombstone' | 'element' | 'size' | 'stamp' | 'other'
 
 /** An element key, decoded. */
 export interface ElementKey {
@@ -50,6 +52,27 @@ export interface ElementKey {
 export function setKeyPrefix(set: string, namespace: string | Uint8Array = ''): Uint8Array {
   const ns = typeof namespace === 'string' ? encoder.encode(namespace) : namespace
   return concat(ns, escapeTerminated(encoder.encode(set)))
+}
+
+/**
+ * The name of the set whose key `key` is, in `namespace` (see {@link setKeyPrefix}), or
+ * `undefined` when `key` is not under `namespace` or holds no terminated set name. A walk over
+ * a namespace finds its sets this way: the next set starts at `BigsetKeys.forSet(name).setEnd`.
+ * @throws `INTERNAL` when the name is not escaped UTF-8 (a key this codec did not write).
+ */
+export function setNameOfKey(
+  key: Uint8Array,
+  namespace: string | Uint8Array = '',
+): string | undefined {
+  const ns = typeof namespace === 'string' ? encoder.encode(namespace) : namespace
+  if (!hasPrefix(key, ns)) return undefined
+  // Inside an escaped name a 00 is always followed by FF, so the first 00 01 ends it.
+  for (let i = ns.length; i + 1 < key.length; i++) {
+    if (key[i] !== 0) continue
+    if (key[i + 1] === TERMINATOR) return decodeEscaped(key.subarray(ns.length, i))
+    i++ // 00 FF: an escaped zero
+  }
+  return undefined
 }
 
 /** Compares byte strings as LevelDB's default comparator and Redis lex ranges do. */
@@ -72,6 +95,8 @@ export class BigsetKeys {
   readonly tombstone: Uint8Array
   /** The element-count key, for backends that keep an exact count. */
   readonly size: Uint8Array
+  /** The stamp key, for backends that keep what reads of the set reflect under it. */
+  readonly stamp: Uint8Array
   /** The first possible element key (inclusive bound). */
   readonly elementsStart: Uint8Array
   /** Just past the last possible element key (exclusive bound). */
@@ -84,6 +109,7 @@ export class BigsetKeys {
     this.clock = concat(prefix, [TAG_CLOCK])
     this.tombstone = concat(prefix, [TAG_TOMBSTONE])
     this.size = concat(prefix, [TAG_SIZE])
+    this.stamp = concat(prefix, [TAG_STAMP])
     this.elementsStart = concat(prefix, [TAG_ELEMENT])
     this.elementsEnd = concat(prefix, [TAG_AFTER_ELEMENTS])
     this.setEnd = concat(prefix, [0xff])
@@ -144,6 +170,14 @@ export class BigsetKeys {
     return key
   }
 
+  /** The range of `element`'s keys, `[elementStart, elementEnd)`, encoding the element once. */
+  elementRange(element: string): { readonly gte: Uint8Array; readonly lt: Uint8Array } {
+    const gte = this.elementStart(element)
+    const lt = gte.slice()
+    lt[lt.length - 1] = TERMINATOR + 1
+    return { gte, lt }
+  }
+
   /** What kind of key of this set `key` is, or `undefined` when it is not under this prefix. */
   kindOf(key: Uint8Array): BigsetKeyKind | undefined {
     if (key.length <= this.prefix.length || !hasPrefix(key, this.prefix)) return undefined
@@ -152,6 +186,7 @@ export class BigsetKeys {
       if (tag === TAG_CLOCK) return 'clock'
       if (tag === TAG_TOMBSTONE) return 'tombstone'
       if (tag === TAG_SIZE) return 'size'
+      if (tag === TAG_STAMP) return 'stamp'
     }
     return tag === TAG_ELEMENT ? 'element' : 'other'
   }

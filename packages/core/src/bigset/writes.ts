@@ -67,6 +67,12 @@ export interface WritePlan {
   readonly writes: KvWrite[]
   /** How many elements the batch adds to the set (negative: removes); only with `live`. */
   readonly sizeDelta?: number
+  /**
+   * The live dots, after the batch, of every element it touched; only with `live`. A caller that
+   * plans several writes before storing any gives the next plan these instead of reading the
+   * store again.
+   */
+  readonly live?: ReadonlyMap<string, readonly Dot[]>
 }
 
 /** The outcome of {@link planInsert}. */
@@ -240,6 +246,6 @@ class Batch {
       sizeDelta +=
         (live.length > 0 ? 1 : 0) - ((this.#liveBefore.get(element)?.length ?? 0) > 0 ? 1 : 0)
     }
-    return { clocks, writes, sizeDelta }
+    return { clocks, writes, sizeDelta, live: this.#live }
   }
 }

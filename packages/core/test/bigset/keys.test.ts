@@ -2,7 +2,7 @@ import fc from 'fast-check'
 import { describe, expect, it } from 'vitest'
 import type { Dot } from '../../src/bigset/dot.js'
 import { checkElement, compareElements, MAX_ELEMENT_BYTES } from '../../src/bigset/element.js'
-import { BigsetKeys, compareBytes, setKeyPrefix } from '../../src/bigset/keys.js'
+import { BigsetKeys, compareBytes, setKeyPrefix, setNameOfKey } from '../../src/bigset/keys.js'
 import { CausewayError } from '../../src/errors.js'
 
 const utf8 = (s: string) => new TextEncoder().encode(s)
@@ -162,6 +162,7 @@ describe('bigset key layout', () => {
     expect(keys.kindOf(keys.clock)).toBe('clock')
     expect(keys.kindOf(keys.tombstone)).toBe('tombstone')
     expect(keys.kindOf(keys.size)).toBe('size')
+    expect(keys.kindOf(keys.stamp)).toBe('stamp')
     expect(keys.kindOf(bytes('ns/s', [0, 1], 'm'))).toBe('other')
     expect(keys.kindOf(bytes('ns/t', [0, 1], 'c'))).toBeUndefined()
     expect(() => keys.decodeElement(keys.clock)).toThrow(CausewayError)
@@ -172,6 +173,33 @@ describe('bigset key layout', () => {
     expect(() =>
       keys.decodeElement(bytes('ns/s', [0, 1], 'e', [0xc3, 0x28], [0, 1], new Array(12).fill(1))),
     ).toThrow(/UTF-8/)
+  })
+})
+
+describe('the set of a key', () => {
+  it('is found from any key of the set, and only under its namespace (property)', () => {
+    const arbName = fc.oneof(fc.string(), fc.constantFrom('', '\u0000', 'a\u0000\u0001', 'é😀'))
+    fc.assert(
+      fc.property(arbName, arbElement, arbDot, (name, element, dot) => {
+        const k = BigsetKeys.forSet(name, 'ns/')
+        for (const key of [k.prefix, k.clock, k.tombstone, k.stamp, k.element(element, dot)])
+          expect(setNameOfKey(key, 'ns/')).toBe(name)
+        expect(setNameOfKey(k.clock, 'nt/')).toBeUndefined()
+        // A name cut before its terminator names no set.
+        expect(setNameOfKey(k.prefix.subarray(0, k.prefix.length - 1), 'ns/')).toBeUndefined()
+      }),
+      { numRuns: 300 },
+    )
+  })
+
+  it('gives the range of one element, as its start and end', () => {
+    const keys = BigsetKeys.forSet('s', 'ns/')
+    for (const element of ['', 'x', 'é\u0000']) {
+      const range = keys.elementRange(element)
+      expect(range.gte).toEqual(keys.elementStart(element))
+      expect(range.lt).toEqual(keys.elementEnd(element))
+    }
+    expect(keys.stamp).toEqual(bytes('ns/s', [0, 1], 'v'))
   })
 })
 

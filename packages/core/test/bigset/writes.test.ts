@@ -128,6 +128,31 @@ describe('bigset remove planner', () => {
   })
 })
 
+describe('bigset plans with the live dots given', () => {
+  it('report each touched element’s live dots after the batch, for the next plan', () => {
+    const first = planInsert(keys, FRESH_CLOCKS, 0, [{ element: 'apple' }], {
+      live: new Map([['apple', []]]),
+    })
+    expect(first.live).toEqual(new Map([['apple', [dot(0, 1)]]]))
+    expect(first.sizeDelta).toBe(1)
+    // A re-add superseding the live dot, planned from the first plan's output without a read.
+    const again = planInsert(keys, first.clocks, 0, [{ element: 'apple', ctx: [dot(0, 1)] }], {
+      live: first.live,
+    })
+    expect(again.live).toEqual(new Map([['apple', [dot(0, 2)]]]))
+    expect(again.sizeDelta).toBe(0)
+    const removed = planRemove(keys, again.clocks, [{ element: 'apple', ctx: [dot(0, 2)] }], {
+      live: again.live,
+    })
+    expect(removed.live).toEqual(new Map([['apple', []]]))
+    expect(removed.sizeDelta).toBe(-1)
+    // Applied elsewhere: the add of a dot already removed there leaves nothing live.
+    const replica = planApplyDelta(keys, removed.clocks, first.delta, { live: removed.live })
+    expect(replica.live).toEqual(new Map([['apple', []]]))
+    expect(planInsert(keys, FRESH_CLOCKS, 0, [{ element: 'x' }]).live).toBeUndefined()
+  })
+})
+
 describe('bigset replica apply (Algorithm 2)', () => {
   const insert = planInsert(keys, FRESH_CLOCKS, 0, [{ element: 'apple' }])
 

@@ -1,0 +1,154 @@
+/**
+ * What an applied (or refused) op leaves: its result in the session (NuKV: hwm, dtW), its entry
+ * in the read cache, the op out of the outbox (a refused one into `failed`), and the context it
+ * produced given to the queued ops made over it, all in one atomic batch with the session.
+ */
+import type { CausewayError } from '@causeway/core'
+import type { WriteResult } from '../client.js'
+import type { CacheRecords } from './cache-records.js'
+import type { EngineContext } from './engine-context.js'
+import type { StoreChange } from './local-store.js'
+import type { StoredOp } from './outbox-types.js'
+
+/** An op applied, with its outbox key and result. */
+export interface AppliedOp {
+  key: string
+  op: StoredOp
+  result: WriteResult
+}
+
+/** An op refused for good, with its outbox key and the error. */
+export interface RefusedOp {
+  key: string
+  op: StoredOp
+  error: CausewayError
+}
+
+/** How {@link AppliedOps.record} records. */
+export interface RecordOptions {
+  /** Whether the ops are in the outbox (a tab that does not own it sends some without). */
+  queued?: boolean
+  /** Ops refused for good, moved to `failed`. */
+  failed?: RefusedOp[]
+  /** Whether the session has their results already. */
+  observed?: boolean
+  /** Written with the next batch (nothing waits for it). */
+  soon?: boolean
+}
+
+export class AppliedOps {
+  readonly #ctx: EngineContext
+  readonly #cache: CacheRecords
+  /** Result contexts of ops applied lately, for a write made over one of them. */
+  readonly #contexts = new Map<string, string | undefined>()
+
+  constructor(ctx: EngineContext, cache: CacheRecords) {
+    this.#ctx = ctx
+    this.#cache = cache
+  }
+
+  /** Records an applied write in the session (NuKV: hwm, dtW), before its call returns. */
+  observe(op: StoredOp, result: WriteResult): void {
+    this.#ctx.session.observeWrite(op.partition, result)
+    this.#contexts.set(op.opId, result.context ?? op.context)
+    this.#ctx.host.parts.changed()
+  }
+
+  /**
+   * Records applied ops: out of the outbox (unless `queued` is false: they were never in it),
+   * into the session (unless `observed`: {@link observe} did) and the read cache, in one batch
+   * with the session's rows of their partitions, and any op made over one of them gets its
+   * context. Refused ones move to
+   * `failed`. With `soon`, the batch is the next one written (`LocalStore.commitSoon`): for ops
+   * whose callers have their results already, so nothing waits for it.
+   */
+  async record(
+    done: AppliedOp[],
+    { queued = true, failed = [], observed = false, soon = false }: RecordOptions = {},
+  ): Promise<void> {
+    const { store, session, sessionSaver, host, count } = this.#ctx
+    const changes: StoreChange[] = []
+    if (!observed) {
+      for (const { op, result } of done) {
+        session.observeWrite(op.partition, result)
+        this.#contexts.set(op.opId, result.context ?? op.context)
+      }
+      if (done.length > 0) host.parts.changed()
+    }
+    while (this.#contexts.size > 1000) {
+      this.#contexts.delete(this.#contexts.keys().next().value!)
+    }
+    if (queued) for (const { key } of done) changes.push({ type: 'del', in: 'outbox', key })
+    for (const { key, op, error } of failed) {
+      changes.push({ type: 'del', in: 'outbox', key })
+      changes.push({
+        type: 'put',
+        in: 'failed',
+        key,
+        value: { ...op, error: error.toBody(), failedAt: Date.now() },
+      })
+    }
+    changes.push(...(await this.#cache.afterWrites(done)))
+    changes.push(...(await this.#rechain(done, failed)))
+    // What the session learnt of them, saved with their removal (`session-store.ts`).
+    if (done.length > 0) changes.push(...sessionSaver.rows(done.map(({ op }) => op.partition)))
+    count.begin()
+    try {
+      await (soon ? store.commitSoon(changes) : store.commit(changes))
+      if (queued && done.length + failed.length > 0) count.counted(-(done.length + failed.length))
+    } catch (error) {
+      // The ops stay queued: a replay finds them applied (their ids) and removes them then.
+      host.events.emit('error', { error: error as CausewayError })
+    } finally {
+      count.end()
+    }
+  }
+
+  /**
+   * Queued ops made over an applied (or refused) one get the context it left. Only a put or
+   * delete of a siblings key can have them: a local context (`~<opId>`, what a write over a
+   * queued one carries) is only shown for those (`read-overlay.ts`). For the others the outbox
+   * is not read at all: a read of it walks every removed op not compacted away yet, the costliest
+   * part of an online write by far.
+   */
+  async #rechain(
+    done: { op: StoredOp; result: WriteResult }[],
+    failed: { op: StoredOp }[],
+  ): Promise<StoreChange[]> {
+    const contexts = new Map<string, string | undefined>()
+    for (const { op, result } of done)
+      if (this.#chainable(op)) contexts.set(op.opId, result.context ?? op.context)
+    for (const { op } of failed) if (this.#chainable(op)) contexts.set(op.opId, op.context)
+    if (contexts.size === 0 || this.#ctx.count.value <= done.length) return []
+    const changes: StoreChange[] = []
+    for (const [key, value] of await this.#ctx.store.entries('outbox')) {
+      const op = value as StoredOp
+      if (op.afterOp === undefined || !contexts.has(op.afterOp)) continue
+      const next: StoredOp = { ...op }
+      delete next.afterOp
+      const context = contexts.get(op.afterOp)
+      if (context === undefined) delete next.context
+      else next.context = context
+      changes.push({ type: 'put', in: 'outbox', key, value: next })
+    }
+    return changes
+  }
+
+  /** Whether ops can be made over `op` while it is queued (see `#rechain`). */
+  #chainable(op: StoredOp): boolean {
+    return (
+      (op.kind === 'put' || op.kind === 'delete') &&
+      this.#ctx.host.conflictMode(op.key) === 'siblings'
+    )
+  }
+
+  /** The context to send for a write made over local context `token` (`~<opId>`). */
+  contextOfLocal(token: string): { context?: string; afterOp?: string } {
+    const opId = token.slice(1)
+    if (this.#contexts.has(opId)) {
+      const context = this.#contexts.get(opId)
+      return context === undefined ? {} : { context }
+    }
+    return { afterOp: opId }
+  }
+}

@@ -1,0 +1,263 @@
+/**
+ * Writes through the outbox. Every write gets an op id and an outbox key, is queued (one atomic
+ * batch) and sent: alone and at once when nothing is queued before it (the online fast path),
+ * otherwise behind what is queued, by the replay. A write that cannot reach the gateway stays
+ * queued and resolves `{ pending: true, opId }`; one refused for good when sent at once is thrown
+ * at its caller and leaves the outbox.
+ *
+ * A new write never overtakes a queued one: while anything is queued (or a replay runs), writes
+ * queue behind it. A client that does not own the outbox sends its own writes at once when the
+ * outbox is empty, without writing them ahead (the owner would replay them), and queues them
+ * otherwise.
+ */
+import { CausewayError } from '@causeway/core'
+import { writeScope } from '../client-access.js'
+import type { WriteResult } from '../client.js'
+import type { WriteOptions } from '../options.js'
+import type { SetElement, SetWriteOptions } from '../set.js'
+import type { AppliedOps } from './applied-ops.js'
+import type { EngineContext } from './engine-context.js'
+import type { LocalReads } from './local-reads.js'
+import type { OpWaiters } from './op-waiters.js'
+import type { PendingWrite, StoredOp } from './outbox-types.js'
+import { isTransient, isUnreachable } from './outcome.js'
+import type { Replay } from './replay.js'
+import { withObservedContexts } from './set-local.js'
+
+/** Sends one op alone, with its op id. */
+export type SendOne = (op: StoredOp) => Promise<WriteResult>
+
+export class OutboxWrites {
+  /** This client's part of its op ids: the device id and a tag of this connection. */
+  readonly clientId: string
+  readonly #ctx: EngineContext
+  readonly #waiters: OpWaiters
+  readonly #applied: AppliedOps
+  readonly #replay: Replay
+  readonly #reads: LocalReads
+  #seq = 0
+  #stamp = 0
+
+  constructor(
+    ctx: EngineContext,
+    clientId: string,
+    parts: { waiters: OpWaiters; applied: AppliedOps; replay: Replay; reads: LocalReads },
+  ) {
+    this.#ctx = ctx
+    this.clientId = clientId
+    this.#waiters = parts.waiters
+    this.#applied = parts.applied
+    this.#replay = parts.replay
+    this.#reads = parts.reads
+  }
+
+  /** Outbox keys made from now on sort after `lastKey` (the last one in the store). */
+  resumeAfter(lastKey: string | undefined): void {
+    const lastStamp = lastKey === undefined ? 0 : parseInt(lastKey.slice(0, 14), 16)
+    this.#stamp = Number.isFinite(lastStamp) ? lastStamp : 0
+  }
+
+  /** The next op id of this client. */
+  nextOpId(): string {
+    return `${this.clientId}.${++this.#seq}`
+  }
+
+  /** The outbox key of a new op: increasing in this client, close to time order across them. */
+  #outboxKey(opId: string): string {
+    this.#stamp = Math.max(this.#stamp + 1, Date.now() * 1000)
+    return this.#stamp.toString(16).padStart(14, '0') + '.' + opId
+  }
+
+  /**
+   * Queues `op` and sends it (see the module comment). `send` sends it alone, with its op id.
+   * Resolves with the result when it was applied within `timeoutMs`, `{ pending: true, opId }`
+   * otherwise; rejects with `STORAGE_FULL` when it could not be queued, and with the gateway's
+   * error when it was sent at once and refused for good.
+   */
+  async write(op: StoredOp, send: SendOne, timeoutMs: number): Promise<WriteResult | PendingWrite> {
+    const { connectivity, lock, count, store } = this.#ctx
+    if (this.#ctx.closed) throw new CausewayError('SHUTTING_DOWN', 'the client is closed')
+    if (op.afterOp !== undefined) {
+      // Made over a queued write that has been applied meanwhile: its context is known now.
+      const known = this.#applied.contextOfLocal('~' + op.afterOp)
+      if (known.afterOp === undefined) {
+        delete op.afterOp
+        if (known.context !== undefined) op.context = known.context
+      }
+    }
+    const key = this.#outboxKey(op.opId)
+    const online = connectivity.online
+    if (online && op.afterOp === undefined && !this.#replay.running && this.#queuedBehind() === 0) {
+      if (lock.owner) return this.#sendAhead(key, op, send)
+      if (count.value === 0 && (await store.entries('outbox', { limit: 1 })).length === 0)
+        return this.#sendUnqueued(key, op, send)
+    }
+    await this.#queue(key, op)
+    if (!online) return { pending: true, opId: op.opId }
+    const outcome = this.#waiters.waitFor(op.opId, timeoutMs)
+    this.#replay.kick()
+    return outcome
+  }
+
+  /** A put or delete through the outbox. */
+  writeKey(
+    fields: Pick<StoredOp, 'kind' | 'key' | 'value' | 'context' | 'afterOp' | 'partition'>,
+    options: WriteOptions | undefined,
+    send: SendOne,
+  ): Promise<WriteResult | PendingWrite> {
+    const scope = writeScope(this.#ctx.host.parts, options)
+    const op: StoredOp = {
+      ...fields,
+      opId: this.nextOpId(),
+      level: scope.level,
+      dt: this.#ctx.session.writeDependency(scope.level),
+      durability: scope.durability,
+      region: scope.region.id,
+      queuedAt: Date.now(),
+    }
+    if (op.kind !== 'put') delete op.value
+    return this.write(op, send, scope.timeoutMs)
+  }
+
+  /** A set write through the outbox; removes carry the contexts this device observed. */
+  async writeSet(
+    name: string,
+    partition: number,
+    op: 'add' | 'remove',
+    chunk: readonly (string | SetElement)[],
+    options: SetWriteOptions | undefined,
+    send: SendOne,
+  ): Promise<WriteResult | PendingWrite> {
+    const elements =
+      op === 'remove' && chunk.some((e) => typeof e === 'string')
+        ? withObservedContexts(await this.#reads.setView(name), chunk)
+        : [...chunk]
+    const scope = writeScope(this.#ctx.host.parts, options)
+    const stored: StoredOp = {
+      opId: this.nextOpId(),
+      kind: op === 'add' ? 'set-add' : 'set-remove',
+      key: name,
+      elements,
+      partition,
+      level: scope.level,
+      dt: this.#ctx.session.writeDependency(scope.level),
+      durability: scope.durability,
+      region: scope.region.id,
+      queuedAt: Date.now(),
+    }
+    return this.write(stored, send, scope.timeoutMs)
+  }
+
+  /** Ops queued that this client is not sending itself right now. */
+  #queuedBehind(): number {
+    return this.#ctx.count.value - this.#ctx.inflight.size
+  }
+
+  /**
+   * The owner's fast path: queued and sent at once, side by side, and removed with its result
+   * (read cache, session) in the background, in one batch, often the one that queues the next
+   * write. The session records the result before the call returns, and the call returns only once
+   * the op is in the outbox (by then it nearly always is), so a crash after the call leaves either
+   * the op queued (the replay finds it applied by its op id and records its result then) or its
+   * removal written with the session that holds it: never neither.
+   */
+  async #sendAhead(key: string, op: StoredOp, send: SendOne): Promise<WriteResult | PendingWrite> {
+    const { store, count, connectivity, host, inflight, removing } = this.#ctx
+    // Counted from now (silently: an online write that succeeds never shows as pending).
+    count.begin()
+    count.adjustSilently(+1)
+    const queued = store.commit([{ type: 'put', in: 'outbox', key, value: op }]).then(
+      () => count.end(),
+      (error: unknown) => {
+        count.adjustSilently(-1)
+        count.end()
+        throw error
+      },
+    )
+    queued.catch(() => {})
+    let settle!: () => void
+    inflight.set(op.opId, new Promise<void>((resolve) => (settle = resolve)))
+    const release = () => {
+      inflight.delete(op.opId)
+      settle()
+    }
+    let result: WriteResult
+    try {
+      result = await send(op)
+    } catch (error) {
+      try {
+        await queued
+      } catch (storeError) {
+        // Not queued: the write failed as a whole, and says why it could not wait.
+        release()
+        throw isTransient(error) ? storeError : error
+      }
+      if (isTransient(error) || !(error instanceof CausewayError)) {
+        release()
+        // It may or may not have been applied: the replay sends it again, under the same id.
+        count.announce()
+        if (isUnreachable(error)) connectivity.markOffline(error as CausewayError)
+        else connectivity.retryLater()
+        if (this.#ctx.closed || host.parts.closing.aborted) throw error
+        return { pending: true, opId: op.opId }
+      }
+      count.begin()
+      await store.commit([{ type: 'del', in: 'outbox', key }]).catch(() => {})
+      release()
+      count.counted(-1)
+      count.end()
+      throw error
+    }
+    this.#applied.observe(op, result)
+    removing.add(op.opId)
+    void queued
+      .then(
+        () => this.#applied.record([{ key, op, result }], { observed: true, soon: true }),
+        () => {},
+      )
+      .finally(() => {
+        removing.delete(op.opId)
+        release()
+      })
+    // A store that refused it (STORAGE_FULL) does not fail a write the gateway applied.
+    await queued.catch(() => {})
+    return result
+  }
+
+  /** A client that does not own the outbox, with nothing queued: send at once, queue on failure. */
+  async #sendUnqueued(
+    key: string,
+    op: StoredOp,
+    send: SendOne,
+  ): Promise<WriteResult | PendingWrite> {
+    let result: WriteResult
+    try {
+      result = await send(op)
+    } catch (error) {
+      if (!isTransient(error)) throw error
+      if (isUnreachable(error)) this.#ctx.connectivity.markOffline(error as CausewayError)
+      await this.#queue(key, op)
+      this.#ctx.channel.post({ t: 'kick' })
+      return { pending: true, opId: op.opId }
+    }
+    this.#applied.observe(op, result)
+    void this.#applied.record([{ key, op, result }], {
+      queued: false,
+      observed: true,
+      soon: true,
+    })
+    return result
+  }
+
+  /** Appends `op` to the outbox and counts it (`STORAGE_FULL` when the store refuses it). */
+  async #queue(key: string, op: StoredOp): Promise<void> {
+    const { store, count } = this.#ctx
+    count.begin()
+    try {
+      await store.commit([{ type: 'put', in: 'outbox', key, value: op }])
+      count.counted(+1)
+    } finally {
+      count.end()
+    }
+  }
+}

@@ -1,0 +1,206 @@
+/**
+ * The replay (`db.sync()`, and by itself on reconnect): the owner of the outbox sends it in
+ * order, batch after batch through `POST /v1/ops`, records each batch's results (`applied-ops.ts`)
+ * before it sends the next, and stops at a transient failure, keeping the rest. A client that
+ * does not own the outbox asks the owner and waits for what it reports. After a replay, the
+ * siblings keys it wrote are read again so their conflicts show.
+ */
+import { CausewayError, MAX_BATCH_OPS } from '@causeway/core'
+import type { AppliedOps, AppliedOp, RefusedOp } from './applied-ops.js'
+import type { CacheRecords } from './cache-records.js'
+import type { EngineContext } from './engine-context.js'
+import type { OpWaiters } from './op-waiters.js'
+import { type OutboxRow, cutBatch, sendBatch } from './ops-request.js'
+import type { FailedOp, StoredOp, SyncResult } from './outbox-types.js'
+import { publicOp } from './outbox-view.js'
+import { bodyOf, isTransient, isUnreachable } from './outcome.js'
+import type { OpOutcome, TabMessage } from './tab-channel.js'
+
+// Siblings keys read again after a replay to show their conflicts: at most this many per sync.
+const MAX_REFRESH = 100
+
+export class Replay {
+  readonly #ctx: EngineContext
+  readonly #waiters: OpWaiters
+  readonly #applied: AppliedOps
+  readonly #cache: CacheRecords
+  #syncing: Promise<SyncResult> | undefined
+  /** Callers of `sync()` in a client that does not own the outbox, waiting for the owner's. */
+  readonly #syncWaiters: ((result: SyncResult) => void)[] = []
+  #maxBatch = MAX_BATCH_OPS
+
+  constructor(ctx: EngineContext, waiters: OpWaiters, applied: AppliedOps, cache: CacheRecords) {
+    this.#ctx = ctx
+    this.#waiters = waiters
+    this.#applied = applied
+    this.#cache = cache
+  }
+
+  /** Whether a replay runs now. */
+  get running(): boolean {
+    return this.#syncing !== undefined
+  }
+
+  /** Replays the outbox now (see `db.sync()`). */
+  async sync(): Promise<SyncResult> {
+    const { connectivity, count, lock, channel } = this.#ctx
+    if (this.#ctx.closed) throw new CausewayError('SHUTTING_DOWN', 'the client is closed')
+    // Known offline with nothing to replay: the replay would send nothing, so nothing would find
+    // out that the network is back (an app's "retry" button, a network switch): ask the gateway.
+    if (!connectivity.online && count.value === 0) await connectivity.probeNow()
+    if (!lock.owner) {
+      return new Promise((resolve) => {
+        const timer = setTimeout(() => {
+          const i = this.#syncWaiters.indexOf(done)
+          if (i >= 0) this.#syncWaiters.splice(i, 1)
+          resolve({ applied: 0, failed: 0, pending: count.value, owner: false })
+        }, 10_000)
+        const done = (result: SyncResult) => {
+          clearTimeout(timer)
+          resolve(result)
+        }
+        this.#syncWaiters.push(done)
+        channel.post({ t: 'kick' })
+      })
+    }
+    this.#syncing ??= this.#replay().finally(() => (this.#syncing = undefined))
+    return this.#syncing
+  }
+
+  /** Replays soon when this client owns the outbox and something is queued; asks the owner otherwise. */
+  kick(): void {
+    if (this.#ctx.closed) return
+    if (!this.#ctx.lock.owner) {
+      if (this.#ctx.count.value > 0) this.#ctx.channel.post({ t: 'kick' })
+      return
+    }
+    if (this.#ctx.count.value > 0 || this.#waiters.size > 0) void this.sync().catch(() => {})
+  }
+
+  /** The connectivity probe: a replay when something is queued, else a topology fetch. */
+  async probe(): Promise<boolean> {
+    const { lock, count, host, connectivity } = this.#ctx
+    if (lock.owner && count.value > 0) {
+      const result = await this.sync()
+      return result.error === undefined || !isUnreachable(result.error)
+    }
+    const parts = host.parts
+    try {
+      await parts.transport.request({
+        method: 'GET',
+        url: parts.home.url + '/v1/topology',
+        headers: { ...parts.headers },
+        signal: AbortSignal.any([parts.closing, AbortSignal.timeout(parts.defaults.timeoutMs)]),
+      })
+      connectivity.markOnline()
+      return true
+    } catch {
+      return false
+    }
+  }
+
+  /** The owner (another client of the store) reported the end of its replay. */
+  ownerSynced(message: Extract<TabMessage, { t: 'synced' }>): void {
+    const { error, ...rest } = message.result
+    const result: SyncResult = {
+      ...rest,
+      owner: false,
+      ...(error === undefined ? {} : { error: CausewayError.fromBody(error) }),
+    }
+    for (const done of this.#syncWaiters.splice(0)) done(result)
+    if (error === undefined && rest.pending === 0) this.#ctx.host.events.emit('synced', result)
+  }
+
+  /** Resolves when the replay under way (if any) is over. */
+  async finished(): Promise<void> {
+    await this.#syncing?.catch(() => {})
+  }
+
+  async #replay(): Promise<SyncResult> {
+    const { store, count, host, connectivity, channel } = this.#ctx
+    await Promise.allSettled([...this.#ctx.inflight.values()])
+    let applied = 0
+    let failedCount = 0
+    const refresh = new Set<string>()
+    let stopped: CausewayError | undefined
+    for (;;) {
+      if (this.#ctx.closed) break
+      const rows = await store.entries('outbox', { limit: this.#maxBatch })
+      if (rows.length === 0) {
+        // Empty, whatever was counted: another client replayed them (a second owner of the
+        // lease fallback, for a moment). Say so, or the app's badge keeps the old count.
+        if (!count.changing) count.set(0)
+        break
+      }
+      if (rows.length > count.value && !count.changing) count.set(rows.length)
+      const batch = cutBatch(rows as OutboxRow[], host.topology)
+      const outcome = await sendBatch(host.parts, this.#ctx.session, batch)
+      if (outcome.kind === 'transient') {
+        stopped = outcome.error
+        break
+      }
+      if (outcome.kind === 'too-large') {
+        this.#maxBatch = Math.max(1, Math.floor(batch.length / 2))
+        continue
+      }
+      const done: AppliedOp[] = outcome.results.map((result, i) => ({
+        key: batch[i]![0],
+        op: batch[i]![1],
+        result,
+      }))
+      const failed: RefusedOp[] = []
+      if (outcome.error !== undefined) {
+        if (outcome.error.index === -1) {
+          // The whole request was refused for good (credentials, scope): every op of it.
+          for (const [key, op] of batch) failed.push({ key, op, error: outcome.error.error })
+        } else if (!isTransient(outcome.error.error)) {
+          const [key, op] = batch[outcome.error.index]! as [string, StoredOp]
+          failed.push({ key, op, error: outcome.error.error })
+        } else {
+          stopped = outcome.error.error
+        }
+      }
+      await this.#applied.record(done, { failed })
+      applied += done.length
+      failedCount += failed.length
+      for (const { op } of done)
+        if (op.kind === 'put' || op.kind === 'delete')
+          if (host.conflictMode(op.key) === 'siblings' && refresh.size < MAX_REFRESH)
+            refresh.add(op.key)
+      const outcomes: OpOutcome[] = done.map(({ op, result }) => ({
+        opId: op.opId,
+        result: bodyOf(result),
+      }))
+      for (const { op, error } of failed) {
+        outcomes.push({ opId: op.opId, error: error.toBody() })
+        const failedOp: FailedOp = { ...publicOp(op), error, failedAt: Date.now() }
+        host.events.emit('error', { error, op: failedOp })
+      }
+      this.#waiters.report(outcomes)
+      if (stopped !== undefined) break
+    }
+    if (stopped !== undefined) {
+      if (isUnreachable(stopped)) connectivity.markOffline(stopped)
+      else connectivity.retryLater()
+      // Whoever waits learns now that its write stays queued.
+      this.#waiters.report(this.#waiters.ids().map((opId) => ({ opId, pending: true as const })))
+    }
+    for (const key of refresh) await host.refresh(key).catch(() => {})
+    // Their cache entries (and conflict events) are in before the sync says it is done.
+    await this.#cache.settled()
+    const result: SyncResult = {
+      applied,
+      failed: failedCount,
+      pending: count.value,
+      owner: true,
+      ...(stopped === undefined ? {} : { error: stopped }),
+    }
+    if (stopped === undefined && count.value === 0) host.events.emit('synced', result)
+    const { error, owner: _owner, ...rest } = result
+    channel.post({
+      t: 'synced',
+      result: error === undefined ? rest : { ...rest, error: error.toBody() },
+    })
+    return result
+  }
+}
