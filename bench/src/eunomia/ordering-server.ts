@@ -78,18 +78,21 @@ function serve(socket: Socket): void {
   socket.on('error', () => {})
 }
 
-/** A batch of labels (`L idx ts,idx ts,...`) or a heartbeat (`H ts idx`) of a partition. */
+/**
+ * A batch of labels (`L <first idx> ["ts",...]`: JSON, as a real envelope is) or a heartbeat
+ * (`H ts idx`) of a partition.
+ */
 function take(p: number, line: string): void {
   if (line.startsWith('H ')) {
     const [, ts, idx] = line.split(' ')
     stabiliser.heartbeat(p, ts as Hlc, Number(idx))
     return
   }
-  const labels: Label[] = []
-  for (const item of line.slice(2).split(',')) {
-    const space = item.indexOf(' ')
-    labels.push(label(p, Number(item.slice(0, space)), [item.slice(space + 1) as Hlc, HLC_ZERO]))
-  }
+  const space = line.indexOf(' ', 2)
+  const first = Number(line.slice(2, space))
+  const times = JSON.parse(line.slice(space + 1)) as Hlc[]
+  const labels: Label[] = new Array<Label>(times.length)
+  for (let i = 0; i < times.length; i++) labels[i] = label(p, first + i, [times[i]!, HLC_ZERO])
   stabiliser.addLabels(p, labels)
 }
 

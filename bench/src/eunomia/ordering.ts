@@ -154,13 +154,17 @@ export async function drive(
   } else {
     // Each partition stamps with a hybrid clock (strictly increasing) and batches for batchMs.
     const clock = sockets.map(() => ({ ms: Date.now(), c: 0, idx: 0, busy: false }))
+    // A batch is its first idx and its timestamps (a partition's idx run one by one), as JSON.
     const batches = sockets.map(() => [] as string[])
+    const firsts = sockets.map(() => 1)
     const flush = setInterval(() => {
       sockets.forEach((socket, p) => {
         const batch = batches[p]!
         if (batch.length === 0) return
         batches[p] = []
-        if (!socket.write(`L ${batch.join(',')}\n`)) {
+        const first = firsts[p]!
+        firsts[p] = first + batch.length
+        if (!socket.write(`L ${first} ${JSON.stringify(batch)}\n`)) {
           clock[p]!.busy = true
           socket.once('drain', () => (clock[p]!.busy = false))
         }
@@ -193,7 +197,7 @@ export async function drive(
               state.ms++
               state.c = 0
             }
-            batch.push(`${++state.idx} ${hlcFrom(state.ms, state.c)}`)
+            batch.push(hlcFrom(state.ms, state.c))
           }
           made++
         }
