@@ -49,6 +49,10 @@ export interface TradeoffRow {
   thetaMs: number
   deltaMs: number
   opsPerS: number
+  /** The FIFO cluster's writes/s, measured next to it. */
+  fifoOpsPerS: number
+  /** `opsPerS / fifoOpsPerS`: the machine's load drifts, a ratio of neighbours much less. */
+  vsFifo: number
   visibilityP50Ms: number
   visibilityP99Ms: number
 }
@@ -101,10 +105,10 @@ const startMode = (
   })
 
 async function throughputCase(ctx: SuiteContext): Promise<EunomiaResults['throughput']> {
-  const concurrency = 16
-  const rounds = ctx.quick ? 1 : 3
-  const warmupMs = ctx.quick ? 300 : 1000
-  const measureMs = ctx.quick ? 1500 : 4000
+  const concurrency = 32
+  const rounds = ctx.quick ? 1 : 5
+  const warmupMs = ctx.quick ? 300 : 800
+  const measureMs = ctx.quick ? 1500 : 3000
   // Both clusters up at once, so the rounds alternate without a start in between.
   const clusters = await Promise.all([
     startMode(ctx.backend, 'fifo'),
@@ -180,45 +184,53 @@ async function visibilityCase(ctx: SuiteContext): Promise<EunomiaResults['visibi
 
 async function tradeoffCase(ctx: SuiteContext): Promise<EunomiaResults['tradeoff']> {
   const wanDelayMs = 20
-  const concurrency = 16
-  const thetas = ctx.quick ? [5, 50] : [1, 5, 20, 50]
+  const concurrency = 32
+  const thetas = ctx.quick ? [50] : [1, 5, 20, 50]
   const deltas = ctx.quick ? [10] : [1, 10, 50]
   const warmupMs = ctx.quick ? 300 : 800
   const measureMs = ctx.quick ? 800 : 2500
   const samples = ctx.quick ? 10 : 60
   const rows: TradeoffRow[] = []
-  for (const deltaMs of deltas)
-    for (const thetaMs of thetas) {
-      const cluster = await startMode(ctx.backend, 'causal', { wanDelayMs, thetaMs, deltaMs })
-      try {
-        const load = await writeLoad({
-          urls: cluster.urls,
-          concurrency,
-          warmupMs,
-          measureMs,
-          level: 'causal',
-          prefix: 'tr',
-        })
-        const v = await measureVisibility({
-          urls: cluster.urls,
-          samples,
-          wanDelayMs,
-          prefix: 'trv',
-        })
-        rows.push({
-          thetaMs,
-          deltaMs,
-          opsPerS: load.opsPerS,
-          visibilityP50Ms: v.p50Ms,
-          visibilityP99Ms: v.p99Ms,
-        })
-        ctx.log(
-          `tradeoff, theta ${thetaMs} ms, Delta ${deltaMs} ms: ${whole(load.opsPerS)} writes/s, visibility p50 ${fixed(v.p50Ms, 1)} ms`,
-        )
-      } finally {
-        await cluster.stop()
+  // A FIFO cluster stays up throughout: each point's throughput is measured next to its own.
+  const fifo = await startMode(ctx.backend, 'fifo', { wanDelayMs })
+  const load = (urls: readonly string[], level: string, prefix: string) =>
+    writeLoad({ urls, concurrency, warmupMs, measureMs, level, prefix })
+  try {
+    let n = 0
+    for (const deltaMs of deltas)
+      for (const thetaMs of thetas) {
+        const cluster = await startMode(ctx.backend, 'causal', { wanDelayMs, thetaMs, deltaMs })
+        try {
+          // Alternate which goes first, so neither always follows a cluster start.
+          const first = n++ % 2 === 0
+          const before = first ? await load(fifo.urls, 'session', `f${n}`) : undefined
+          const causal = await load(cluster.urls, 'causal', 'tr')
+          const fifoLoad = before ?? (await load(fifo.urls, 'session', `f${n}`))
+          const v = await measureVisibility({
+            urls: cluster.urls,
+            samples,
+            wanDelayMs,
+            prefix: 'trv',
+          })
+          rows.push({
+            thetaMs,
+            deltaMs,
+            opsPerS: causal.opsPerS,
+            fifoOpsPerS: fifoLoad.opsPerS,
+            vsFifo: causal.opsPerS / fifoLoad.opsPerS,
+            visibilityP50Ms: v.p50Ms,
+            visibilityP99Ms: v.p99Ms,
+          })
+          ctx.log(
+            `tradeoff, theta ${thetaMs} ms, Delta ${deltaMs} ms: ${whole(causal.opsPerS)} writes/s (fifo ${whole(fifoLoad.opsPerS)}), visibility p50 ${fixed(v.p50Ms, 1)} ms`,
+          )
+        } finally {
+          await cluster.stop()
+        }
       }
-    }
+  } finally {
+    await fifo.stop()
+  }
   return { wanDelayMs, concurrency, measureS: measureMs / 1000, rows }
 }
 
@@ -306,14 +318,24 @@ function report(results: EunomiaResults, quick: boolean): { markdown: string; ch
     '',
     '### Throughput and visibility vs theta and Delta',
     '',
-    `Causal mode only, one cluster per (theta, Delta), WAN delay ${tr.wanDelayMs} ms: ${tr.concurrency} writers for ${tr.measureS} s, then the visibility probe.`,
+    `One causal cluster per (theta, Delta), WAN delay ${tr.wanDelayMs} ms: ${tr.concurrency} writers for ${tr.measureS} s, next to the same load on a FIFO cluster that stays up throughout (the ratio is what to read: the machine's load drifts between points), then the visibility probe.`,
     '',
     table(
-      ['theta', 'Delta', 'writes/s', 'visibility p50', 'visibility p99'],
+      [
+        'theta',
+        'Delta',
+        'causal writes/s',
+        'fifo writes/s',
+        'causal / fifo',
+        'visibility p50',
+        'visibility p99',
+      ],
       tr.rows.map((r) => [
         `${r.thetaMs} ms`,
         `${r.deltaMs} ms`,
         whole(r.opsPerS),
+        whole(r.fifoOpsPerS),
+        times(r.vsFifo),
         `${fixed(r.visibilityP50Ms, 1)} ms`,
         `${fixed(r.visibilityP99Ms, 1)} ms`,
       ]),
@@ -340,13 +362,13 @@ function report(results: EunomiaResults, quick: boolean): { markdown: string; ch
     },
     {
       file: 'tradeoff-throughput',
-      title: 'Causal write throughput vs theta, by Delta',
+      title: 'Causal write throughput (over fifo) vs theta, by Delta',
       spec: lineChart({
         rows: tr.rows.map((r) => ({ ...r, delta: `${r.deltaMs} ms` })),
         x: { field: 'thetaMs', title: 'theta (ms)', scale: { type: 'log' } },
-        y: { field: 'opsPerS', title: 'writes/s' },
+        y: { field: 'vsFifo', title: 'causal / fifo writes per second' },
         series: { field: 'delta', title: 'Delta' },
-        title: 'Causal write throughput vs theta, by Delta',
+        title: 'Causal write throughput (over fifo) vs theta, by Delta',
       }),
     },
     {
@@ -368,7 +390,7 @@ function report(results: EunomiaResults, quick: boolean): { markdown: string; ch
 export const eunomiaSuite: Suite<EunomiaResults> = {
   name: 'eunomia',
   title: 'Causal shipping (Eunomia): ordering service, throughput, visibility, theta/Delta',
-  estimateS: (quick) => (quick ? 40 : 240),
+  estimateS: (quick) => (quick ? 45 : 330),
   async measure(ctx) {
     ctx.log('case ordering: the stabiliser vs a synchronous sequencer')
     const ordering = await measureOrdering({
