@@ -60,9 +60,11 @@ export default tseslint.config(
   },
   {
     files: [
-      // Where a deployment chooses its backend, and the Redis deployment's shipping lease.
+      // Where a deployment chooses its backend, and the Redis deployment's shipping lease and
+      // failover of partition leaders.
       'gateway/src/cluster/embedded-cluster.ts',
       'gateway/src/cluster/redis-cluster.ts',
+      'gateway/src/cluster/redis-failover.ts',
       'gateway/src/cluster/shipping-lease.ts',
     ],
     rules: { 'no-restricted-imports': ['error', { patterns: [NO_HTTP] }] },

@@ -7,7 +7,9 @@
  * - **in scripts**: commands a Lua script ran (`redis.call`, no round trip, but server CPU);
  * - **replicated**: commands a follower's server applied from its leader's replication stream.
  *
- * The shipping-lease renewals (timers, not calls) are left out. A second pass of the same calls
+ * The shipping-lease renewals and the failover's checks of each replica's claim and epochs (its
+ * state script, run by a timer every second and by a rare ceiling raise) are left out: timers,
+ * not calls. A second pass of the same calls
  * without `MONITOR` measures the CPU time the gateway processes and the Redis servers spent per
  * call (Linux: `/proc/<pid>/stat`).
  */
@@ -54,6 +56,18 @@ const ignore = (): void => {}
 // Commands that are no part of a call: the monitor itself, replication's heartbeats.
 const IGNORED = new Set(['monitor', 'ping', 'replconf', 'info', 'select', 'client', 'hello'])
 const LEASE_KEY = /lease:ship$/
+
+// The replica state read (`epoch-scripts.ts` STATE_SCRIPT): `EVALSHA sha 3 <p>sv <p>sv:epochs
+// <p>meta regions`.
+function isStateRead(args: readonly string[]): boolean {
+  return (
+    String(args[0]).toLowerCase() === 'evalsha' &&
+    args[2] === '3' &&
+    /sv$/.test(args[3] ?? '') &&
+    /sv:epochs$/.test(args[4] ?? '') &&
+    /meta$/.test(args[5] ?? '')
+  )
+}
 
 interface Tally {
   roundTrips: Map<string, number>
@@ -134,16 +148,21 @@ async function countCommands(
   const ports = portsOf(deployment)
   const tally: Tally = { roundTrips: new Map(), inScripts: new Map(), replicated: new Map() }
   const monitors = await Promise.all(
-    deployment.servers.map((url) =>
-      monitor(url, (args, source) => {
+    deployment.servers.map((url) => {
+      // Whether the commands a script runs belong to a timer's script (Redis runs one command
+      // at a time, so a script's commands follow its EVALSHA in the monitor's stream).
+      let inTimer = false
+      return monitor(url, (args, source) => {
         const name = String(args[0]).toLowerCase()
-        if (IGNORED.has(name) || args.some((a) => LEASE_KEY.test(a))) return
+        if (source === 'lua' && inTimer) return
+        inTimer = isStateRead(args)
+        if (inTimer || IGNORED.has(name) || args.some((a) => LEASE_KEY.test(a))) return
         const port = source.slice(source.lastIndexOf(':') + 1)
         const into =
           source === 'lua' ? tally.inScripts : ports.has(port) ? tally.replicated : tally.roundTrips
         into.set(name, (into.get(name) ?? 0) + 1)
-      }),
-    ),
+      })
+    }),
   )
   try {
     await run.calls()

@@ -39,6 +39,8 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
                          gateway; repeatable; * for any origin          [default: none]
                          (the region's public URL is the config's regions[].url)
   --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --strict               refuse to start when the Redis servers cannot keep the
+                         config's redis.durability (else: a warning)
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]
@@ -59,6 +61,11 @@ export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, 
   --gateways N           gateway processes per region; N > 1 puts a round-robin
                          balancer on the region's port                   [default: 1]
   --appendfsync POLICY   always (ack once on disk) or everysec           [default: always]
+  --sentinel             three redis-sentinels per region: a dead partition leader is
+                         replaced by a follower and the gateways follow (needs
+                         redis-sentinel installed)
+  --sentinel-down-after MS  how long a leader may not answer before Sentinel
+                         fails it over (most of a failover's time)       [default: 2000]
 `
 
 /** The `--backend` a `dev` command line asks for (`level` unless it says otherwise). */
@@ -79,6 +86,7 @@ interface GatewayCommand {
   logLevel: string
   corsOrigins: string[]
   opRetentionMs: number | undefined
+  strict: boolean
   maxWatchers: number | undefined
   maxWatchMs: number | undefined
   http: HttpLimits
@@ -98,6 +106,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       'log-level': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
+      strict: { type: 'boolean' },
       'max-watchers': { type: 'string' },
       'max-watch-ms': { type: 'string' },
       ...HTTP_LIMIT_ARGS,
@@ -118,6 +127,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
     logLevel: logLevel(values['log-level']),
     // A production gateway: no page of another origin may call it until told which.
     corsOrigins: corsOrigins(values['cors-origin'], []),
+    strict: values.strict ?? false,
     opRetentionMs:
       values['op-retention-ms'] === undefined
         ? undefined
@@ -187,6 +197,8 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     },
     http: command.http,
     rateLimit: command.rateLimit,
+    strict: command.strict,
+    onDurabilityProblem: (problem) => process.stderr.write(`${name}: WARNING: ${problem}\n`),
   })
   // Started by `causeway dev`: stop with it, even if it dies without stopping us.
   if (process.send) process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'))
@@ -217,6 +229,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       host: { type: 'string' },
       data: { type: 'string' },
       appendfsync: { type: 'string' },
+      sentinel: { type: 'boolean' },
+      'sentinel-down-after': { type: 'string' },
       'wan-delay': { type: 'string' },
       shipping: { type: 'string' },
       theta: { type: 'string' },
@@ -269,6 +283,18 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  if (values['sentinel-down-after'] !== undefined && !values.sentinel)
+    throw new UsageError('--sentinel-down-after needs --sentinel')
+  if (values.sentinel)
+    options.sentinel = {
+      downAfterMs: integer(
+        'sentinel-down-after',
+        values['sentinel-down-after'],
+        2000,
+        100,
+        600_000,
+      ),
+    }
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
   const offsets = clockOffsets(values['clock-offset'], regions)
@@ -309,6 +335,7 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `, shipping ${options.shipping?.mode ?? 'fifo'}` +
       `${options.partitionWanDelaysMs ? `, partition WAN delays ${options.partitionWanDelaysMs.join(', ')} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
+      `${options.sentinel ? ', 3 sentinels per region' : ''}` +
       `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
@@ -319,6 +346,8 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
     // Gateways first, so a reader that waits for every region line has them all.
     for (const g of dev.gateways)
       process.stdout.write(`gateway ${g.region}.${g.index} ${g.url} pid ${g.pid}\n`)
+    for (const sentinel of dev.sentinels)
+      process.stdout.write(`sentinel ${sentinel.region} ${sentinel.url} pid ${sentinel.pid}\n`)
     process.stdout.write(`config ${dev.configPath}\n`)
     for (const [d, url] of dev.urls.entries())
       process.stdout.write(`region ${d} (${dev.regionNames[d]}) ${url}\n`)

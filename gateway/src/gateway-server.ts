@@ -52,6 +52,28 @@ export interface GatewayServerOptions {
   http?: HttpLimits
   /** Rate-limit settings that override the config's `rateLimit` (the command line's). */
   rateLimit?: { max?: number; windowMs?: number }
+  /**
+   * Refuse to start when the Redis servers cannot keep the durability the config promises
+   * (`redis.durability`, checked by `cluster/durability-check.ts`), instead of warning.
+   * @default false
+   */
+  strict?: boolean
+  /**
+   * Told each way the servers cannot keep the promised durability, at start.
+   * @default the cluster's `onEvent`
+   */
+  onDurabilityProblem?: (problem: string) => void
+}
+
+/** The servers cannot keep the durability the config promises (`strict` start). */
+export class DurabilityError extends Error {
+  constructor(
+    readonly durability: string,
+    readonly problems: readonly string[],
+  ) {
+    super(`the Redis servers cannot keep durability '${durability}':\n  ${problems.join('\n  ')}`)
+    this.name = 'DurabilityError'
+  }
 }
 
 /** A listening gateway process of one region. */
@@ -71,6 +93,15 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
   const { config, region } = options
   const host = options.host ?? '127.0.0.1'
   const cluster = await RedisCluster.start({ ...options.cluster, config, region })
+  const problems = await cluster.durabilityProblems()
+  if (problems.length > 0 && options.strict) {
+    await cluster.close()
+    throw new DurabilityError(config.redis.durability, problems)
+  }
+  for (const problem of problems)
+    (options.onDurabilityProblem ?? options.cluster?.onEvent ?? (() => {}))(
+      `durability '${config.redis.durability}' cannot be kept: ${problem}`,
+    )
   const rateLimit = { ...config.rateLimit, ...options.rateLimit }
   // The region's gateways count in one Redis: its partition 0 leader unless the config names one.
   const limiter =

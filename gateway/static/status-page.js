@@ -169,8 +169,33 @@ function drawRegion(topology, region, status) {
   const head = h('tr', {}, h('th', {}, 'partition'))
   for (let i = 0; i < topology.replicas; i++) head.append(h('th', {}, `replica ${i}`))
   const body = h('tbody')
+  /** @type {Map<number, any>} */
+  const leaders = new Map((status.leaders ?? []).map((/** @type {any} */ l) => [l.partition, l]))
   for (const p of drawn) {
-    const row = h('tr', {}, h('th', {}, `p${p}`))
+    const leader = leaders.get(p)
+    const row = h(
+      'tr',
+      {},
+      h(
+        'th',
+        leader
+          ? {
+              'data-leader': leader.replica,
+              'data-leader-state': leader.state,
+              'data-epoch': leader.epoch,
+              'data-note': leader.note ?? '',
+            }
+          : {},
+        `p${p}`,
+        leader
+          ? h(
+              'div',
+              { class: leader.state === 'leading' ? 'muted' : 'error' },
+              `epoch ${leader.epoch}${leader.state === 'leading' ? '' : ` · ${leader.state}`}`,
+            )
+          : '',
+      ),
+    )
     for (const replica of byPartition.get(p) ?? []) {
       const classes = ['replica', replica.role]
       if (replica.lag.entries > 0) classes.push('lagging')
@@ -208,6 +233,35 @@ function drawRegion(topology, region, status) {
         `${partitions.length - drawn.length} more partitions (counted in the summary above; all in /v1/status).`,
       ),
     )
+
+  const troubled = (status.leaders ?? []).filter((/** @type {any} */ l) => l.note)
+  if (troubled.length > 0)
+    section.append(
+      h(
+        'ul',
+        { class: 'error', 'data-leadership': '' },
+        ...troubled.map((/** @type {any} */ l) =>
+          h('li', {}, `p${l.partition}: ${l.state}: ${l.note}`),
+        ),
+      ),
+    )
+  if ((status.divergence ?? []).length > 0) {
+    const names = new Map(topology.regions.map((/** @type {any} */ r) => [r.id, r.name]))
+    section.append(
+      h('h3', {}, 'Shipping that disagreed'),
+      h(
+        'ul',
+        { class: 'error', 'data-divergence': '' },
+        ...status.divergence.map((/** @type {any} */ d) =>
+          h(
+            'li',
+            { 'data-origin': d.origin, 'data-partition': d.partition, 'data-state': d.state },
+            `p${d.partition} from ${names.get(d.origin) ?? d.origin}: ${d.state === 'extra' ? 'holds entries the origin lost' : 'refused'}: ${d.note}`,
+          ),
+        ),
+      ),
+    )
+  }
 
   if (topology.regions.length > 1) {
     const names = new Map(topology.regions.map((/** @type {any} */ r) => [r.id, r.name]))

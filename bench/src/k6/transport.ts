@@ -63,10 +63,12 @@ export interface K6Transport extends Transport {
   /** Starts a new measurement (call it before each SDK call you time). */
   reset(): void
   /**
-   * Ablation "without HLC" (benchmarks only): from now on every put and delete also carries the
-   * read vector its write level implies (`hrm[:,p]` for writes-follow-reads, `hwm[:,p]` for
-   * monotonic writes, both for session), taken from `db`'s session, so a gateway started with
-   * `--without-hlc` can make the write wait for those dependencies. Ignored by a normal gateway.
+   * Ablation "without HLC" (benchmarks only): from now on every put and delete carries the read
+   * vector its write level implies (`hrm[:,p]` for writes-follow-reads, `hwm[:,p]` for monotonic
+   * writes, both for session), taken from `db`'s session, so a gateway started with
+   * `--without-hlc` can make the write wait for those dependencies. The SDK sends the same
+   * positions itself since epochs (a leader refuses a write that follows a lost one); this keeps
+   * the ablation's vector whatever the SDK sends.
    */
   sendWriteDependencies(db: Causeway): void
 }

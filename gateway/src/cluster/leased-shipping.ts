@@ -4,7 +4,9 @@
  * leader's Redis) runs the FIFO {@link Shipper}s from the local leader to every other region; the
  * others stand by and take the lease over within a few seconds when the holder dies. A shipper
  * always resumes from the destination's `sv` (its checkpoint) and the destination applies each
- * entry once, so a takeover neither loses nor duplicates anything.
+ * entry once, so a takeover neither loses nor duplicates anything. When a partition's leader
+ * changes (a failover), its lease moves to the new leader's Redis and its shippers read the new
+ * leader's log ({@link LeasedShipping.moveLeader}).
  *
  * The links to a region share one {@link GatewayHealth} of its gateways: each is health-checked
  * while this process ships to the region, and a link leaves a gateway that fails a check at once.
@@ -67,6 +69,8 @@ export interface LeasedShippingOptions {
 export class LeasedShipping {
   readonly #options: LeasedShippingOptions
   readonly #leases: RedisLease[]
+  readonly #leaders: AbstractPartitionReplica[]
+  #started = false
   /** The health of each other region's gateways, by region id. */
   readonly #health = new Map<number, GatewayHealth>()
   /** The running shippers of each partition whose lease this process holds. */
@@ -89,22 +93,47 @@ export class LeasedShipping {
         }),
       )
     }
-    this.#leases = options.leaders.map(
-      (_, p) =>
-        new RedisLease({
-          url: options.leaderUrls[p]!,
-          key: options.leaseKeys[p]!,
-          ttlMs: options.shipping.leaseMs,
-          ...(options.token === undefined ? {} : { token: options.token }),
-          onAcquired: () => this.#startShipping(p),
-          onLost: () => this.#stopShipping(p),
-        }),
-    )
+    this.#leaders = [...options.leaders]
+    this.#leases = options.leaders.map((_, p) => this.#lease(p, options.leaderUrls[p]!))
   }
 
   /** Starts competing for the leases. */
   start(): void {
+    this.#started = true
     for (const lease of this.#leases) lease.start()
+  }
+
+  /**
+   * Partition `p`'s leader is now `leader`, whose server is `url`: its shippers stop, and the
+   * lease is competed for in that server (where the old leader's, replicated, may still hold it
+   * for a while: a holder that is alive renews it there).
+   */
+  moveLeader(p: number, leader: AbstractPartitionReplica, url: string): void {
+    if (this.#closed || this.#leaders[p] === leader) return
+    this.#leaders[p] = leader
+    const old = this.#leases[p]!
+    // The same token: where the old leader's lease key was replicated with this process's token,
+    // this process takes the lease again at once instead of waiting for it to expire.
+    this.#leases[p] = this.#lease(p, url, old.token)
+    this.#stopShipping(p)
+    void old.close()
+    if (this.#started) this.#leases[p]!.start()
+  }
+
+  #lease(p: number, url: string, token = this.#options.token): RedisLease {
+    const lease: RedisLease = new RedisLease({
+      url,
+      key: this.#options.leaseKeys[p]!,
+      ttlMs: this.#options.shipping.leaseMs,
+      ...(token === undefined ? {} : { token }),
+      onAcquired: () => {
+        if (this.#leases[p] === lease) this.#startShipping(p)
+      },
+      onLost: () => {
+        if (this.#leases[p] === lease) this.#stopShipping(p)
+      },
+    })
+    return lease
   }
 
   /**
@@ -133,7 +162,8 @@ export class LeasedShipping {
   }
 
   #startShipping(p: number): void {
-    const { region, regions, leaders, secret, shipping, onEvent } = this.#options
+    const { region, regions, secret, shipping, onEvent } = this.#options
+    const leaders = this.#leaders
     if (this.#closed || this.#shippers.has(p)) return
     onEvent?.('acquired', p)
     const shippers = regions

@@ -1,11 +1,13 @@
 /**
  * One region of a Redis-backed cluster, as one gateway process serves it: a
- * {@link RedisPartitionReplica} per replica named in the config (index 0 of each partition
- * leads; followers are Redis replicas of their leader, set up by the operator or by
- * `causeway dev --backend redis`), the {@link RegionService} over them, the receiving side of
- * shipping, and, with more than one region, {@link LeasedShipping}. The process keeps no state of
- * its own: any number of them may serve a region. This is where the Redis backend is chosen;
- * everything above the replicas uses only the storage contract.
+ * {@link RedisPartitionReplica} per replica named in the config (followers are Redis replicas of
+ * their leader, set up by the operator or by `causeway dev --backend redis`), the
+ * {@link RedisFailover} that says which of them leads (the master Redis Sentinel names when the
+ * config lists Sentinels, else index 0) and makes a change of leader safe with epochs, the
+ * {@link RegionService} over them, the receiving side of shipping, and, with more than one
+ * region, {@link LeasedShipping}. The process keeps no state of its own: any number of them may
+ * serve a region. This is where the Redis backend is chosen; everything above the replicas uses
+ * only the storage contract.
  *
  * Other processes write the same leaders, so this process knows how far its own region's leader
  * has written (`written`, for `VECTOR_UNREACHABLE`) only from its view of that leader's `sv`,
@@ -23,21 +25,30 @@
  */
 import { createHmac } from 'node:crypto'
 import { hostname } from 'node:os'
-import { CausewayError, type ShipEnvelope } from '@causeway/core'
+import {
+  CausewayError,
+  type DivergenceStatus,
+  type LogEntry,
+  type ShipEnvelope,
+} from '@causeway/core'
 import { CausalRegion } from '../replication/causal/causal-region.js'
 import { DelayedLabelLink, HttpLabelLink } from '../replication/causal/http-label-link.js'
 import type { LabelLink } from '../replication/causal/label-link.js'
+import { recoverFromRegions } from '../replication/region-log.js'
 import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
 import { RedisCausalStore } from '../storage/redis/causal-store.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
-import type { ClusterConfig } from '../config/cluster-config.js'
+import { type ClusterConfig, sentinelMasterName } from '../config/cluster-config.js'
 import { CausalService, type RegionServiceLike } from './causal-service.js'
+import { durabilityProblems } from './durability-check.js'
 import { LeasedShipping } from './leased-shipping.js'
+import { type Leadership, RedisFailover } from './redis-failover.js'
 import { RegionService } from './region-service.js'
 import { RedisLease } from './shipping-lease.js'
+import { SentinelLeaders } from './sentinel-leaders.js'
 
 /** Options of {@link RedisCluster.start}. */
 export interface RedisClusterOptions {
@@ -91,6 +102,7 @@ export class RedisCluster implements ShippingReceiver {
   readonly #shipping: LeasedShipping | undefined
   readonly #causalStore: RedisCausalStore | undefined
   readonly #causalLease: RedisLease | undefined
+  readonly #failover: RedisFailover
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
@@ -129,6 +141,10 @@ export class RedisCluster implements ShippingReceiver {
             connectTimeoutMs: config.redis.connectTimeoutMs,
             reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
             quarantine,
+            // Writes only under a leader's claim, and only to indexes a majority knows reserved.
+            supervised: true,
+            ceilingReplicas: Math.floor(urls.length / 2),
+            onClaimLost: () => void this.#failover.check(p),
             ...(now ? { now } : {}),
             ...(options.opRetentionMs === undefined
               ? {}
@@ -137,6 +153,46 @@ export class RedisCluster implements ShippingReceiver {
       ),
     )
     const secret = config.auth.clusterSecret
+    const sentinels =
+      here.sentinels.length === 0
+        ? undefined
+        : new SentinelLeaders({
+            sentinels: here.sentinels,
+            name: (p) => sentinelMasterName(config.redis.namespace, region, p),
+            partitions: config.partitions,
+            onSwitch: (p) => void this.#failover.check(p),
+            commandTimeoutMs: config.redis.connectTimeoutMs,
+          })
+    this.#failover = new RedisFailover({
+      region,
+      replicas: this.replicas,
+      urls: here.replicas,
+      ...(sentinels ? { sentinels } : {}),
+      secret: secret ?? config.cluster,
+      namespace: config.redis.namespace,
+      checkIntervalMs: config.redis.failover.checkIntervalMs,
+      recoveryTimeoutMs: config.redis.failover.recoveryTimeoutMs,
+      connectTimeoutMs: config.redis.connectTimeoutMs,
+      // Administration is small and must not hold a check up for long: a second at most.
+      commandTimeoutMs: Math.min(1000, config.redis.commandTimeoutMs),
+      recover: (p, after, deadline, apply) =>
+        secret === undefined || config.regions.length === 1
+          ? Promise.resolve({ recovered: 0, unanswered: [] })
+          : recoverFromRegions({
+              sources: config.regions.filter((r) => r.id !== region),
+              regions: config.regions.length,
+              partition: p,
+              origin: region,
+              after,
+              secret,
+              deadline,
+              apply,
+              ...(options.fetch ? { fetch: options.fetch } : {}),
+            }),
+      onLeader: (p, i) =>
+        this.#shipping?.moveLeader(p, this.replicas[p]![i]!, here.replicas[p]![i]!),
+      onEvent: (message, error) => this.#onEvent(message, error),
+    })
     this.#shipping =
       config.regions.length > 1 && secret !== undefined
         ? new LeasedShipping({
@@ -144,6 +200,7 @@ export class RedisCluster implements ShippingReceiver {
             regions: config.regions,
             leaders: this.replicas.map((r) => r[0]!),
             leaderUrls: here.replicas.map((urls) => urls[0]!),
+            // The same key on every replica of a partition: the lease moves with the leader.
             leaseKeys: this.replicas.map((r) => `${r[0]!.keys.prefix}lease:ship`),
             secret,
             shipping: config.shipping,
@@ -171,10 +228,15 @@ export class RedisCluster implements ShippingReceiver {
       limits: config.limits,
       namespaces: config.namespaces,
       replicas,
+      leaderOf: (p) => this.#failover.leaderOf(p),
       written: (d, p) => {
-        const leader = replicas[p]?.[0]
-        return d === region && leader?.available ? leader.sv()[d] : undefined
+        const leader = replicas[p]?.[this.#failover.leaderOf(p)]
+        // Only a leader that holds its claim knows how far the region wrote (one that came back
+        // behind does not).
+        return d === region && leader?.available && leader.leading ? leader.sv()[d] : undefined
       },
+      leadership: () => this.leadership(),
+      divergence: () => this.#divergence(),
       shippers: async () => (await this.#shipping?.status()) ?? [],
       quarantine,
       ...(now ? { now } : {}),
@@ -279,6 +341,8 @@ export class RedisCluster implements ShippingReceiver {
   static async start(options: RedisClusterOptions): Promise<RedisCluster> {
     const cluster = new RedisCluster(options)
     await Promise.all(cluster.replicas.flat().map((replica) => cluster.#open(replica, 0)))
+    // The first look at every leader: a gateway that answers has its writes' leaders claimed.
+    await cluster.#failover.start()
     cluster.#shipping?.start()
     if (cluster.causal) {
       await cluster.#causalStore!.start()
@@ -286,6 +350,44 @@ export class RedisCluster implements ShippingReceiver {
       cluster.#causalLease!.start()
     }
     return cluster
+  }
+
+  // What this region's leaders noted of shipping from the other regions (`sv:diverged`).
+  async #divergence(): Promise<DivergenceStatus[]> {
+    const out: DivergenceStatus[] = []
+    await Promise.all(
+      this.replicas.map(async (_, p) => {
+        const leader = this.#leader(p)
+        if (!leader.available) return
+        for (const [origin, note] of await leader.divergence().catch(() => new Map())) {
+          const [state, ...rest] = String(note).split(' ')
+          if (state === 'diverged' || state === 'extra')
+            out.push({ partition: p, origin, state, note: rest.join(' ') })
+        }
+      }),
+    )
+    return out.sort((a, b) => a.partition - b.partition || a.origin - b.origin)
+  }
+
+  /**
+   * The ways this region's servers cannot keep the durability the config promises
+   * (`durability-check.ts`); empty when they can.
+   */
+  async durabilityProblems(): Promise<string[]> {
+    const here = this.config.regions[this.region]!
+    return durabilityProblems(
+      {
+        durability: this.config.redis.durability,
+        replicas: here.replicas[0]!.length,
+        sentinel: here.sentinels.length > 0,
+      },
+      await this.#failover.persistence(),
+    )
+  }
+
+  /** Which replica leads each partition, in which epoch, and why not when it does not. */
+  leadership(): Leadership[] {
+    return this.#failover.leadership()
   }
 
   /** The partitions whose shipping lease this process holds. */
@@ -302,7 +404,36 @@ export class RedisCluster implements ShippingReceiver {
 
   receive(partition: number, envelope: ShipEnvelope): Promise<number> {
     if (this.causal) return this.causal.stash(this.#partition(partition), envelope)
-    return this.#leader(partition).receive(envelope)
+    const leader = this.#leader(partition)
+    // Only a leader whose claim is made takes entries: another may be taking over.
+    if (!leader.leading)
+      return Promise.reject(
+        new CausewayError(
+          'BACKEND_UNAVAILABLE',
+          `partition ${partition} of region ${this.region} has no leader now (a failover is under way)`,
+        ),
+      )
+    return leader.receive(envelope)
+  }
+
+  async readLog(
+    partition: number,
+    origin: number,
+    after: number,
+    limit: number,
+  ): Promise<LogEntry[]> {
+    const replicas = this.replicas[partition]
+    if (!replicas) throw new CausewayError('INVALID_REQUEST', `no partition ${partition}`)
+    // The leader's copy, or, while it is away, the follower that holds the most.
+    const leader = this.#leader(partition)
+    const copy = leader.available
+      ? leader
+      : replicas
+          .filter((r) => r.available)
+          .sort((a, b) => (b.sv()[origin] ?? 0) - (a.sv()[origin] ?? 0))[0]
+    if (!copy)
+      throw new CausewayError('BACKEND_UNAVAILABLE', `no replica of partition ${partition} answers`)
+    return copy.readLog(origin, after, limit)
   }
 
   /** Stops shipping (handing the leases back), then closes every replica. */
@@ -314,6 +445,7 @@ export class RedisCluster implements ShippingReceiver {
       await this.#causalLease?.close()
       await this.causal?.close()
       await this.#causalStore?.close()
+      await this.#failover.close()
       await this.#shipping?.close()
       await Promise.allSettled([...this.#opening])
       await Promise.all(this.replicas.flat().map((r) => r.close()))
@@ -322,7 +454,7 @@ export class RedisCluster implements ShippingReceiver {
   }
 
   #leader(partition: number): RedisPartitionReplica {
-    const leader = this.replicas[partition]?.[0]
+    const leader = this.replicas[partition]?.[this.#failover.leaderOf(partition)]
     if (!leader) throw new CausewayError('INVALID_REQUEST', `no partition ${partition}`)
     return leader
   }
@@ -354,22 +486,9 @@ export class RedisCluster implements ShippingReceiver {
       this.#opening.delete(opening)
     }
     if (this.#closing) return
-    if (attempt > 0) this.#onEvent(`opened ${where}`)
-    await this.#checkRole(replica, where)
-  }
-
-  // A follower whose server is not a Redis replica would never see its leader's writes.
-  async #checkRole(replica: RedisPartitionReplica, where: string): Promise<void> {
-    try {
-      const role = await replica.serverRole()
-      const expected = replica.replica === 0 ? 'master' : 'slave'
-      if (role !== expected)
-        this.#onEvent(
-          `${where} is a Redis ${role}, expected a ${expected}` +
-            (expected === 'slave' ? ' (REPLICAOF its leader)' : ''),
-        )
-    } catch {
-      // A server that went away again: nothing to check now.
+    if (attempt > 0) {
+      this.#onEvent(`opened ${where}`)
+      void this.#failover.check(replica.partition)
     }
   }
 }

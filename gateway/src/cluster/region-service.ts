@@ -12,13 +12,18 @@
 import {
   type CausalContext,
   CausewayError,
+  type DivergenceStatus,
+  type LeaderStatus,
   type Namespaces,
   type Limits,
   type ReadNeed,
   type ReplicaStatus,
+  SessionNotAvailableError,
   type ShipperStatus,
   type Status,
   checkNamespaces,
+  covers,
+  vectorToObject,
   conflictModeOf,
   namespaceOf,
 } from '@causeway/core'
@@ -37,7 +42,7 @@ import {
 } from '../storage/sibling-set.js'
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
-import { ReplicaRouter } from './replica-router.js'
+import { ReplicaRouter, keptPosition, keptVector, positionEpoch } from './replica-router.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -56,8 +61,14 @@ export interface RegionServiceOptions {
   /** Name of every region, by id. */
   regionNames: readonly string[]
   limits: Limits
-  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
+  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 leads unless `leaderOf` says otherwise. */
   replicas: readonly (readonly AbstractPartitionReplica[])[]
+  /**
+   * Which replica of partition `p` leads now (its index in `replicas[p]`), for a deployment
+   * whose leaders fail over.
+   * @default 0
+   */
+  leaderOf?: (p: number) => number
   /**
    * The highest idx region `d`'s leader of partition `p` has written, when this region can know
    * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
@@ -125,6 +136,18 @@ export interface RegionServiceOptions {
    * @default none (the status has no quarantine section)
    */
   quarantine?: Pick<QuarantineRegistry, 'status'>
+  /**
+   * Where leaders fail over: each partition's leader, its state and epoch (the status's
+   * `leaders`).
+   * @default none (the status has no `leaders` section)
+   */
+  leadership?: () => LeaderStatus[]
+  /**
+   * Shipping links whose envelopes disagreed with what this region holds (the status's
+   * `divergence`).
+   * @default none
+   */
+  divergence?: () => Promise<DivergenceStatus[]>
 }
 
 /** One region of a cluster, served from its partition replicas. */
@@ -178,15 +201,16 @@ export class RegionService implements ClusterService {
       request.timeoutMs,
     )
     if (conflictModeOf(request.key, this.#namespaces) === 'siblings') {
-      const [replica, { siblings, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+      const [replica, { siblings, sv }] = await this.#coveredRead(chosen, request, (r) =>
         r.readSiblings(request.key),
       )
-      const listed = listSiblings(siblings).map((s) => ({ ...s, idx: sv[s.dc]! }))
+      const seen = keptVector(replica, sv)
+      const listed = listSiblings(siblings).map((s) => ({ ...s, idx: seen[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
       const newest = listed.at(-1)
       const result: ReadResult = {
         version: newest && { ts: newest.ts, dc: newest.dc },
-        epoch: replica.epoch(),
+        epoch: positionEpoch(replica, newest?.dc, newest?.idx),
         replica: replica.replica,
         waitedMs,
         siblings: listed,
@@ -195,22 +219,25 @@ export class RegionService implements ClusterService {
       if (newest) result.idx = newest.idx
       return result
     }
-    const [replica, { version, sv }] = await this.#quarantineAware(chosen, request, (r) =>
+    const [replica, { version, sv }] = await this.#coveredRead(chosen, request, (r) =>
       r.read(request.key),
     )
+    const position = version && keptPosition(replica, version.dc, sv[version.dc]!)
     const result: ReadResult = {
       version,
-      epoch: replica.epoch(),
+      epoch: position?.epoch ?? replica.epoch(),
       replica: replica.replica,
       waitedMs,
     }
-    if (version) result.idx = sv[version.dc]!
+    if (position) result.idx = position.idx
     return result
   }
 
   async write(request: WriteRequest): Promise<WriteResult> {
     const { partition, dt } = request
     await this.#router.checkDependency(dt)
+    // A write after one of the session's that a failover lost would be applied without it.
+    if (request.need !== undefined) await this.#router.checkPositions(partition, request.need)
     const siblings = conflictModeOf(request.key, this.#namespaces) === 'siblings'
     if (!siblings && request.context !== undefined) {
       throw new CausewayError(
@@ -229,7 +256,7 @@ export class RegionService implements ClusterService {
         ts: entry.ts,
         dc: this.region,
         idx: entry.idx,
-        epoch: leader.epoch(),
+        epoch: positionEpoch(leader, this.region, entry.idx),
       }
       const context = this.#contextAfter(entry, request.context ?? [])
       if (context) result.context = context
@@ -237,7 +264,12 @@ export class RegionService implements ClusterService {
     }
     const entry = await leader.write(request.key, request.value, dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
-    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    return {
+      ts: entry.ts,
+      dc: this.region,
+      idx: entry.idx,
+      epoch: positionEpoch(leader, this.region, entry.idx),
+    }
   }
 
   /**
@@ -339,9 +371,7 @@ export class RegionService implements ClusterService {
     const shared = this.#options.replicas.flat().filter((r) => r.supports.refresh && r.available)
     await Promise.allSettled(shared.map((r) => r.refresh()))
     if (!this.#options.lag)
-      await Promise.all(
-        this.#options.replicas.map((partition, p) => this.#measureLag(p, partition)),
-      )
+      await Promise.all(this.#options.replicas.map((_, p) => this.#measureLag(p)))
     const replicas: ReplicaStatus[] = []
     this.#options.replicas.forEach((partition, p) => {
       const leader = this.#router.leader(p)
@@ -366,6 +396,11 @@ export class RegionService implements ClusterService {
       shippers: (await this.#options.shippers?.()) ?? [],
     }
     if (this.#options.quarantine) status.quarantine = this.#options.quarantine.status()
+    if (this.#options.leadership) status.leaders = this.#options.leadership()
+    if (this.#options.divergence) {
+      const divergence = await this.#options.divergence().catch(() => [])
+      if (divergence.length > 0) status.divergence = divergence
+    }
     return status
   }
 
@@ -387,6 +422,41 @@ export class RegionService implements ClusterService {
           { region: d, claimed: counter, written },
         )
     }
+  }
+
+  /**
+   * Runs a read at `replica` (as {@link #quarantineAware}) and checks the `sv` the read was taken
+   * at, atomically with the value, against the request's vector: the wait judged by the
+   * replica's view of its `sv`, which is ahead of the store when the server lost what it had
+   * (it restarted with less, or was wiped, or was resynchronised from a leader that holds less).
+   * Such a read is never answered: it is taken again from the leader (unless the call asked for
+   * a follower), else refused with `SESSION_NOT_AVAILABLE`.
+   */
+  async #coveredRead<T extends { sv: number[] }>(
+    replica: AbstractPartitionReplica,
+    request: ReadRequest,
+    read: (replica: AbstractPartitionReplica) => Promise<T>,
+  ): Promise<[AbstractPartitionReplica, T]> {
+    const first = await this.#quarantineAware(replica, request, read)
+    const need = request.need
+    if (need === undefined || covers(first[1].sv, need.need)) return first
+    const p = request.partition
+    const leader = this.#router.leader(p)
+    if (first[0] !== leader && request.replica !== 'follower') {
+      await this.#router.wait(p, leader, need, request.timeoutMs)
+      const again = await this.#quarantineAware(leader, { ...request, replica: 'leader' }, read)
+      if (covers(again[1].sv, need.need)) return again
+    }
+    throw new SessionNotAvailableError(
+      `replica ${first[0].replica} of partition ${p} in region ${this.region} holds less than it said (its server lost data), and no replica could serve the session's vector`,
+      {
+        need: vectorToObject(need.need),
+        sv: vectorToObject(first[1].sv),
+        region: this.region,
+        partition: p,
+        replica: first[0].replica,
+      },
+    )
   }
 
   /**
@@ -448,13 +518,13 @@ export class RegionService implements ClusterService {
 
   // Entries each follower of partition `p` lacks, and the age of the oldest of them (read from
   // the leader's log).
-  async #measureLag(p: number, replicas: readonly AbstractPartitionReplica[]): Promise<void> {
-    const [leader, ...followers] = replicas
-    if (!leader) return
+  async #measureLag(p: number): Promise<void> {
+    const leader = this.#router.leader(p)
+    const followers = this.#router.followers(p)
     const ahead = leader.sv()
     const now = Date.now()
     await Promise.all(
-      followers.map(async (follower, f) => {
+      followers.map(async (follower) => {
         const sv = follower.sv()
         let entries = 0
         let oldest = Infinity
@@ -467,7 +537,7 @@ export class RegionService implements ClusterService {
           if (first) oldest = Math.min(oldest, first.at)
         }
         const ms = Number.isFinite(oldest) ? Math.max(0, now - oldest) : 0
-        this.#lags.set(`${p}:${f + 1}`, { entries, ms })
+        this.#lags.set(`${p}:${this.#options.replicas[p]!.indexOf(follower)}`, { entries, ms })
       }),
     )
   }

@@ -26,9 +26,15 @@ import {
   type WriteLevel,
   namespaceOf,
 } from '@causeway/core'
+import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import type { SetElementOp, SetStamp } from '../storage/set-replica.js'
 import type { WriteOp, WriteResult } from './cluster-service.js'
-import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
+import {
+  ReplicaRouter,
+  type ReplicaRouterOptions,
+  keptVector,
+  positionEpoch,
+} from './replica-router.js'
 import { ContextTokens } from './set-contexts.js'
 
 /** Options of {@link RegionSets}. */
@@ -145,6 +151,9 @@ export class RegionSets implements SetService {
   async write(request: SetWriteRequest): Promise<WriteResult> {
     const { name, partition } = request
     await this.#router.checkDependency(request.dt)
+    // A write after one of the session's that a failover lost would be applied without it.
+    if (request.need !== undefined && request.level !== 'eventual')
+      await this.#router.checkPositions(partition, request.need)
     const elements: SetElementOp[] = request.elements.map((e) =>
       e.ctx === undefined
         ? { element: e.element }
@@ -179,16 +188,22 @@ export class RegionSets implements SetService {
     await observe()
     const entry = await leader.sets.write(name, { op: request.op, elements }, request.dt)
     if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
-    return { ts: entry.ts, dc: this.region, idx: entry.idx, epoch: leader.epoch() }
+    return {
+      ts: entry.ts,
+      dc: this.region,
+      idx: entry.idx,
+      epoch: positionEpoch(leader, this.region, entry.idx),
+    }
   }
 
   async has(request: SetReadRequest & { element: string }): Promise<SetHasResult> {
     const { replica, waitedMs } = await this.#serve(request)
-    const { dots, stamp } = await replica.sets.has(request.name, request.element)
+    const { dots, stamp: raw } = await replica.sets.has(request.name, request.element)
+    const stamp = keptStamp(replica, raw)
     const result: SetHasResult = {
       found: dots.length > 0,
       stamp,
-      epoch: replica.epoch(),
+      epoch: positionEpoch(replica, this.region, stamp.seen[this.region]),
       replica: replica.replica,
       waitedMs,
     }
@@ -198,8 +213,15 @@ export class RegionSets implements SetService {
 
   async size(request: SetReadRequest): Promise<SetSizeResult> {
     const { replica, waitedMs } = await this.#serve(request)
-    const { size, stamp } = await replica.sets.size(request.name)
-    return { size, stamp, epoch: replica.epoch(), replica: replica.replica, waitedMs }
+    const { size, stamp: raw } = await replica.sets.size(request.name)
+    const stamp = keptStamp(replica, raw)
+    return {
+      size,
+      stamp,
+      epoch: positionEpoch(replica, this.region, stamp.seen[this.region]),
+      replica: replica.replica,
+      waitedMs,
+    }
   }
 
   async scan(request: SetScanRequest): Promise<SetScanResult> {
@@ -221,12 +243,15 @@ export class RegionSets implements SetService {
       const { replica, waitedMs } = await this.#serve(request)
       const scan = replica.sets.scan(name, { ...range, limit: limit + 1 })
       source = scan
-      meta = async () => ({
-        stamp: await scan.stamp(),
-        epoch: replica.epoch(),
-        replica: replica.replica,
-        waitedMs,
-      })
+      meta = async () => {
+        const stamp = keptStamp(replica, await scan.stamp())
+        return {
+          stamp,
+          epoch: positionEpoch(replica, this.region, stamp.seen[this.region]),
+          replica: replica.replica,
+          waitedMs,
+        }
+      }
     }
     const tokens = this.#tokens
     let next: string | undefined
@@ -274,9 +299,10 @@ export class RegionSets implements SetService {
       entries: mergeReplicaStreams(streams, { limit }),
       meta: async () => {
         const stamps = await Promise.all(streams.map((s) => s.stamp()))
+        const stamp = keptStamp(leader, maxStamp(stamps))
         return {
-          stamp: maxStamp(stamps),
-          epoch: leader.epoch(),
+          stamp,
+          epoch: positionEpoch(leader, this.region, stamp.seen[this.region]),
           replica: leader.replica,
           merged: replicas.length,
           waitedMs: Math.max(0, ...waited),
@@ -288,6 +314,11 @@ export class RegionSets implements SetService {
   #serve(request: SetReadRequest) {
     return this.#router.serve(request.partition, request.need, request.replica, request.timeoutMs)
   }
+}
+
+// A stamp whose `seen` holds only positions the histories keep (see `keptPosition`).
+function keptStamp(replica: AbstractPartitionReplica, stamp: SetStamp): SetStamp {
+  return { ...stamp, seen: keptVector(replica, stamp.seen) }
 }
 
 function maxStamp(stamps: readonly SetStamp[]): SetStamp {

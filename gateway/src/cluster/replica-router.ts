@@ -10,8 +10,15 @@
  */
 import {
   CausewayError,
+  EpochMismatchError,
+  type EpochHistory,
+  type LostPosition,
   SessionNotAvailableError,
   covers,
+  currentEpoch,
+  epochAt,
+  lastKeptBefore,
+  positionState,
   isHlc,
   vectorToObject,
   type Hlc,
@@ -33,8 +40,14 @@ export interface ReplicaRouterOptions {
   region: number
   regionNames: readonly string[]
   limits: Limits
-  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 is the leader. */
+  /** `replicas[p][i]`: this region's replicas of partition `p`; replica 0 leads unless `leaderOf` says otherwise. */
   replicas: readonly (readonly AbstractPartitionReplica[])[]
+  /**
+   * Which replica of partition `p` leads now, by index in `replicas[p]` (a deployment whose
+   * leaders fail over says; the Redis deployment's follows Sentinel).
+   * @default 0 (the first replica always leads)
+   */
+  leaderOf?: (p: number) => number
   /** The highest idx region `d`'s leader of partition `p` has written, when known. */
   written?: (d: number, p: number) => number | undefined
   /**
@@ -95,7 +108,8 @@ export class ReplicaRouter {
 
   /** The leader of partition `p`. */
   leader(p: number): AbstractPartitionReplica {
-    return this.#partition(p)[0]!
+    const replicas = this.#partition(p)
+    return replicas[this.#options.leaderOf?.(p) ?? 0] ?? replicas[0]!
   }
 
   /** Every replica of partition `p` that may serve a read now (throws when none may). */
@@ -116,14 +130,7 @@ export class ReplicaRouter {
    */
   async checkNeed(p: number, need: ReadNeed | undefined): Promise<void> {
     if (need === undefined) return
-    const epoch = this.leader(p).epoch()
-    if (need.epoch !== undefined && need.epoch !== epoch) {
-      throw new CausewayError(
-        'EPOCH_MISMATCH',
-        `the session's vector is from epoch ${need.epoch} of partition ${p}, which is now at epoch ${epoch}`,
-        { partition: p, epoch: need.epoch, current: epoch },
-      )
-    }
+    await this.checkPositions(p, need)
     const regions = this.regions
     if (need.need.length !== regions) {
       throw new CausewayError(
@@ -153,6 +160,41 @@ export class ReplicaRouter {
     }
   }
 
+  /**
+   * Refuses a vector that depends on a position the partition's history no longer holds
+   * (`EPOCH_MISMATCH`, naming each lost position), judged by the leader's epoch histories: the
+   * check writes need too, since a session's later write must not be applied after an earlier
+   * one that a failover lost. A position of an epoch this region has not heard of is waited for
+   * like any entry not applied yet, but one of this region's own that its leader does not know
+   * (after looking again, where other processes write it) is `VECTOR_UNREACHABLE`.
+   */
+  async checkPositions(p: number, need: ReadNeed): Promise<void> {
+    const leader = this.leader(p)
+    let lost = this.#lostAt(leader, need)
+    let unknown = this.#unknownOwn(leader, need)
+    if ((lost.length > 0 || unknown !== undefined) && leader.supports.refresh) {
+      // A view a push behind may not know a newer epoch yet: look again once.
+      if (
+        await leader.refresh().then(
+          () => true,
+          () => false,
+        )
+      ) {
+        lost = this.#lostAt(leader, need)
+        unknown = this.#unknownOwn(leader, need)
+      }
+    }
+    if (lost.length > 0) throw this.#mismatch(p, lost, leader)
+    if (unknown !== undefined) {
+      const epoch = currentEpoch(leader.epochHistory(this.region))
+      throw new CausewayError(
+        'VECTOR_UNREACHABLE',
+        `the read needs entry ${need.need[this.region]} of region ${this.region} in epoch ${unknown}, but that region's partition ${p} is at epoch ${epoch}`,
+        { partition: p, region: this.region, epoch: unknown, current: epoch },
+      )
+    }
+  }
+
   /** Picks a replica for a read and waits until it covers `need` (or throws at the deadline). */
   async serve(
     p: number,
@@ -162,7 +204,60 @@ export class ReplicaRouter {
   ): Promise<ServingReplica> {
     await this.checkNeed(p, need)
     const replica = this.#choose(p, this.serving(p), choice, need?.need)
-    return { replica, waitedMs: await this.wait(p, replica, need, timeoutMs) }
+    const waitedMs = await this.wait(p, replica, need, timeoutMs)
+    // A failover while the read waited may have ended the epoch of a position it needs: its
+    // index is then covered by the jump past the lost range, not by the write.
+    if (need !== undefined) {
+      const lost = this.#lostAt(replica, need)
+      if (lost.length > 0) throw this.#mismatch(p, lost, replica)
+    }
+    return { replica, waitedMs }
+  }
+
+  // The positions of `need` that `replica`'s histories say were lost.
+  #lostAt(replica: AbstractPartitionReplica, need: ReadNeed): LostPosition[] {
+    const lost: LostPosition[] = []
+    need.need.forEach((idx, d) => {
+      if (idx <= 0) return
+      const epoch = need.epochs?.[d] ?? 0
+      const history = replica.epochHistory(d)
+      if (positionState(history, epoch, idx) !== 'lost') return
+      const kept = lastKeptBefore(history, idx + 1)
+      lost.push({
+        region: d,
+        epoch,
+        idx,
+        kept,
+        keptEpoch: kept > 0 ? (epochAt(history, kept) ?? 0) : 0,
+      })
+    })
+    return lost
+  }
+
+  // The epoch of this region's own position in `need` when the leader does not know it.
+  #unknownOwn(leader: AbstractPartitionReplica, need: ReadNeed): number | undefined {
+    const d = this.region
+    const idx = need.need[d] ?? 0
+    const epoch = need.epochs?.[d] ?? 0
+    if (idx <= 0 || epoch === 0) return undefined
+    return positionState(leader.epochHistory(d), epoch, idx) === 'unknown' ? epoch : undefined
+  }
+
+  #mismatch(
+    p: number,
+    lost: readonly LostPosition[],
+    replica: AbstractPartitionReplica,
+  ): EpochMismatchError {
+    const names = this.#options.regionNames
+    const what = lost.map((l) => {
+      const history = replica.epochHistory(l.region)
+      return `entry ${l.idx} of region ${names[l.region] ?? l.region}${l.epoch ? ` (epoch ${l.epoch})` : ''} was lost when that region's leader changed: ${describeHistory(history)}`
+    })
+    return new EpochMismatchError(
+      `the session depends on writes partition ${p} no longer has: ${what.join('; ')}. ` +
+        'Re-base the session on what was kept (session.rebase, or the client option onEpochMismatch: "rebase") to go on without them',
+      { partition: p, lost, current: currentEpoch(replica.epochHistory(this.region)) },
+    )
   }
 
   /** Waits until `replica` covers `need`; resolves to the ms waited. */
@@ -239,7 +334,8 @@ export class ReplicaRouter {
    * confirms it its own way (`AbstractPartitionReplica.awaitReplicated`).
    */
   async majority(p: number, idx: number): Promise<void> {
-    const [leader, ...followers] = this.#partition(p)
+    const leader = this.leader(p)
+    const followers = this.#partition(p).filter((r) => r !== leader)
     const replicas = followers.length + 1
     const needed = Math.floor(replicas / 2)
     if (needed === 0) return
@@ -254,6 +350,12 @@ export class ReplicaRouter {
         { region: this.region, idx, confirmed: confirmed + 1, replicas },
       )
     }
+  }
+
+  /** The followers of partition `p` (every replica but its leader). */
+  followers(p: number): readonly AbstractPartitionReplica[] {
+    const leader = this.leader(p)
+    return this.#partition(p).filter((r) => r !== leader)
   }
 
   #partition(p: number): readonly AbstractPartitionReplica[] {
@@ -291,4 +393,52 @@ export class ReplicaRouter {
   #pick(replicas: readonly AbstractPartitionReplica[]): AbstractPartitionReplica | undefined {
     return replicas[Math.floor(this.#random() * replicas.length)]
   }
+}
+
+// `epoch 1 kept 1..58; epoch 2 from 1001`: a history for people.
+function describeHistory(history: EpochHistory): string {
+  return history
+    .map((s, i) => {
+      const next = history[i + 1]
+      if (next === undefined) return `epoch ${s.epoch} from ${s.first}`
+      const last = s.last ?? next.first - 1
+      return last < s.first
+        ? `epoch ${s.epoch} kept none`
+        : `epoch ${s.epoch} kept ${s.first}..${last}`
+    })
+    .join('; ')
+}
+
+/**
+ * What a reply tells a session of origin `dc`'s position at `replica`, which has applied `dc`'s
+ * log up to `idx` (its `sv[dc]`): the highest index up to `idx` that `dc`'s history keeps, and the
+ * epoch `dc` issued it in. A new epoch starts `sv[dc]` just below its first index, above a range
+ * that was lost or never used; a session must not take an index of that range as a position.
+ */
+export function keptPosition(
+  replica: AbstractPartitionReplica,
+  dc: number,
+  idx: number,
+): { idx: number; epoch: number } {
+  const history = replica.epochHistory(dc)
+  const kept = lastKeptBefore(history, idx + 1)
+  return { idx: kept, epoch: kept > 0 ? (epochAt(history, kept) ?? 1) : replica.epoch() }
+}
+
+/** `sv` as positions a session may hold: each entry at the highest index its history keeps. */
+export function keptVector(replica: AbstractPartitionReplica, sv: readonly number[]): number[] {
+  return sv.map((idx, dc) => keptPosition(replica, dc, idx).idx)
+}
+
+/**
+ * The epoch of the position a reply reports for origin `dc` at `idx` ({@link keptPosition}); the
+ * replica's own epoch when there is none (a key never written).
+ */
+export function positionEpoch(
+  replica: AbstractPartitionReplica,
+  dc: number | undefined,
+  idx: number | undefined,
+): number {
+  if (dc === undefined || idx === undefined || idx <= 0) return replica.epoch()
+  return keptPosition(replica, dc, idx).epoch
 }

@@ -97,6 +97,14 @@ const RegionConfigSchema = Type.Object(
       minItems: 1,
       maxItems: 65_536,
     }),
+    sentinels: Type.Optional(
+      Type.Array(RedisUrl, {
+        minItems: 1,
+        maxItems: 64,
+        description:
+          'the Redis Sentinels that watch this region’s partition leaders (each partition a master named `sentinelMasterName`); with them the gateways follow Sentinel’s promotions',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
@@ -286,6 +294,27 @@ export const ClusterConfigFileSchema = Type.Object(
           commandTimeoutMs: Type.Optional(Ms('deadline of one Redis call')),
           connectTimeoutMs: Type.Optional(Ms('deadline of a TCP connection to Redis')),
           reconnectMaxDelayMs: Type.Optional(Ms('longest pause between reconnection attempts')),
+          failover: Type.Optional(
+            Type.Object(
+              {
+                checkIntervalMs: Type.Optional(
+                  Ms('how often each gateway looks at every partition’s leader'),
+                ),
+                recoveryTimeoutMs: Type.Optional(
+                  Ms(
+                    'how long a new leader may spend fetching, from the other regions, the entries of its region they received from the old leader',
+                  ),
+                ),
+              },
+              { additionalProperties: false },
+            ),
+          ),
+          durability: Type.Optional(
+            Type.Enum(['leader', 'majority'], {
+              description:
+                'the durability the deployment promises: the gateway checks at start that each server’s appendfsync (and the replica count) can keep it',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -307,6 +336,8 @@ export interface RegionConfig {
   gateways: string[]
   /** `replicas[p][i]`: the Redis URL of replica `i` of partition `p`; index 0 is the leader. */
   replicas: string[][]
+  /** The Sentinels watching the region's partition leaders; empty without Sentinel. */
+  sentinels: string[]
 }
 
 /** Options of cross-region shipping. */
@@ -359,6 +390,22 @@ export interface RedisConfig {
   commandTimeoutMs: number
   connectTimeoutMs: number
   reconnectMaxDelayMs: number
+  /** The failover of partition leaders (`cluster/redis-failover.ts`). */
+  failover: {
+    /** How often each gateway looks at every partition's leader, in ms. @default 500 */
+    checkIntervalMs: number
+    /**
+     * How long a new leader may spend recovering its region's entries from the other regions, in
+     * ms. @default 2000
+     */
+    recoveryTimeoutMs: number
+  }
+  /**
+   * The durability level the deployment promises (at least what the SDK's writes ask for), which
+   * the gateway checks the servers' configuration against at start (`docs/failover.md`).
+   * @default 'leader' (the SDK's default durability)
+   */
+  durability: 'leader' | 'majority'
 }
 
 /**
@@ -583,6 +630,16 @@ export function parseClusterConfig(
     })
   })
 
+  // The causal machinery keeps to each partition's configured leader (index 0): it does not follow
+  // Sentinel's promotions yet, so the two are refused together rather than stall after a failover.
+  if (file.shipping?.mode === 'causal')
+    file.regions.forEach((r, d) => {
+      if ((r.sentinels ?? []).length > 0)
+        problems.push(
+          `regions[${d}].sentinels: shipping.mode 'causal' does not follow Sentinel failover yet; use one or the other`,
+        )
+    })
+
   const delays = file.benchmark?.partitionWanDelaysMs ?? []
   if (delays.length > file.partitions)
     problems.push(
@@ -634,6 +691,7 @@ export function parseClusterConfig(
       url: trimSlash(r.url),
       gateways: (r.gateways ?? [r.url]).map(trimSlash),
       replicas: r.replicas.map((list) => [...list]),
+      sentinels: [...(r.sentinels ?? [])],
     })),
     auth: { apiKeys, clusterSecret },
     limits,
@@ -660,6 +718,11 @@ export function parseClusterConfig(
       commandTimeoutMs: file.redis?.commandTimeoutMs ?? 5000,
       connectTimeoutMs: file.redis?.connectTimeoutMs ?? 2000,
       reconnectMaxDelayMs: file.redis?.reconnectMaxDelayMs ?? 1000,
+      failover: {
+        checkIntervalMs: file.redis?.failover?.checkIntervalMs ?? 500,
+        recoveryTimeoutMs: file.redis?.failover?.recoveryTimeoutMs ?? 2000,
+      },
+      durability: (file.redis?.durability as 'leader' | 'majority' | undefined) ?? 'leader',
     },
   }
 }
@@ -705,4 +768,13 @@ function isRedisUrl(text: string): boolean {
 
 function trimSlash(url: string): string {
   return url.replace(/\/+$/, '')
+}
+
+/**
+ * The name under which the Sentinels of region `region` watch the leader of `partition`
+ * (`SENTINEL MONITOR <name> ...`): the namespace (letters, digits, `.`, `_` and `-` kept, the rest
+ * as `_`), then the region and partition.
+ */
+export function sentinelMasterName(namespace: string, region: number, partition: number): string {
+  return `${namespace.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 64)}-r${region}-p${partition}`
 }

@@ -1,8 +1,11 @@
 /**
  * `causeway dev --backend redis`: the real deployment, on one machine. Starts a `redis-server`
- * per replica (AOF on; followers `--replicaof` their leader) on free loopback ports, writes the
- * cluster config, runs `causeway gateway --config` processes for every region (N per region
- * behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on `close()`.
+ * per replica (AOF on; followers `--replicaof` their leader, with a replication password no
+ * leader has until a gateway has checked it, `cluster/redis-failover.ts`) on free loopback ports,
+ * with `sentinel` three `redis-sentinel`s per region watching the region's partition leaders,
+ * writes the cluster config, runs `causeway gateway --config` processes for every region (N per
+ * region behind a round-robin TCP balancer when N > 1) and stops it all, gateways first, on
+ * `close()`.
  *
  * The Redis servers stay in this process's process group, so a Ctrl-C in the terminal stops them
  * too, and on Linux the kernel stops them when this process dies in any way (`setpriv
@@ -19,16 +22,19 @@ import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { Redis } from 'ioredis'
 import type { Limits, Namespaces } from '@causeway/core'
 import {
   CONFIG_FORMAT,
   parseClusterConfig,
+  sentinelMasterName,
   type ClusterConfig,
   type ClusterConfigFile,
   type ShippingConfig,
 } from '../config/cluster-config.js'
 import type { HttpLimits } from '../http/http-limits.js'
 import { freePort, startRedisProcess, type RedisProcess } from './redis-process.js'
+import { startSentinelProcess, type SentinelProcess } from './sentinel-process.js'
 import { startTcpBalancer, type TcpBalancer } from './tcp-balancer.js'
 
 /** The config file `causeway dev --backend redis` writes in its data directory. */
@@ -155,6 +161,40 @@ export interface RedisDevClusterOptions {
   redisCommand?: string
   /** Told when a gateway process ends while the cluster runs. */
   onGatewayExit?: (gateway: DevGateway, code: number | string) => void
+  /**
+   * Run three `redis-sentinel`s per region beside the replicas (quorum 2), which promote a
+   * follower when a partition's leader is down, and have the gateways follow them. `true` for
+   * the defaults.
+   * @default off (replica 0 always leads)
+   */
+  sentinel?: boolean | DevSentinelOptions
+  /**
+   * The `redis-sentinel` executable.
+   * @default 'redis-sentinel'
+   */
+  sentinelCommand?: string
+}
+
+/** Sentinel settings of a dev cluster. */
+export interface DevSentinelOptions {
+  /**
+   * How long a leader may not answer before Sentinel thinks it down (`down-after-milliseconds`):
+   * most of the time a failover takes.
+   * @default 2000
+   */
+  downAfterMs?: number
+  /**
+   * Sentinel's `failover-timeout`, in ms.
+   * @default 10000
+   */
+  failoverTimeoutMs?: number
+}
+
+/** A Sentinel of a dev cluster. */
+export interface DevSentinel {
+  region: number
+  url: string
+  pid: number | undefined
 }
 
 /** A gateway process of a dev cluster. */
@@ -188,7 +228,9 @@ export interface RedisDevCluster {
   urls: string[]
   gateways: DevGateway[]
   redis: DevRedis[]
-  /** Stops the balancers, the gateways (gracefully), then the Redis servers. Idempotent. */
+  /** The Sentinels (none without `sentinel`). */
+  sentinels: DevSentinel[]
+  /** Stops the balancers, the gateways (gracefully), the Sentinels, then the Redis servers. Idempotent. */
   close(): Promise<void>
 }
 
@@ -207,9 +249,13 @@ export async function startRedisDevCluster(
   const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'causeway-dev-redis-')))
   const configPath = join(dataDir, DEV_CONFIG_FILE)
   const servers: RedisProcess[] = []
+  const sentinels: SentinelProcess[] = []
+  const devSentinels: DevSentinel[] = []
   const children: ChildProcess[] = []
   const balancers: TcpBalancer[] = []
   let stopping = false
+  // The cluster id of a first start, chosen once (the Sentinels' master names include it).
+  let pendingCluster: string | undefined
 
   let closing: Promise<void> | undefined
   const close = (): Promise<void> =>
@@ -217,6 +263,8 @@ export async function startRedisDevCluster(
       stopping = true
       await Promise.all(balancers.map((b) => b.close()))
       await Promise.all(children.map((child) => stopChild(child, 15_000)))
+      // Sentinels before servers, so none fails a leader over while they stop.
+      await Promise.all(sentinels.map((s) => s.stop()))
       await Promise.all(servers.map((s) => s.stop()))
       if (temporary) await rm(dataDir, { recursive: true, force: true, maxRetries: 5 })
     })())
@@ -225,7 +273,11 @@ export async function startRedisDevCluster(
     await mkdir(dataDir, { recursive: true })
     const previous = await readPrevious(configPath, { regions, partitions, replicas })
 
-    // Leaders first, then their followers (REPLICAOF from the start).
+    // Leaders first, then their followers (REPLICAOF from the start). On data of an earlier start,
+    // each follower gets a replication password no leader has yet: it copies nothing until a
+    // gateway has checked its leader (not behind, not wiped) and told it the real one. A fresh
+    // cluster has nothing to lose: its followers copy at once (and Sentinel sees them at once).
+    const fenced = previous !== undefined
     const grid: RedisProcess[][][] = []
     const start = async (d: number, p: number, i: number, leader?: RedisProcess) => {
       for (let attempt = 0; ; attempt++) {
@@ -236,6 +288,7 @@ export async function startRedisDevCluster(
             appendfsync: options.appendfsync ?? 'always',
             exitWithParent: true,
             ...(leader ? { replicaOf: { host: '127.0.0.1', port: leader.port } } : {}),
+            ...(leader && !fenced ? { masterAuth: null } : {}),
             ...(options.redisCommand ? { command: options.redisCommand } : {}),
           })
           servers.push(server)
@@ -260,6 +313,43 @@ export async function startRedisDevCluster(
         }),
       ),
     )
+
+    // Three Sentinels per region (quorum 2), watching its partition leaders.
+    const sentinelUrls: string[][] = names.map(() => [])
+    if (options.sentinel) {
+      const settings = options.sentinel === true ? {} : options.sentinel
+      const namespace = previous?.cluster ?? undefined
+      const cluster = namespace ?? (pendingCluster ??= randomUUID())
+      for (let d = 0; d < regions; d++) {
+        const masters = grid[d]!.map((partition, p) => ({
+          name: sentinelMasterName(cluster, d, p),
+          host: '127.0.0.1',
+          port: partition[0]!.port,
+        }))
+        const started = await Promise.all(
+          [0, 1, 2].map(async (k) => {
+            const port = await freePort()
+            return startSentinelProcess({
+              port,
+              dir: join(dataDir, `r${d}-sentinel${k}`),
+              masters,
+              quorum: 2,
+              ...(settings.downAfterMs === undefined ? {} : { downAfterMs: settings.downAfterMs }),
+              ...(settings.failoverTimeoutMs === undefined
+                ? {}
+                : { failoverTimeoutMs: settings.failoverTimeoutMs }),
+              exitWithParent: true,
+              ...(options.sentinelCommand ? { command: options.sentinelCommand } : {}),
+            })
+          }),
+        )
+        sentinels.push(...started)
+        for (const s of started) {
+          sentinelUrls[d]!.push(s.url)
+          devSentinels.push({ region: d, url: s.url, pid: s.pid })
+        }
+      }
+    }
 
     // Ports: a region's public port is its gateway's, or its balancer's.
     const gatewayPorts: number[][] = []
@@ -290,19 +380,23 @@ export async function startRedisDevCluster(
     )
     const file: ClusterConfigFile = {
       format: CONFIG_FORMAT,
-      cluster: previous?.cluster ?? randomUUID(),
+      cluster: previous?.cluster ?? (pendingCluster ??= randomUUID()),
       partitions,
       regions: names.map((name, d) => ({
         name,
         url: options.publicUrls?.[d] ?? urlOf(publicPorts[d]!),
         gateways: shippingUrls[d]!,
         replicas: grid[d]!.map((partition) => partition.map((s) => s.url)),
+        ...(sentinelUrls[d]!.length > 0 ? { sentinels: sentinelUrls[d]! } : {}),
       })),
       auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
       rateLimit: options.rateLimit ?? { max: 0 },
+      // With Sentinel a majority write survives the loss of its leader; without, a partition
+      // whose leader is lost stops, so only what the leader's disk keeps is promised.
+      ...(options.sentinel ? { redis: { durability: 'majority' as const } } : {}),
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
       ...(options.wanDelayMs ||
       options.withoutHlc ||
@@ -364,6 +458,9 @@ export async function startRedisDevCluster(
     )
     gateways.sort((a, b) => a.region - b.region || a.index - b.index)
 
+    // Sentinel promotes only followers it knows: have every Sentinel see them before returning.
+    if (sentinels.length > 0) await sentinelsSeeFollowers(sentinels, replicas - 1)
+
     if (perRegion > 1) {
       for (let d = 0; d < regions; d++) {
         const targets = gatewayPorts[d]!.map((port) => ({ host, port }))
@@ -378,6 +475,7 @@ export async function startRedisDevCluster(
       regionNames: names,
       urls: publicPorts.map(urlOf),
       gateways,
+      sentinels: devSentinels,
       redis: grid.flatMap((region, d) =>
         region.flatMap((partition, p) =>
           partition.map((s, i) => ({
@@ -482,4 +580,33 @@ async function stopChild(child: ChildProcess, timeoutMs: number): Promise<void> 
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs)
   await exited
   clearTimeout(timer)
+}
+
+// Waits (at most 30 s) until each Sentinel lists `followers` replicas for every master it
+// watches: Sentinel learns them from its masters' INFO, every 10 s once it runs.
+async function sentinelsSeeFollowers(
+  sentinels: readonly SentinelProcess[],
+  followers: number,
+): Promise<void> {
+  if (followers === 0) return
+  const deadline = Date.now() + 30_000
+  await Promise.all(
+    sentinels.map(async (s) => {
+      const client = new Redis(s.url, { maxRetriesPerRequest: 1, lazyConnect: true })
+      client.on('error', () => {})
+      try {
+        await client.connect()
+        while (Date.now() < deadline) {
+          const masters = (await client.call('SENTINEL', 'MASTERS')) as string[][]
+          const seen = masters.every((m) => Number(m[m.indexOf('num-slaves') + 1]) >= followers)
+          if (seen) return
+          await new Promise((resolve) => setTimeout(resolve, 200))
+        }
+      } catch {
+        // A Sentinel that does not answer: the cluster still runs; failover may lag.
+      } finally {
+        client.disconnect()
+      }
+    }),
+  )
 }

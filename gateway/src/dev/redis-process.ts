@@ -4,8 +4,10 @@
  * accepts connections; rejects with the server's output when it cannot start.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdir } from 'node:fs/promises'
 import { createServer } from 'node:net'
+import { REPLICATION_USER } from '../storage/redis/server-admin.js'
 
 /** Options of {@link startRedisProcess}. */
 export interface RedisProcessOptions {
@@ -19,6 +21,14 @@ export interface RedisProcessOptions {
   host?: string
   /** Make it a replica of this server. */
   replicaOf?: { host: string; port: number }
+  /**
+   * Replicate as this user with this password (`masteruser`/`masterauth`). By default a follower
+   * (`replicaOf`) gets a password no leader has, so it copies nothing until a gateway has checked
+   * its leader (not behind, not wiped) and given it the real one (`cluster/redis-failover.ts`);
+   * `null` lets it copy from its leader at once (a fresh cluster, which has nothing to lose).
+   * @default a random password, for a follower
+   */
+  masterAuth?: { user: string; password: string } | null
   /**
    * AOF fsync policy: `always` acknowledges a write only once it is on disk; `everysec` may lose
    * the last second of acknowledged writes in a crash, for several times the write throughput.
@@ -98,6 +108,11 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
   ]
   if (options.replicaOf)
     args.push('--replicaof', options.replicaOf.host, String(options.replicaOf.port))
+  const auth =
+    options.masterAuth === undefined && options.replicaOf
+      ? { user: REPLICATION_USER, password: randomBytes(18).toString('base64url') }
+      : options.masterAuth
+  if (auth) args.push('--masteruser', auth.user, '--masterauth', auth.password)
   const command = options.command ?? 'redis-server'
   // setpriv execs the server in its own place (same pid) after setting the parent-death signal.
   const [file, argv] =
@@ -165,8 +180,8 @@ function notInstalled(): Error {
 }
 
 let parentDeathSignal: boolean | undefined
-// Whether `setpriv --pdeathsig` is there (Linux, util-linux 2.33 or later); asked once.
-function canSetParentDeathSignal(): boolean {
+/** Whether `setpriv --pdeathsig` is there (Linux, util-linux 2.33 or later); asked once. */
+export function canSetParentDeathSignal(): boolean {
   if (parentDeathSignal === undefined) {
     const probe =
       process.platform === 'linux'

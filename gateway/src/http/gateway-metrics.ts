@@ -37,6 +37,7 @@ export class GatewayMetrics {
   readonly #quarantinedKeys: Gauge
   readonly #quarantineEvents: Counter<'event'>
   readonly #shipmentsRefused: Counter<'reason'>
+  readonly #shipmentsDiverged: Counter<'origin'>
   /** The quarantine counts of the last status, so the counter grows by what happened since. */
   #quarantineSeen = { quarantined: 0, repaired: 0, skipped_entry: 0 }
 
@@ -110,6 +111,17 @@ export class GatewayMetrics {
       registers,
     })
     for (const reason of ['version', 'kind']) this.#shipmentsRefused.inc({ reason }, 0)
+    this.#shipmentsDiverged = new Counter({
+      name: 'causeway_shipments_diverged_total',
+      help: "Shipping envelopes from another region refused because they disagree with what this region holds of that region's log (SHIPPING_DIVERGED): an entry at a known index that is another write, or an epoch history that does not extend the one learned; by origin region",
+      labelNames: ['origin'],
+      registers,
+    })
+  }
+
+  /** Counts a shipping envelope refused as disagreeing with what this region holds. */
+  observeShipmentDiverged(origin: number): void {
+    this.#shipmentsDiverged.inc({ origin: String(origin) })
   }
 
   /** Counts a shipping envelope refused as of an unknown version or entry kind. */

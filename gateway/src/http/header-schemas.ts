@@ -19,18 +19,18 @@ function regionIds(regions: number): string {
 }
 
 /**
- * `causeway-after` of a cluster of `regions` regions: `[epoch@]region:idx[,region:idx]...`, at
- * most one entry per region.
+ * `causeway-after` of a cluster of `regions` regions: `region:idx[@epoch][,region:idx[@epoch]]...`
+ * (or the older `epoch@region:idx,...`), at most one entry per region.
  */
 export function afterHeader(regions: number, description?: string) {
-  const entry = `${regionIds(regions)}:${NUMBER}`
+  const entry = `${regionIds(regions)}:${NUMBER}(@[1-9][0-9]{0,15})?`
   return Type.String({
     pattern: `^([1-9][0-9]{0,15}@)?${entry}(,${entry}){0,${regions - 1}}$`,
     maxLength: 2048,
     description:
       description ??
-      'the read vector the serving replica must cover: `epoch@region:idx,region:idx` (the partition epoch, then per region the lowest log index the replica must have applied; the SDK sends only non-zero entries). Each region at most once (INVALID_VECTOR otherwise); an index the region has not written yet is VECTOR_UNREACHABLE.',
-    examples: ['1@0:0'],
+      'the read vector the serving replica must cover: `region:idx@epoch,region:idx` (per region the lowest log index the replica must have applied, and the epoch that region issued it in when the session knows it; the SDK sends only non-zero entries). Each region at most once (INVALID_VECTOR otherwise); an index the region has not written yet is VECTOR_UNREACHABLE; a position a failover lost is EPOCH_MISMATCH. The older form `epoch@region:idx,...` is accepted and its epoch ignored.',
+    examples: ['0:0'],
   })
 }
 
@@ -81,7 +81,7 @@ export const OP_ID_HEADER = Type.String({
  * `p=<vector>` items joined by `;`, one per partition.
  */
 export function watchAfterHeader(regions: number, partitions: number) {
-  const entry = `${regionIds(regions)}:${NUMBER}`
+  const entry = `${regionIds(regions)}:${NUMBER}(@[1-9][0-9]{0,15})?`
   const vector = `([1-9][0-9]{0,15}@)?${entry}(,${entry}){0,${regions - 1}}`
   const item = `${NUMBER}=${vector}`
   return Type.String({

@@ -4,7 +4,7 @@
  * reconnects to the same URL with the id of the last event it got), and what the serving replicas
  * must cover first (`causeway-after`, as for reads).
  *
- * `causeway-after` on a watch: a read vector (`epoch@d:idx,...`) when the watch touches one
+ * `causeway-after` on a watch: a read vector (`d:idx@epoch,...`) when the watch touches one
  * partition (keys all in one partition), or per partition `p=<vector>` items joined by `;`
  * (`0=1@0:12,1:7;3=1@1:4`) for any watch; partitions not named need nothing.
  */

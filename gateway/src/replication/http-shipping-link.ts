@@ -230,7 +230,8 @@ export class HttpShippingLink implements ShippingLink {
     const chunks: ShipEnvelope[] = []
     let chunk: LogEntry[] = []
     let bytes = 0
-    const close = () => chunks.push(shipEnvelope(envelope.from, envelope.epoch, chunk))
+    const close = () =>
+      chunks.push(shipEnvelope(envelope.from, envelope.epochs ?? envelope.epoch, chunk))
     for (const entry of envelope.entries) {
       const size = JSON.stringify(entry).length
       if (chunk.length > 0 && bytes + size > this.#maxBatchBytes) {

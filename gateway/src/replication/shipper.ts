@@ -6,8 +6,13 @@
  * The destination's `sv[origin]` is the checkpoint: the shipper starts from it, and after any
  * failure it waits (exponential backoff), asks for it again and resends from there. The receiver
  * skips what it already has, so resending is harmless and shipping is resumable across restarts.
+ *
+ * Each envelope carries the source's epoch history of its own sequence (version 2 once it has
+ * more than the initial epoch): a new epoch starts above a range of indexes that were lost or
+ * never used, so an envelope never spans such a gap, and the first one after it tells the
+ * destination, by that history, that nothing lies in between.
  */
-import { type ShipperStatus, shipEnvelope } from '@causeway/core'
+import { type ShipperStatus, lastKeptBefore, shipEnvelope } from '@causeway/core'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import type { LogEntry } from '../storage/partition-replica.js'
 import type { ShippingLink } from './shipping-link.js'
@@ -121,7 +126,13 @@ export class Shipper {
 
   /** Local writes not yet acknowledged by the destination. */
   backlog(): number {
-    return Math.max(0, (this.#source.sv()[this.from] ?? 0) - this.#acked)
+    return Math.max(0, this.#written() - this.#acked)
+  }
+
+  // The highest index of the source's own log: its `sv`, less a new epoch's unused start.
+  #written(): number {
+    const sv = this.#source.sv()[this.from] ?? 0
+    return lastKeptBefore(this.#source.epochHistory(this.from), sv + 1)
   }
 
   /**
@@ -170,14 +181,18 @@ export class Shipper {
     const attempt = this.#attempt
     try {
       while (this.#ready && attempt === this.#attempt && this.#inFlight < this.#maxInFlight) {
-        const written = this.#source.sv()[this.from] ?? 0
+        const written = this.#written()
         if (written <= this.#sent) return
-        const entries = await this.#source.readLog(
+        const read = await this.#source.readLog(
           this.from,
           this.#sent,
           Math.min(this.#batchSize, written - this.#sent),
         )
-        if (attempt !== this.#attempt || entries.length === 0) return
+        if (attempt !== this.#attempt || read.length === 0) return
+        // One envelope never spans a new epoch's start: cut the batch there.
+        let n = 1
+        while (n < read.length && read[n]!.idx === read[n - 1]!.idx + 1) n++
+        const entries = n === read.length ? read : read.slice(0, n)
         this.#sent = entries.at(-1)!.idx
         this.#inFlight++
         this.#send(entries, attempt)
@@ -192,7 +207,7 @@ export class Shipper {
   }
 
   #send(entries: readonly LogEntry[], attempt: number): void {
-    const envelope = shipEnvelope(this.from, this.#source.epoch(), entries)
+    const envelope = shipEnvelope(this.from, this.#source.epochHistory(this.from), entries)
     const last = envelope.last
     this.#link.send(envelope).then(
       (checkpoint) => {

@@ -4,7 +4,7 @@
  * region over HTTP implements it (`cluster/redis-cluster.ts`); the embedded cluster ships in
  * process and needs none.
  */
-import type { ShipEnvelope } from '@causeway/core'
+import type { LogEntry, ShipEnvelope } from '@causeway/core'
 
 /** The receiving side of shipping, for one region: its partition leaders. */
 export interface ShippingReceiver {
@@ -16,4 +16,9 @@ export interface ShippingReceiver {
    * `sv[envelope.from]`.
    */
   receive(partition: number, envelope: ShipEnvelope): Promise<number>
+  /**
+   * Up to `limit` of this region's copy of `origin`'s entries of `partition` after `after`, in
+   * order: what a new leader of `origin` recovers (`region-log.ts`). Absent: not served.
+   */
+  readLog?(partition: number, origin: number, after: number, limit: number): Promise<LogEntry[]>
 }

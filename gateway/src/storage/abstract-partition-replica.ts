@@ -19,7 +19,9 @@
 import {
   type CausalContext,
   CausewayError,
+  type EpochHistory,
   type Hlc,
+  INITIAL_HISTORY,
   type KeyEntry,
   type LogEntry,
   type SetOpEntry,
@@ -175,8 +177,18 @@ export abstract class AbstractPartitionReplica {
   /** The stable vector, length D. A copy. */
   abstract sv(): number[]
 
-  /** The partition epoch this replica belongs to (starts at 1). */
+  /** The partition epoch this replica belongs to (starts at 1): its region's current epoch. */
   abstract epoch(): number
+
+  /**
+   * Origin region `origin`'s epoch history of this partition as this replica knows it
+   * (`@causeway/core`'s `epoch-history.ts`): which positions `(epoch, idx)` of that region exist.
+   * A backend whose leader never changes keeps the initial history (epoch 1 from index 1).
+   */
+  epochHistory(origin: number): EpochHistory {
+    void origin
+    return INITIAL_HISTORY
+  }
 
   /** Subscribes to `sv` advances; returns the unsubscribe function. */
   abstract onAdvance(listener: AdvanceListener): () => void
@@ -252,17 +264,21 @@ export abstract class AbstractPartitionReplica {
    * Leader only: a shipping envelope of another region's entries (`@causeway/core`'s
    * `ship-envelope.ts`), checked whole before anything is applied. Entries with
    * `idx <= sv[from]` are skipped (idempotent); an entry with `idx > sv[from] + 1` is a gap and
-   * stops the batch there. Advances the HLC past each applied entry's `ts`. Resolves to the new
-   * `sv[from]` (the shipper's checkpoint).
+   * stops the batch there, unless the envelope's epoch history says nothing lies between what
+   * this replica holds and it (a new epoch above a lost range). Advances the HLC past each
+   * applied entry's `ts`. Resolves to the new `sv[from]` (the shipper's checkpoint).
    * @throws `UNSUPPORTED_LOG_FORMAT` for an envelope version or entry kind this version does not
-   * know, `INVALID_REQUEST` for anything else malformed; either way nothing is applied.
+   * know, `INVALID_REQUEST` for anything else malformed, `SHIPPING_DIVERGED` for an envelope that
+   * disagrees with what this replica holds of its origin; in each case nothing is applied.
    */
   receive(envelope: ShipEnvelope): Promise<number> {
     try {
       this.checkOpen()
       const checked = checkShipEnvelope(envelope, this.regions, this.region)
       for (const entry of checked.entries) this.#checkSupported(entry)
-      return this._applyShipped(checked.from, checked.entries)
+      return this._admitShipped(checked).then(() =>
+        this._applyShipped(checked.from, checked.entries),
+      )
     } catch (error) {
       return Promise.reject(error)
     }
@@ -442,6 +458,17 @@ export abstract class AbstractPartitionReplica {
     dt: Hlc,
     check: OpCheck | undefined,
   ): Promise<OpOutcome>
+
+  /**
+   * Judges a checked envelope against what this replica holds of its origin before its entries
+   * are applied: a backend that keeps epoch histories refuses one that disagrees
+   * (`SHIPPING_DIVERGED`) and moves past a lost range the envelope's history declares. By
+   * default (a backend whose leaders never change) every envelope is admitted.
+   */
+  protected _admitShipped(envelope: ShipEnvelope): Promise<void> {
+    void envelope
+    return Promise.resolve()
+  }
 
   /** Checked entries of region `origin`, consecutive, at a leader; resolves to `sv[origin]`. */
   protected abstract _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number>

@@ -51,6 +51,17 @@ describeInChromium('the status page in Chromium, on Redis', () => {
     if (cli) await stopCli(cli)
   })
 
+  it('shows each partition’s leader and epoch', async () => {
+    const leaders = await page.$$eval('th[data-leader-state]', (cells) =>
+      cells.map((c) => [c.getAttribute('data-leader-state'), c.getAttribute('data-epoch')]),
+    )
+    // One partition in each of the two regions, led in its first epoch.
+    expect(leaders).toEqual([
+      ['leading', '1'],
+      ['leading', '1'],
+    ])
+  })
+
   it('draws both regions of Redis replicas, and the lag moves under writes', async () => {
     // Each region's gateway ships once it holds the partition's lease, a moment after it starts.
     let idle = await readStatusPage(page)

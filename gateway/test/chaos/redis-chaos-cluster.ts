@@ -83,6 +83,9 @@ export class RedisChaosCluster {
         logLevel: 'error',
         // A short lease, so a killed lease holder's partitions are shipped again soon.
         shipping: { leaseMs: 1500 },
+        // Three Sentinels per region, as `causeway dev --sentinel` runs them (default settings):
+        // a leader that is lost, or comes back behind, is replaced by a follower.
+        sentinel: true,
         ...(options.clockOffsetMs ? { clockOffsetsMs: [...options.clockOffsetMs] } : {}),
         gatewayCommand: { command: process.execPath, args: [BIN] },
         shippingVia: async ({ url }) => {

@@ -90,20 +90,37 @@ export const SCENARIOS: readonly Scenario[] = [
     inject: killAndRestartRedis(0, 'none'),
   },
   {
+    name: 'leader-lost',
+    backend: 'redis',
+    fault:
+      'kill -9 of a partition leader, kept down until Sentinel has promoted a follower, then restarted on its data (it rejoins as a follower)',
+    short: true,
+    inject: async (cluster) => {
+      await cluster.killRedis(0, P, 0)
+      return {
+        at: performance.now(),
+        region: 0,
+        partition: P,
+        target: `redis-server replica 0 of partition ${P} in region 0`,
+        heal: async () => {
+          await promoted(cluster, 0, P)
+          await cluster.restartRedis(0, P, 0, 'none')
+        },
+      }
+    },
+  },
+  {
     name: 'truncated-aof-leader',
     backend: 'redis',
     fault: 'kill -9 of a partition leader, restarted with its AOF cut to its length 1 s before',
-    short: false,
-    knownFailure:
-      'issue 16 item 3: the followers resync down to the leader that lost its last second',
+    short: true,
     inject: killAndRestartRedis(0, 'truncated-aof'),
   },
   {
     name: 'wiped-leader',
     backend: 'redis',
     fault: 'kill -9 of a partition leader, restarted with its data directory wiped',
-    short: false,
-    knownFailure: 'issue 16 items 2 and 3: the followers resync down to the empty leader',
+    short: true,
     inject: killAndRestartRedis(0, 'wiped'),
   },
   {
@@ -222,3 +239,25 @@ export const SCENARIOS: readonly Scenario[] = [
     },
   },
 ]
+
+// Resolves once region `d`'s status shows partition `p` led by a replica other than 0 (at most
+// 60 s): the promotion Sentinel made.
+async function promoted(cluster: RedisChaosCluster, d: number, p: number): Promise<void> {
+  const deadline = performance.now() + 60_000
+  while (performance.now() < deadline) {
+    try {
+      const res = await fetch(`${cluster.urls[d]}/v1/status`, {
+        signal: AbortSignal.timeout(2000),
+      })
+      const status = (await res.json()) as {
+        leaders?: { partition: number; replica: number; state: string }[]
+      }
+      const leader = status.leaders?.find((l) => l.partition === p)
+      if (leader && leader.replica !== 0 && leader.state === 'leading') return
+    } catch {
+      // the gateway is busy: ask again
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  throw new Error(`partition ${p} of region ${d} was not taken over within 60 s`)
+}

@@ -157,6 +157,34 @@ describe('causeway gateway over running Redis servers', { tags: ['redis'] }, () 
     expect(await stopCli(gateway, 'SIGTERM')).toBe(0)
     expect(gateway.stderr()).toContain('stopped')
   })
+
+  it('warns when the servers cannot keep the durability the config promises, and with --strict refuses to start', async () => {
+    const leader = await startRedis({ appendfsync: 'everysec' })
+    const follower = await startRedis()
+    await follower.replicaOf(leader)
+    const port = await freePort()
+    const path = await writeConfig('lazy.json', {
+      format: 1,
+      cluster: 'cli-lazy',
+      partitions: 1,
+      regions: [
+        { name: 'home', url: `http://127.0.0.1:${port}`, replicas: [[leader.url, follower.url]] },
+      ],
+      redis: { durability: 'leader' },
+    })
+    const strict = await runCli(
+      ['gateway', '--config', path, '--port', String(port), '--strict'],
+      60_000,
+    )
+    expect(strict.code).not.toBe(0)
+    expect(strict.stderr).toMatch(/cannot keep durability 'leader'/)
+    expect(strict.stderr).toMatch(/appendfsync everysec\) may lose the last second/)
+    expect(await accepting(port)).toBe(false)
+    const lenient = cli(['gateway', '--config', path, '--port', String(port)])
+    await urlsOf(lenient, 1)
+    expect(lenient.stderr()).toMatch(/WARNING: durability 'leader' cannot be kept/)
+    expect(await stopCli(lenient, 'SIGTERM')).toBe(0)
+  })
 })
 
 describe('causeway dev --backend redis', { tags: ['redis'] }, () => {

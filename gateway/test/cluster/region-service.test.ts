@@ -3,7 +3,9 @@ import {
   DEFAULT_LIMITS,
   HLC_ZERO,
   type Hlc,
+  INITIAL_HISTORY,
   SessionNotAvailableError,
+  checkHistory,
   hlcFrom,
   hlcMillis,
 } from '@causeway/core'
@@ -277,22 +279,27 @@ describe('RegionService', () => {
       expect(r.version).toMatchObject({ value: '"v"', dc: 1 })
     })
 
-    it('refuses a vector of another epoch', async () => {
+    it('refuses a position in an epoch this region never had', async () => {
       const cluster = await start()
       const error = await rejection(
-        cluster.service(0).read(read('k', { need: { epoch: 2, need: [0, 0] } })),
+        cluster.service(0).read(read('k', { need: { need: [1, 0], epochs: [2, 0] } })),
       )
-      expect(error.code).toBe('EPOCH_MISMATCH')
-      expect(error.status).toBe(409)
-      expect(error.details).toEqual({ partition: 0, epoch: 2, current: 1 })
+      expect(error.code).toBe('VECTOR_UNREACHABLE')
+      expect(error.details).toEqual({ partition: 0, region: 0, epoch: 2, current: 1 })
     })
 
-    it('refuses a vector of an older epoch after a failover', async () => {
-      // Failover is a later issue; a partition whose leader is at epoch 3 stands in for it.
+    it('refuses a vector that depends on a position a failover lost, naming what was kept', async () => {
+      // Region 0's epoch 1 kept 1..58; epoch 3 started at 1001 (the embedded cluster never
+      // fails over: a leader with that history stands in for one that did).
       const supports = { siblings: true, sets: true, multiVersionReads: false, refresh: false }
+      const history = checkHistory([
+        { epoch: 1, first: 1, last: 58 },
+        { epoch: 3, first: 1001 },
+      ])
       const leader = {
         replica: 0,
         epoch: () => 3,
+        epochHistory: (d: number) => (d === 0 ? history : INITIAL_HISTORY),
         available: true,
         supports: { ...supports, opRecords: true },
       } as unknown as AbstractPartitionReplica
@@ -303,9 +310,25 @@ describe('RegionService', () => {
         limits: DEFAULT_LIMITS,
         replicas: [[leader]],
       })
-      const error = await rejection(region.read(read('k', { need: { epoch: 2, need: [1, 0] } })))
+      const error = await rejection(
+        region.read(read('k', { need: { need: [60, 4], epochs: [1, 1] } })),
+      )
       expect(error.code).toBe('EPOCH_MISMATCH')
-      expect(error.details).toEqual({ partition: 0, epoch: 2, current: 3 })
+      expect(error.status).toBe(409)
+      expect(error.details).toEqual({
+        partition: 0,
+        lost: [{ region: 0, epoch: 1, idx: 60, kept: 58, keptEpoch: 1 }],
+        current: 3,
+      })
+      expect(error.message).toContain('epoch 1 kept 1..58; epoch 3 from 1001')
+      // Without the epoch of the position, its index alone says it was lost.
+      const unknown = await rejection(region.read(read('k', { need: { need: [700, 0] } })))
+      expect(unknown.code).toBe('EPOCH_MISMATCH')
+      // A write after a lost one of its session is refused too, before anything is written.
+      const refused = await rejection(
+        region.write(write('k', '"v"', { need: { need: [60, 0], epochs: [1, 0] } })),
+      )
+      expect(refused.code).toBe('EPOCH_MISMATCH')
     })
   })
 

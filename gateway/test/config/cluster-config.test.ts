@@ -212,6 +212,14 @@ describe('cluster config', () => {
     ])
   })
 
+  it('refuses causal shipping with Sentinel failover, which it does not follow yet', () => {
+    const data = { ...valid(), shipping: { mode: 'causal' } }
+    ;(data.regions as { sentinels?: string[] }[])[1]!.sentinels = ['redis://127.0.0.1:26379']
+    expect(problems(data)).toEqual([
+      "regions[1].sentinels: shipping.mode 'causal' does not follow Sentinel failover yet; use one or the other",
+    ])
+  })
+
   it('refuses region names that read as ids', () => {
     const data = valid()
     ;(data.regions as { name: string }[])[0]!.name = '1'

@@ -330,7 +330,7 @@ describe('credentials', () => {
     }
     // One of a version, or with an entry kind, this gateway does not know: told so, not applied.
     for (const body of [
-      { ...envelope([entry]), v: 2 },
+      { ...envelope([entry]), v: 3 },
       { entries: [entry] },
       envelope([{ ...entry, kind: 'label' }]),
     ]) {

@@ -74,10 +74,13 @@ describe('gateway over the embedded cluster', () => {
     expect(performance.now() - started).toBeLessThan(2_000)
   })
 
-  it('refuses a causeway-after of another epoch with EPOCH_MISMATCH', async () => {
-    const res = await call(`${r0}/v1/kv/k`, { headers: { 'causeway-after': '7@0:1' } })
-    expect(res.status).toBe(409)
-    expect(res.body.code).toBe('EPOCH_MISMATCH')
+  it('refuses a position in an epoch the region never had (VECTOR_UNREACHABLE), and ignores the older partition epoch', async () => {
+    const res = await call(`${r0}/v1/kv/k`, { headers: { 'causeway-after': '0:1@7' } })
+    expect(res.status).toBe(400)
+    expect(res.body.code).toBe('VECTOR_UNREACHABLE')
+    // The embedded cluster's leaders never change: epoch 1 keeps every index.
+    const older = await call(`${r0}/v1/kv/k`, { headers: { 'causeway-after': '7@0:0' } })
+    expect(older.status).toBe(200)
   })
 
   it('refuses a causeway-dt far ahead of the clock with CLOCK_SKEW_EXCEEDED, writing nothing', async () => {

@@ -4,7 +4,7 @@
  * version, or with an entry kind this gateway does not know, is refused with
  * `UNSUPPORTED_LOG_FORMAT` and counted, and nothing of it is applied.
  */
-import { HLC_ZERO, type ShipEnvelope, envelopeToWire, hlcFrom } from '@causeway/core'
+import { HLC_ZERO, type ShipEnvelope, envelopeToWire, hlcFrom, shipEnvelope } from '@causeway/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildGateway, type Gateway } from '../../src/http/build-gateway.js'
 import type { ShippingReceiver } from '../../src/replication/shipping-receiver.js'
@@ -55,12 +55,12 @@ const wire = (envelope: ShipEnvelope) => envelopeToWire(envelope)
 
 describe('POST /v1/internal/ship/:partition/:origin', () => {
   it('refuses an envelope of an unknown version, applies nothing, and counts it', async () => {
-    for (const v of [2, 0, '1', undefined]) {
+    for (const v of [3, 0, '1', undefined]) {
       const res = await post({ ...wire(ship(0, entries)), v })
       expect(res.statusCode).toBe(400)
       expect(res.json()).toMatchObject({
         code: 'UNSUPPORTED_LOG_FORMAT',
-        details: { field: 'v', supported: [1] },
+        details: { field: 'v', supported: [1, 2] },
       })
     }
     // A body of before envelopes had versions: the same answer.
@@ -113,5 +113,33 @@ describe('POST /v1/internal/ship/:partition/:origin', () => {
     expect((await post(wire(ship(0, [del])))).json()).toEqual({ checkpoint: 4 })
     expect((await leader.read('k1')).version).toEqual({ ts: del.ts, dc: 0 })
     expect(HLC_ZERO < del.ts).toBe(true)
+  })
+
+  it("takes a version 2 envelope, with its sender's epoch history, in wire form", async () => {
+    const next = entry(0, 5, 'k5', '"5"', hlcFrom(t, 5))
+    const v2 = shipEnvelope(
+      0,
+      [
+        { epoch: 1, first: 1, last: 4 },
+        { epoch: 2, first: 5 },
+      ],
+      [next],
+    )
+    expect(v2.v).toBe(2)
+    const body = wire(v2)
+    expect(body.epochs).toEqual([
+      [1, 1, 4],
+      [2, 5],
+    ])
+    expect((await post(body)).json()).toEqual({ checkpoint: 5 })
+    // An epoch history that is not one is refused whole.
+    const bad = await post({
+      ...body,
+      epochs: [
+        [2, 5],
+        [1, 1],
+      ],
+    })
+    expect(bad.json()).toMatchObject({ code: 'INVALID_REQUEST' })
   })
 })

@@ -1,6 +1,6 @@
 /**
  * `/v1/sets/:name/...` over real HTTP on the embedded cluster: reply shapes, the streamed scan,
- * session vectors (waiting, SESSION_NOT_AVAILABLE, VECTOR_UNREACHABLE, EPOCH_MISMATCH), and bad
+ * session vectors (waiting, SESSION_NOT_AVAILABLE, VECTOR_UNREACHABLE), and bad
  * input refused with stable codes before anything is written.
  */
 import { ERROR_CODES, HLC_ZERO, type ErrorCode } from '@causeway/core'
@@ -119,9 +119,9 @@ describe('/v1/sets', () => {
     })
     expect(unreachable.body.code).toBe('VECTOR_UNREACHABLE')
     const epoch = await call(`${r1}/v1/sets/${name}/size`, {
-      headers: { 'causeway-after': '7@0:1' },
+      headers: { 'causeway-after': '1:1@7' },
     })
-    expect(epoch.body.code).toBe('EPOCH_MISMATCH')
+    expect(epoch.body.code).toBe('VECTOR_UNREACHABLE')
     const vector = await call(`${r1}/v1/sets/${name}/scan`, { headers: { 'causeway-after': 'x' } })
     expect(vector.body.code).toBe('INVALID_VECTOR')
   })

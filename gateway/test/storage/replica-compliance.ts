@@ -320,8 +320,9 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       const seen: number[][] = []
       const unsubscribe = r.onAdvance((sv) => seen.push([...sv]))
       await r.write('a', '1', HLC_ZERO)
-      await r.receive(ship(2, [entry(2, 1, 'b', '1', tsIn(0))]))
-      await r.receive(ship(2, [entry(2, 1, 'b', '1', tsIn(0))])) // a duplicate does not advance
+      const b = entry(2, 1, 'b', '1', tsIn(0))
+      await r.receive(ship(2, [b]))
+      await r.receive(ship(2, [b])) // a duplicate does not advance
       await r.receive(ship(1, [entry(1, 2, 'c', '1', tsIn(0))])) // nor does a gap
       unsubscribe()
       await r.write('a', '2', HLC_ZERO)
@@ -1196,7 +1197,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         await expectRefused(r, [
           [
             'unknown version',
-            () => r.receive({ ...ship(1, good), v: 2 } as unknown as ShipEnvelope),
+            () => r.receive({ ...ship(1, good), v: 3 } as unknown as ShipEnvelope),
             'UNSUPPORTED_LOG_FORMAT',
           ],
           ['unknown entry kind', () => r.receive(ship(1, withLabel)), 'UNSUPPORTED_LOG_FORMAT'],

@@ -3,7 +3,6 @@ import {
   type Hlc,
   type KeyEntry,
   type LogEntry,
-  SHIP_ENVELOPE_VERSION,
   type SetOpEntry,
   type ShipEnvelope,
   type SiblingsEntry,
@@ -54,7 +53,7 @@ export function setEntry(
  */
 export function ship(from: number, entries: readonly LogEntry[], epoch = 1): ShipEnvelope {
   return {
-    v: SHIP_ENVELOPE_VERSION,
+    v: 1,
     from,
     epoch,
     first: entries[0]?.idx ?? 1,

@@ -8,6 +8,7 @@
  */
 import {
   CausewayError,
+  EpochMismatchError,
   HEADER_AFTER,
   HEADER_CLOCK,
   HEADER_CONTEXT,
@@ -30,6 +31,7 @@ import type { WriteResult } from './client.js'
 import type { OfflineEngine } from './offline/engine.js'
 import {
   checkDurability,
+  checkEpochMismatch,
   checkFallback,
   checkRead,
   checkReplica,
@@ -130,11 +132,17 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
   const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
   const fallback = options?.fallback === undefined ? d.fallback : checkFallback(options.fallback)
   checkCausal(parts, level)
-  const need = parts.session.readNeed(call.partition, level)
-  // Computed once: every attempt, retries and the home fallback included, sends exactly this.
-  const after = need && formatReadNeed(need)
+  let rebase = epochPolicy(parts.defaults.onEpochMismatch, options?.onEpochMismatch) === 'rebase'
   const headers = { ...parts.headers }
-  if (after !== undefined) headers[HEADER_AFTER] = after
+  // Computed once: every attempt, retries and the home fallback included, sends exactly this
+  // (unless the session is re-based on what a failover kept, once).
+  const setNeed = () => {
+    const need = parts.session.readNeed(call.partition, level)
+    const after = need && formatReadNeed(need)
+    if (after !== undefined) headers[HEADER_AFTER] = after
+    else delete headers[HEADER_AFTER]
+  }
+  setNeed()
   const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
   if (clock !== undefined) headers[HEADER_CLOCK] = clock
   const separator = call.path.includes('?') ? '&' : '?'
@@ -190,6 +198,12 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
           return { reply, attempts: tried.length + 1 }
         }
         last = CausewayError.fromBody(res.body, res.status)
+        if (rebase && rebased(parts, call.partition, last)) {
+          // Once: the session no longer depends on what the failover lost; ask again.
+          rebase = false
+          setNeed()
+          continue
+        }
         if (last.code === 'SESSION_NOT_AVAILABLE') why = 'session'
         // A 5xx says this gateway cannot serve now (draining, backend down, a proxy's 502):
         // another region may. Anything else is about the request, and the same everywhere.
@@ -272,30 +286,53 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   if (clock !== undefined) headers[HEADER_CLOCK] = clock
   if (call.context !== undefined) headers[HEADER_CONTEXT] = call.context
   if (call.body !== undefined) headers['content-type'] = 'application/json'
-  if (call.withVector === true && level !== 'eventual') {
-    const need = parts.session.readNeed(call.partition, 'session')
+  // The positions the write follows: the leader refuses it (EPOCH_MISMATCH) when a failover lost
+  // one of them, rather than apply it without what it follows. With `withVector` the leader also
+  // first covers everything the session read and wrote.
+  const setNeed = () => {
+    const need =
+      level === 'eventual'
+        ? undefined
+        : call.withVector === true
+          ? parts.session.readNeed(call.partition, 'session')
+          : parts.session.writeNeed(call.partition, level)
     const after = need && formatReadNeed(need)
     if (after !== undefined) headers[HEADER_AFTER] = after
+    else delete headers[HEADER_AFTER]
   }
+  setNeed()
+  let rebase = epochPolicy(parts.defaults.onEpochMismatch, options?.onEpochMismatch) === 'rebase'
   let url = region.url + call.path + '?level=' + level + '&durability=' + durability
   if (call.leaderWaits === true)
     url += '&timeoutMs=' + Math.floor(Math.max(0, timeoutMs - replyReserve(timeoutMs)))
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
   let res: TransportResponse
   try {
-    res = await sendWithRateLimitBackoff(
-      parts.transport,
-      { method: call.method, url, headers, body: call.body, signal: deadline.signal },
-      deadline,
-    )
-  } catch (cause) {
-    // The request may have reached the leader: say so, and do not resend it.
-    deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)
-    throw unreachable(region, cause, ' (the write may or may not have been applied)')
+    for (;;) {
+      try {
+        res = await sendWithRateLimitBackoff(
+          parts.transport,
+          { method: call.method, url, headers, body: call.body, signal: deadline.signal },
+          deadline,
+        )
+      } catch (cause) {
+        // The request may have reached the leader: say so, and do not resend it.
+        deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)
+        throw unreachable(region, cause, ' (the write may or may not have been applied)')
+      }
+      if (res.status === 200) break
+      const error = CausewayError.fromBody(res.body, res.status)
+      // EPOCH_MISMATCH refuses a write before anything is applied: sent again once re-based.
+      if (rebase && rebased(parts, call.partition, error)) {
+        rebase = false
+        setNeed()
+        continue
+      }
+      throw error
+    }
   } finally {
     deadline.dispose()
   }
-  if (res.status !== 200) throw CausewayError.fromBody(res.body, res.status)
   const reply = checkWriteReply(res.body, parts.regions.length)
   parts.session.observeWrite(call.partition, reply)
   if (parts.causal) parts.session.observeClock(reply.dc, reply.ts)
@@ -320,6 +357,24 @@ function checkCausal(parts: ClientParts, level: string): void {
       "level causal needs a cluster with shipping: 'causal'; this one ships fifo (use session)",
       { level, shipping: 'fifo' },
     )
+}
+
+/** A call's `onEpochMismatch`, or the client's. */
+function epochPolicy(fallback: 'throw' | 'rebase', asked: unknown): 'throw' | 'rebase' {
+  return asked === undefined ? fallback : checkEpochMismatch(asked)
+}
+
+/**
+ * Re-bases the session's row of `partition` on what a failover kept, when `error` is an
+ * `EPOCH_MISMATCH` of that partition naming the lost positions; resolves whether it changed
+ * anything (so a retry can succeed).
+ */
+function rebased(parts: ClientParts, partition: number, error: CausewayError): boolean {
+  if (!(error instanceof EpochMismatchError)) return false
+  if (error.partition !== undefined && error.partition !== partition) return false
+  const changed = parts.session.rebase(partition, error.lost)
+  if (changed) parts.changed()
+  return changed
 }
 
 /**

@@ -96,7 +96,10 @@ export interface ReadResult<T = unknown> {
   dc: number | undefined
   /** The serving replica's `sv[dc]`. */
   idx: number | undefined
-  /** The partition's epoch at the serving replica. */
+  /**
+   * The epoch in which region `dc` issued `idx`, as the serving replica's history has it (the
+   * replica's own epoch when the key was never written).
+   */
   epoch: number
   /** Id of the region that served the read. */
   region: number
@@ -131,7 +134,7 @@ export interface WriteResult {
   dc: number
   /** The write's index in its origin region's log of the partition. */
   idx: number
-  /** The partition's epoch. */
+  /** The epoch in which the region's leader issued `idx`. */
   epoch: number
   /** Id of the region that took the write. */
   region: number
@@ -759,8 +762,14 @@ function checkKeyRead(body: unknown, regions: number): CheckedRead<ReadReply> {
   const reply = checkReadReply(body, regions)
   if (reply.siblings === undefined) return { reply, observed: [reply] }
   const observed: ReadObservation[] = [reply]
+  // The reply's epoch is the newest sibling's position's; the others' are not said.
   for (const s of reply.siblings)
-    observed.push({ epoch: reply.epoch, ts: s.ts, dc: s.dc, idx: s.idx })
+    observed.push({
+      ...(s.dc === reply.dc && s.idx === reply.idx ? { epoch: reply.epoch } : {}),
+      ts: s.ts,
+      dc: s.dc,
+      idx: s.idx,
+    })
   return { reply, observed }
 }
 

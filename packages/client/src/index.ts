@@ -50,6 +50,7 @@ export {
 export type {
   CallDefaults,
   ConnectOptions,
+  EpochMismatchPolicy,
   ReadOptions,
   ResolveOptions,
   WriteOptions,
@@ -80,6 +81,7 @@ export {
   REPLICA_CHOICES,
   Session,
   SessionNotAvailableError,
+  EpochMismatchError,
   RateLimitedError,
   OfflineError,
   StorageFullError,
@@ -90,6 +92,7 @@ export {
   type ReadLevel,
   type ReplicaChoice,
   type SessionJSON,
+  type LostPosition,
   type ConflictMode,
   type Topology,
   type WriteLevel,

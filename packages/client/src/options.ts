@@ -60,7 +60,21 @@ export interface CallDefaults {
    * @default 'home'
    */
   fallback?: ReadFallback
+  /**
+   * What a call does when the gateway answers `EPOCH_MISMATCH`: the session depends on writes a
+   * failover lost (a partition leader changed before they reached a majority or another region).
+   * `'throw'` rejects with an `EpochMismatchError` (its `lost` lists them); the app decides, e.g.
+   * tells the user, then calls `db.session.rebase(err.partition, err.lost)` and tries again.
+   * `'rebase'` does that by itself: it re-bases the partition's positions on what the failover
+   * kept and sends the call once more (the lost writes stay lost; everything kept stays
+   * guaranteed). See `docs/protocol.md` (epochs).
+   * @default 'throw'
+   */
+  onEpochMismatch?: EpochMismatchPolicy
 }
+
+/** What a call does on `EPOCH_MISMATCH` ({@link CallDefaults.onEpochMismatch}). */
+export type EpochMismatchPolicy = 'throw' | 'rebase'
 
 /** Options of `connect()`. */
 export interface ConnectOptions {
@@ -117,6 +131,8 @@ export interface ReadOptions {
   timeoutMs?: number
   /** Retry on `SESSION_NOT_AVAILABLE`. @default defaults.retry ?? true */
   retry?: boolean
+  /** On `EPOCH_MISMATCH`: throw, or re-base and retry. @default defaults.onEpochMismatch ?? 'throw' */
+  onEpochMismatch?: EpochMismatchPolicy
   /**
    * Ask the home region when this read's region cannot serve it in time or is unavailable
    * (`'home'`), or throw (`'none'`); see {@link CallDefaults.fallback}.
@@ -139,6 +155,8 @@ export interface WriteOptions {
   timeoutMs?: number
   /** Aborts the call; it then rejects with the signal's reason (the write may have been applied). */
   signal?: AbortSignal
+  /** On `EPOCH_MISMATCH`: throw, or re-base and retry. @default defaults.onEpochMismatch ?? 'throw' */
+  onEpochMismatch?: EpochMismatchPolicy
   /**
    * Siblings namespaces only: the causal context of a read (`r.context`, or a write's
    * `context`). The write supersedes exactly the versions that read returned; versions it did not
@@ -232,6 +250,16 @@ export function checkRetry(retry: unknown): boolean {
   return retry
 }
 
+export function checkEpochMismatch(policy: unknown): EpochMismatchPolicy {
+  if (policy !== 'throw' && policy !== 'rebase') {
+    throw new CausewayError(
+      'INVALID_OPTION',
+      `onEpochMismatch must be 'throw' or 'rebase', not ${JSON.stringify(policy)}`,
+    )
+  }
+  return policy
+}
+
 export function checkFallback(fallback: unknown): ReadFallback {
   if (!(READ_FALLBACKS as readonly unknown[]).includes(fallback)) {
     throw new CausewayError(
@@ -256,5 +284,6 @@ export function resolveDefaults(
     durability: checkDurability(d.durability ?? 'leader'),
     retry: checkRetry(d.retry ?? true),
     fallback: checkFallback(d.fallback ?? 'home'),
+    onEpochMismatch: checkEpochMismatch(d.onEpochMismatch ?? 'throw'),
   }
 }

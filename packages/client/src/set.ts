@@ -400,8 +400,9 @@ function checkMeta(body: unknown, what: string, regions: number): CheckedRead<Re
   )
     throw malformed(what, body)
   const meta = r as ReadMeta
+  // The epoch is the serving replica's own region's; other regions' positions' are not said.
   const observed = meta.seen.map((idx, dc): ReadObservation => ({
-    epoch: meta.epoch,
+    ...(dc === meta.region ? { epoch: meta.epoch } : {}),
     dc,
     idx,
     ...(meta.ts ? { ts: meta.ts } : {}),

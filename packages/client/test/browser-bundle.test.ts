@@ -46,7 +46,9 @@ describe('browser bundle', () => {
     expect(bundle.code).toContain('causeway-after')
     // What browsers download: no schema library (TypeBox stays in @causeway/core/schemas).
     expect(bundle.packages).toEqual([])
-    expect(bundle.bytes).toBeLessThan(46_000)
+    // 46.0 kB with the epochs of session positions and the re-base on EPOCH_MISMATCH (issue 16);
+    // 47.7 kB with the causal levels' vector clock (issue 17).
+    expect(bundle.bytes).toBeLessThan(48_000)
   })
 
   it('the README states the size it has, minified and gzipped (npm run size)', async () => {

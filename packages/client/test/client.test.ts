@@ -60,6 +60,7 @@ describe('connect', () => {
       durability: 'leader',
       retry: true,
       fallback: 'home',
+      onEpochMismatch: 'throw',
     })
   })
 
@@ -170,9 +171,9 @@ describe('connect', () => {
 describe('reads send the vector their level picks', () => {
   it.each([
     ['eventual', undefined],
-    ['monotonic-reads', '1@0:9,1:3'],
-    ['read-your-writes', '1@0:7,2:4'],
-    ['session', '1@0:9,1:3,2:4'],
+    ['monotonic-reads', '0:9@1,1:3@1'],
+    ['read-your-writes', '0:7@1,2:4@1'],
+    ['session', '0:9@1,1:3@1,2:4@1'],
   ] as const)('%s sends %s', async (read, header) => {
     const { db, gw } = await open(undefined, { session: sessionJSON() })
     gw.reply(readOk())
@@ -196,7 +197,7 @@ describe('reads send the vector their level picks', () => {
     gw.reply(readOk(), readOk())
     await db.get(KEY)
     await db.get(KEY, { read: 'monotonic-reads' })
-    expect(gw.kv.map((r) => r.headers['causeway-after'])).toEqual(['1@0:7,2:4', '1@0:9,1:3'])
+    expect(gw.kv.map((r) => r.headers['causeway-after'])).toEqual(['0:7@1,2:4@1', '0:9@1,1:3@1'])
   })
 
   it('sends replica, timeout and a percent-encoded key', async () => {
@@ -274,7 +275,7 @@ describe('replies update the session (NuKV Algorithm 1)', () => {
       source: 'remote',
       pending: false,
     })
-    expect(db.session.row(p)).toEqual({ epoch: 1, hrm: [0, 5, 0], hwm: [0, 0, 0] })
+    expect(db.session.row(p)).toMatchObject({ epoch: 1, hrm: [0, 5, 0], hwm: [0, 0, 0] })
     expect(db.session.dtR).toBe(t(500))
 
     expect(await db.put(KEY, 1)).toMatchObject({
@@ -285,12 +286,12 @@ describe('replies update the session (NuKV Algorithm 1)', () => {
       epoch: 1,
       region: 0,
     })
-    expect(db.session.row(p)).toEqual({ epoch: 1, hrm: [0, 5, 0], hwm: [8, 0, 0] })
+    expect(db.session.row(p)).toMatchObject({ epoch: 1, hrm: [0, 5, 0], hwm: [8, 0, 0] })
     expect(db.session.dtW).toBe(t(600))
 
     await db.get(KEY)
     await db.delete(KEY, { region: 'ap' })
-    expect(db.session.row(p)).toEqual({ epoch: 1, hrm: [0, 5, 0], hwm: [8, 0, 3] })
+    expect(db.session.row(p)).toMatchObject({ epoch: 1, hrm: [0, 5, 0], hwm: [8, 0, 3] })
     expect(db.session.dtR).toBe(t(500))
     expect(db.session.dtW).toBe(t(600))
     expect(db.session.touched()).toEqual([p])
@@ -420,7 +421,7 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
           // The session moves on while the read is retried (another call's reply): this read
           // still sends the vector it started with, neither more nor less.
           db.session.observeWrite(1, { dc: 0, idx: 50, ts: t(900), epoch: 1 })
-          expect(req.headers['causeway-after']).toBe('1@0:9,1:3,2:4')
+          expect(req.headers['causeway-after']).toBe('0:9@1,1:3@1,2:4@1')
           return waitsOut(notAvailable({ sv: { 0: 2 } }))(req)
         },
         waitsOut(notAvailable({ sv: { 0: 4 } })),
@@ -436,7 +437,7 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
         ['http://us.test', 'any'],
       ])
       const vectors = gw.kv.map((r) => r.headers['causeway-after'])
-      expect(vectors).toEqual(['1@0:9,1:3,2:4', '1@0:9,1:3,2:4', '1@0:9,1:3,2:4'])
+      expect(vectors).toEqual(['0:9@1,1:3@1,2:4@1', '0:9@1,1:3@1,2:4@1', '0:9@1,1:3@1,2:4@1'])
       // Every attempt reads the same key at the same level.
       expect(new Set(gw.kv.map((r) => `${r.key} ${r.query.level}`))).toEqual(
         new Set([`${KEY} session`]),
@@ -552,8 +553,8 @@ describe('retries on SESSION_NOT_AVAILABLE', () => {
     const r = await db.get(KEY, { region: 'eu' })
     expect(r.attempts).toBe(2)
     expect(gw.kv.map((r) => [r.origin, r.headers['causeway-after']])).toEqual([
-      ['http://eu.test', '1@0:9,1:3,2:4'],
-      ['http://us.test', '1@0:9,1:3,2:4'],
+      ['http://eu.test', '0:9@1,1:3@1,2:4@1'],
+      ['http://us.test', '0:9@1,1:3@1,2:4@1'],
     ])
   })
 
@@ -692,7 +693,7 @@ describe('sharing a session', () => {
     b.gw.reply(readOk(), writeOk())
     await b.db.get(KEY, { read: 'read-your-writes' })
     await b.db.put(OTHER, 1, { write: 'monotonic-writes' })
-    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('1@0:42')
+    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('0:42@1')
     expect(b.gw.kv[1]!.headers['causeway-dt']).toBe(t(900))
   })
 
@@ -704,6 +705,6 @@ describe('sharing a session', () => {
     const b = await open(undefined, { session: saved })
     b.gw.reply(readOk({ dc: 1, idx: 17, ts: t(300) }))
     await b.db.get(KEY, { read: 'monotonic-reads' })
-    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('1@1:17')
+    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('1:17@1')
   })
 })

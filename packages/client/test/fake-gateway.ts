@@ -38,13 +38,13 @@ export function fixtureTopology(overrides: Partial<Topology> = {}): Topology {
  */
 export function sessionJSON(overrides: Partial<SessionJSON> = {}): SessionJSON {
   return {
-    v: 1,
+    v: 2,
     cluster: 'test-cluster',
     regions: 3,
     partitions: 4,
     dtR: hlcFrom(120, 0),
     dtW: hlcFrom(100, 0),
-    p: { 1: { e: 1, r: [9, 3, 0], w: [7, 0, 4] } },
+    p: { 1: { r: [9, 3, 0], w: [7, 0, 4], re: [1, 1, 0], we: [1, 0, 1] } },
     ...overrides,
   }
 }

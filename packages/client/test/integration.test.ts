@@ -131,7 +131,7 @@ describe('SDK against a real cluster', () => {
     const reads = transport.kv.filter((q) => q.method === 'GET')
     expect(reads.at(-1)!.url.startsWith(cluster.urls[0]!)).toBe(true)
     expect(new Set(reads.map((q) => q.headers['causeway-after'])).size).toBe(1)
-    expect(reads[0]!.headers['causeway-after']).toMatch(/^1@0:\d+$/)
+    expect(reads[0]!.headers['causeway-after']).toMatch(/^0:\d+@1$/)
     await db.close()
   })
 

@@ -98,7 +98,7 @@ describe('@causeway/client/node', () => {
     const got = await db.get('user:1')
     expect(got.value).toEqual({ v: 'é' })
     // Read-your-writes carried over the real transport.
-    expect(seen[2]!.headers['causeway-after']).toBe('1@0:3')
+    expect(seen[2]!.headers['causeway-after']).toBe('0:3@1')
     expect(JSON.parse(seen[1]!.body)).toEqual({ value: { name: 'Ada', city: 'Zürich' } })
     expect(seen[1]!.headers['content-length']).toBe(String(Buffer.byteLength(seen[1]!.body)))
     for (let i = 0; i < 10; i++) await db.get('user:1')

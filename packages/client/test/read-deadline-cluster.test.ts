@@ -75,7 +75,7 @@ describe('read deadlines on a real cluster with a slow WAN', () => {
       cluster.urls[0],
     ])
     const vectors = transport.reads.map((q) => q.headers['causeway-after'])
-    expect(vectors[0]).toBe(`1@0:${w.idx}`)
+    expect(vectors[0]).toBe(`0:${w.idx}@1`)
     expect(vectors[1]).toBe(vectors[0])
     // The home reply moved the session as any read does.
     expect(db.session.row(db.partitionOf(key))!.hrm[0]).toBe(w.idx)

@@ -26,7 +26,7 @@ function keyIn(p: number): string {
 }
 /** In partition 1, which the fixture's session has read and written. */
 const KEY = keyIn(1)
-const VECTOR = '1@0:9,1:3,2:4'
+const VECTOR = '0:9@1,1:3@1,2:4@1'
 
 async function open(
   options: Partial<ConnectOptions> = {},

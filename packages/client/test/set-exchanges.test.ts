@@ -46,7 +46,7 @@ describe('set exchanges', () => {
         ['http://us.test', 'any'],
       ])
       expect(new Set(sets().map((r) => r.headers['causeway-after']))).toEqual(
-        new Set(['1@0:9,1:3,2:4']),
+        new Set(['0:9@1,1:3@1,2:4@1']),
       )
       // Recorded once, from the reply that served the read.
       expect(db.session.row(1)!.hrm).toEqual([12, 3, 0])
@@ -101,9 +101,10 @@ describe('set exchanges', () => {
     expect([add!.method, add!.headers['causeway-dt'], add!.headers['causeway-after']]).toEqual([
       'POST',
       t(120), // level session: the later of dtW and dtR
-      undefined,
+      // The positions it follows: the leader refuses the add if a failover lost one of them.
+      '0:9@1,1:3@1,2:4@1',
     ])
-    expect(remove!.headers['causeway-after']).toBe('1@0:9,1:3,2:4')
+    expect(remove!.headers['causeway-after']).toBe('0:9@1,1:3@1,2:4@1')
     // The set routes take the leader's wait; the kv routes refuse it.
     expect(Number(add!.query.timeoutMs)).toBeGreaterThan(0)
     gw.reply(writeOk())

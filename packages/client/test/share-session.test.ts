@@ -77,7 +77,7 @@ describe('shareSession (browser tabs)', () => {
     await vi.waitFor(() => expect(b.db.session.toJSON()).toEqual(a.db.session.toJSON()))
     b.gw.reply(readOk(), writeOk())
     await b.db.get(key, { read: 'read-your-writes' })
-    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('1@0:12')
+    expect(b.gw.kv[0]!.headers['causeway-after']).toBe('0:12@1')
     await b.db.put(keyIn(0), 1, { write: 'monotonic-writes' })
     expect(b.gw.kv[1]!.headers['causeway-dt']).toBe(hlcFrom(5000, 0))
     sa.stop()

@@ -33,7 +33,12 @@ export const ERROR_CODES = {
   CLOCK_SKEW_EXCEEDED: 400,
   /** A read vector asks for a log index that the origin leader has never written. */
   VECTOR_UNREACHABLE: 400,
-  /** The session was made against an older epoch of this partition: writes may have been lost. */
+  /**
+   * The session depends on a log position the partition's history no longer holds: a leader
+   * changed and writes it had acknowledged were lost. `details.lost` names each position, what
+   * its epoch kept and where the next epoch starts; the SDK can re-base the session on what was
+   * kept (`session.rebase`, or the client option `onEpochMismatch: 'rebase'`).
+   */
   EPOCH_MISMATCH: 409,
   /**
    * A causal context (`causeway-context`) is malformed, oversized or of another format, names a
@@ -129,6 +134,13 @@ export const ERROR_CODES = {
    * `CLOCK_SKEW_EXCEEDED`. Nothing of the batch was taken; the stabiliser goes on.
    */
   INVALID_LABEL: 400,
+  /**
+   * Internal (between regions): a shipping envelope disagrees with what the receiver already holds
+   * of its origin (an entry at a known position differs, or the sender's epoch history does not
+   * extend the one the receiver learned). Nothing of it was applied; the receiver flags the link
+   * (status, metric) and takes the origin's entries again once the origin's history agrees.
+   */
+  SHIPPING_DIVERGED: 409,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const
@@ -198,6 +210,7 @@ export class CausewayError extends Error {
       typeof b.message === 'string' ? b.message : `gateway answered ${status ?? 'an error'}`
     const details = typeof b.details === 'object' && b.details !== null ? b.details : undefined
     if (code === 'SESSION_NOT_AVAILABLE') return new SessionNotAvailableError(message, details)
+    if (code === 'EPOCH_MISMATCH') return new EpochMismatchError(message, details)
     if (code === 'RATE_LIMITED')
       return new RateLimitedError(message, retryAfterOf(details?.['retryAfterMs']), details)
     if (code === 'OFFLINE') return new OfflineError(message, details)
@@ -216,6 +229,66 @@ export class SessionNotAvailableError extends CausewayError {
   constructor(message: string, details?: Record<string, unknown>) {
     super('SESSION_NOT_AVAILABLE', message, details)
     this.name = 'SessionNotAvailableError'
+  }
+}
+
+/** One position a session depended on that its partition's history no longer holds. */
+export interface LostPosition {
+  /** The origin region of the position. */
+  region: number
+  /** Its epoch, when the session knew it (0: unknown). */
+  epoch: number
+  /** Its index. */
+  idx: number
+  /**
+   * The highest index at or below `idx` that the region's history kept (0: none): a re-based
+   * session depends on this instead.
+   */
+  kept: number
+  /** The epoch of `kept` (0 when `kept` is 0). */
+  keptEpoch: number
+}
+
+/**
+ * `EPOCH_MISMATCH` (409): the session depends on positions a failover lost. `lost` lists them
+ * (from `details.lost`); nothing was read or written. Re-base the session to go on without them:
+ * `session.rebase(partition, error.lost)`, or connect with `onEpochMismatch: 'rebase'`.
+ */
+export class EpochMismatchError extends CausewayError {
+  static override readonly brandCode: ErrorCode = 'EPOCH_MISMATCH'
+
+  constructor(message: string, details?: Record<string, unknown>) {
+    super('EPOCH_MISMATCH', message, details)
+    this.name = 'EpochMismatchError'
+  }
+
+  /** The partition, from `details.partition` (undefined when the gateway did not say). */
+  get partition(): number | undefined {
+    const p = this.details?.['partition']
+    return typeof p === 'number' && Number.isSafeInteger(p) && p >= 0 ? p : undefined
+  }
+
+  /** The lost positions, from `details.lost` (malformed items left out). */
+  get lost(): LostPosition[] {
+    const raw = this.details?.['lost']
+    if (!Array.isArray(raw)) return []
+    const count = (v: unknown): v is number =>
+      typeof v === 'number' && Number.isSafeInteger(v) && v >= 0
+    const out: LostPosition[] = []
+    for (const item of raw as unknown[]) {
+      if (typeof item !== 'object' || item === null) continue
+      const r = item as Record<string, unknown>
+      if (!count(r.region) || !count(r.epoch) || !count(r.idx) || !count(r.kept)) continue
+      if (!count(r.keptEpoch) || r.kept > r.idx) continue
+      out.push({
+        region: r.region,
+        epoch: r.epoch,
+        idx: r.idx,
+        kept: r.kept,
+        keptEpoch: r.keptEpoch,
+      })
+    }
+    return out
   }
 }
 

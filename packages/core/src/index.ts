@@ -9,6 +9,7 @@ export * from './causal-clock.js'
 export * from './causal-label.js'
 export * from './consistency.js'
 export * from './counter-bounds.js'
+export * from './epoch-history.js'
 export * from './errors.js'
 export * from './hlc.js'
 export * from './limits.js'
@@ -33,6 +34,8 @@ export type {
   ReadReply,
   ReplicaStatus,
   ShipperStatus,
+  LeaderStatus,
+  DivergenceStatus,
   SiblingReply,
   Status,
   Topology,

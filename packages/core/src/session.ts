@@ -1,8 +1,9 @@
 /**
  * The client-held session of NuKV: the `hrm`/`hwm` region×partition matrices (sparse: only the
- * partitions the session touched), the dependency times `dtR`/`dtW`, and each touched
- * partition's epoch; in a cluster with causal shipping, also its vector clock (`vc`, one HLC per
- * region: `causal-clock.ts`). It is plain data so it can move between tabs, processes and devices:
+ * partitions the session touched), the dependency times `dtR`/`dtW`, and the epoch of each
+ * position when the gateway told it (`epoch-history.ts`); in a cluster with causal shipping, also
+ * its vector clock (`vc`, one HLC per region: `causal-clock.ts`). It is plain data so it can move
+ * between tabs, processes and devices:
  * `JSON.stringify(session)` saves it, {@link Session.fromJSON} validates and restores it, and
  * {@link Session.merge} joins two (elementwise max).
  */
@@ -23,12 +24,16 @@ import {
   isZeroClock,
   zeroClock,
 } from './causal-clock.js'
-import { CausewayError } from './errors.js'
+import { CausewayError, type LostPosition } from './errors.js'
 import { HLC_ZERO, type Hlc, hlcMax, isHlc } from './hlc.js'
-import { type ReadNeed, maxInto } from './vector.js'
+import type { ReadNeed } from './vector.js'
 
-/** Version of the serialised session format. */
-export const SESSION_FORMAT_VERSION = 1
+/**
+ * Version of the serialised session format. Version 2 keeps the epoch of each position (per
+ * partition and origin region); version 1 (one epoch per partition) still restores, its positions
+ * with epochs unknown.
+ */
+export const SESSION_FORMAT_VERSION = 2
 
 /** The serialised form of a session. */
 export interface SessionJSON {
@@ -44,8 +49,11 @@ export interface SessionJSON {
   dtR: Hlc
   /** Highest HLC the session has written. */
   dtW: Hlc
-  /** Touched partitions: epoch `e`, `hrm[:,p]` as `r` and `hwm[:,p]` as `w` (length `regions`). */
-  p: Record<string, { e: number; r: number[]; w: number[] }>
+  /**
+   * Touched partitions: `hrm[:,p]` as `r` and `hwm[:,p]` as `w` (length `regions`), and the epoch
+   * of each of their positions as `re` and `we` (0: not known).
+   */
+  p: Record<string, { r: number[]; w: number[]; re: number[]; we: number[] }>
   /**
    * Causal shipping: the vector clock, one HLC per region (the newest version of each region the
    * session has seen). Absent while it has seen nothing.
@@ -68,8 +76,8 @@ export interface ReadObservation {
   idx?: number
   /** HLC of the returned version. */
   ts?: Hlc
-  /** The partition's epoch at the replica. */
-  epoch: number
+  /** The epoch in which region `dc` issued `idx`, when the reply says (0 or absent: unknown). */
+  epoch?: number
 }
 
 /** What a write reply tells the session (NuKV PutReply). */
@@ -77,13 +85,27 @@ export interface WriteObservation {
   dc: number
   idx: number
   ts: Hlc
+  /** The epoch the leader issued `idx` in. */
   epoch: number
 }
 
-interface Row {
+/** The positions of one partition a session depends on (a copy). */
+export interface SessionRow {
+  /** The highest epoch among the row's positions (1 when none is known). */
   epoch: number
+  hrm: readonly number[]
+  hwm: readonly number[]
+  /** The epoch of each `hrm` position (0: not known). */
+  hrmEpochs: readonly number[]
+  /** The epoch of each `hwm` position (0: not known). */
+  hwmEpochs: readonly number[]
+}
+
+interface Row {
   r: number[]
   w: number[]
+  re: number[]
+  we: number[]
 }
 
 const MAX_REGIONS = 255
@@ -140,7 +162,8 @@ export class Session {
   /** The serialised form; `JSON.stringify(session)` calls this. */
   toJSON(): SessionJSON {
     const p: SessionJSON['p'] = {}
-    for (const [part, row] of this.#rows) p[part] = { e: row.epoch, r: [...row.r], w: [...row.w] }
+    for (const [part, row] of this.#rows)
+      p[part] = { r: [...row.r], w: [...row.w], re: [...row.re], we: [...row.we] }
     const json: SessionJSON = {
       v: SESSION_FORMAT_VERSION,
       cluster: this.cluster,
@@ -179,15 +202,22 @@ export class Session {
     return [...this.#rows.keys()]
   }
 
-  /** `hrm[:,p]`, `hwm[:,p]` and the epoch of partition `p`, or undefined when untouched. */
-  row(p: number): { epoch: number; hrm: readonly number[]; hwm: readonly number[] } | undefined {
+  /** `hrm[:,p]`, `hwm[:,p]` and their epochs, or undefined when `p` is untouched. */
+  row(p: number): SessionRow | undefined {
     const row = this.#rows.get(p)
-    return row && { epoch: row.epoch, hrm: row.r, hwm: row.w }
+    if (!row) return undefined
+    return {
+      epoch: Math.max(1, ...row.re, ...row.we),
+      hrm: [...row.r],
+      hwm: [...row.w],
+      hrmEpochs: [...row.re],
+      hwmEpochs: [...row.we],
+    }
   }
 
   /**
    * Joins another session of the same cluster into this one: elementwise max of the matrices
-   * and dependency times. For a partition whose epochs differ, the newer epoch's row wins.
+   * (a position with a higher index wins, with its epoch) and of the dependency times.
    */
   merge(other: Session | SessionJSON): this {
     const o = other instanceof Session ? other : Session.fromJSON(other)
@@ -202,12 +232,10 @@ export class Session {
     this.dtW = hlcMax(this.dtW, o.dtW)
     clockMaxInto(this.#vc, o.#vc)
     for (const [p, theirs] of o.#rows) {
-      const mine = this.#rows.get(p)
-      if (!mine || theirs.epoch > mine.epoch) {
-        this.#rows.set(p, { epoch: theirs.epoch, r: [...theirs.r], w: [...theirs.w] })
-      } else if (theirs.epoch === mine.epoch) {
-        maxInto(mine.r, theirs.r)
-        maxInto(mine.w, theirs.w)
+      const mine = this.#rowFor(p)
+      for (let d = 0; d < this.regions; d++) {
+        mergePosition(mine.r, mine.re, d, theirs.r[d] ?? 0, theirs.re[d] ?? 0)
+        mergePosition(mine.w, mine.we, d, theirs.w[d] ?? 0, theirs.we[d] ?? 0)
       }
     }
     return this
@@ -215,15 +243,23 @@ export class Session {
 
   /**
    * What a read of partition `p` at `level` needs (NuKV Alg. 1 lines 3–13: the elementwise max of
-   * the rows the level picks), or undefined when it needs nothing.
+   * the rows the level picks, with each position's epoch), or undefined when it needs nothing.
    */
   readNeed(p: number, level: ReadLevel): ReadNeed | undefined {
     const row = this.#rows.get(p)
     if (!row || level === 'eventual') return undefined
-    const need = new Array<number>(this.regions).fill(0)
-    if (readNeedsReads(level)) maxInto(need, row.r)
-    if (readNeedsWrites(level)) maxInto(need, row.w)
-    return { epoch: row.epoch, need }
+    return needOf(row, this.regions, readNeedsReads(level), readNeedsWrites(level))
+  }
+
+  /**
+   * The positions a write at `level` depends on in partition `p` (its writes for monotonic
+   * writes, its reads for writes-follow-reads): sent with the write so a leader refuses it with
+   * `EPOCH_MISMATCH` when a failover lost one of them. Undefined when it depends on none.
+   */
+  writeNeed(p: number, level: WriteLevel): ReadNeed | undefined {
+    const row = this.#rows.get(p)
+    if (!row || level === 'eventual') return undefined
+    return needOf(row, this.regions, writeFollowsReads(level), writeFollowsWrites(level))
   }
 
   /**
@@ -245,43 +281,100 @@ export class Session {
 
   /** Records a read reply: `hrm[dc][p] = max(.., idx)`, `dtR = max(dtR, ts)`. */
   observeRead(p: number, reply: ReadObservation): void {
-    const row = this.#rowFor(p, reply.epoch)
-    if (reply.dc !== undefined && reply.idx !== undefined && reply.idx > (row.r[reply.dc] ?? 0)) {
-      row.r[reply.dc] = reply.idx
-    }
+    if (reply.dc !== undefined && reply.idx !== undefined && reply.idx > 0) {
+      const row = this.#rowFor(p)
+      mergePosition(row.r, row.re, reply.dc, reply.idx, reply.epoch ?? 0)
+    } else this.#rowFor(p)
     if (reply.ts !== undefined && reply.ts > this.dtR) this.dtR = reply.ts
   }
 
   /** Records a write reply: `hwm[dc][p] = max(.., idx)`, `dtW = max(dtW, ts)`. */
   observeWrite(p: number, reply: WriteObservation): void {
-    const row = this.#rowFor(p, reply.epoch)
-    if (reply.idx > (row.w[reply.dc] ?? 0)) row.w[reply.dc] = reply.idx
+    const row = this.#rowFor(p)
+    mergePosition(row.w, row.we, reply.dc, reply.idx, reply.epoch)
     if (reply.ts > this.dtW) this.dtW = reply.ts
   }
 
-  /** Forgets partition `p`, e.g. after its epoch changed and the app accepted the loss. */
+  /** Forgets partition `p`: the session then depends on nothing there. */
   forget(p: number): void {
     this.#rows.delete(p)
   }
 
-  /** @internal Used by {@link Session.fromJSON} after validation. */
-  restoreRow(p: number, epoch: number, hrm: readonly number[], hwm: readonly number[]): void {
-    this.#rows.set(p, { epoch, r: [...hrm], w: [...hwm] })
+  /**
+   * Re-bases partition `p` on what a failover kept: each position the session held that is
+   * among `lost` (an `EpochMismatchError`'s `lost`) is lowered to the last index its region's
+   * history kept (`kept`, with its epoch). Positions not named stay. The session then no longer
+   * depends on the lost writes: reads may not show them (they are gone), but everything kept
+   * stays guaranteed. Returns whether anything changed.
+   */
+  rebase(p: number, lost: readonly LostPosition[]): boolean {
+    const row = this.#rows.get(p)
+    if (!row) return false
+    let changed = false
+    for (const l of lost) {
+      if (!Number.isInteger(l.region) || l.region < 0 || l.region >= this.regions) continue
+      for (const [idx, epochs] of [
+        [row.r, row.re],
+        [row.w, row.we],
+      ] as const) {
+        const held = idx[l.region]!
+        // Every index between what was kept and the lost position was lost with it.
+        if (held <= l.kept || held > l.idx) continue
+        idx[l.region] = l.kept
+        epochs[l.region] = l.kept > 0 ? l.keptEpoch : 0
+        changed = true
+      }
+    }
+    return changed
   }
 
-  #rowFor(p: number, epoch: number): Row {
+  /** @internal Used by {@link Session.fromJSON} after validation. */
+  restoreRow(
+    p: number,
+    hrm: readonly number[],
+    hwm: readonly number[],
+    hrmEpochs: readonly number[],
+    hwmEpochs: readonly number[],
+  ): void {
+    this.#rows.set(p, { r: [...hrm], w: [...hwm], re: [...hrmEpochs], we: [...hwmEpochs] })
+  }
+
+  #rowFor(p: number): Row {
     let row = this.#rows.get(p)
-    // A newer epoch means the old indexes belong to a log that no longer exists.
-    if (!row || epoch > row.epoch) {
-      row = {
-        epoch,
-        r: new Array<number>(this.regions).fill(0),
-        w: new Array<number>(this.regions).fill(0),
-      }
+    if (!row) {
+      const zeros = () => new Array<number>(this.regions).fill(0)
+      row = { r: zeros(), w: zeros(), re: zeros(), we: zeros() }
       this.#rows.set(p, row)
     }
     return row
   }
+}
+
+// Keeps the later of position (idx[d], epochs[d]) and (theirIdx, theirEpoch): the higher index,
+// or on the same index the known (higher) epoch.
+function mergePosition(
+  idx: number[],
+  epochs: number[],
+  d: number,
+  theirIdx: number,
+  theirEpoch: number,
+): void {
+  const mine = idx[d] ?? 0
+  if (theirIdx > mine) {
+    idx[d] = theirIdx
+    epochs[d] = theirEpoch
+  } else if (theirIdx === mine && theirIdx > 0 && theirEpoch > (epochs[d] ?? 0)) {
+    epochs[d] = theirEpoch
+  }
+}
+
+function needOf(row: Row, regions: number, reads: boolean, writes: boolean): ReadNeed {
+  const need = new Array<number>(regions).fill(0)
+  const epochs = new Array<number>(regions).fill(0)
+  if (reads) for (let d = 0; d < regions; d++) mergePosition(need, epochs, d, row.r[d]!, row.re[d]!)
+  if (writes)
+    for (let d = 0; d < regions; d++) mergePosition(need, epochs, d, row.w[d]!, row.we[d]!)
+  return epochs.some((e) => e > 0) ? { need, epochs } : { need }
 }
 
 function bad(why: string): CausewayError {
@@ -295,7 +388,8 @@ function isCount(value: unknown, min: number, max: number): value is number {
 function parseSessionJSON(data: unknown): Session {
   if (typeof data !== 'object' || data === null || Array.isArray(data)) throw bad('not an object')
   const j = data as Record<string, unknown>
-  if (j.v !== SESSION_FORMAT_VERSION) throw bad(`unsupported format version ${JSON.stringify(j.v)}`)
+  if (j.v !== 1 && j.v !== SESSION_FORMAT_VERSION)
+    throw bad(`unsupported format version ${JSON.stringify(j.v)}`)
   if (typeof j.cluster !== 'string' || j.cluster.length === 0 || j.cluster.length > 128)
     throw bad('cluster must be a non-empty string')
   if (!isCount(j.regions, 1, MAX_REGIONS))
@@ -325,8 +419,27 @@ function parseSessionJSON(data: unknown): Session {
       throw bad(`partition ${JSON.stringify(key)} does not exist`)
     if (typeof row !== 'object' || row === null) throw bad(`partition ${key} is not an object`)
     const r = row as Record<string, unknown>
-    if (!isCount(r.e, 1, MAX_SAFE_COUNTER)) throw bad(`partition ${key} has no valid epoch`)
-    s.restoreRow(Number(key), r.e, vector(r.r, `p.${key}.r`), vector(r.w, `p.${key}.w`))
+    const hrm = vector(r.r, `p.${key}.r`)
+    const hwm = vector(r.w, `p.${key}.w`)
+    if (j.v === 1) {
+      // One epoch for the whole row: it says nothing of any one position, so none is known.
+      if (!isCount(r.e, 1, MAX_SAFE_COUNTER)) throw bad(`partition ${key} has no valid epoch`)
+      const unknown = new Array<number>(regions).fill(0)
+      s.restoreRow(Number(key), hrm, hwm, unknown, unknown)
+      continue
+    }
+    const epochsOf = (v: unknown, of: number[], what: string): number[] => {
+      const e = vector(v, what)
+      if (e.some((x, d) => x > 0 && of[d] === 0)) throw bad(`${what} names an epoch for index 0`)
+      return e
+    }
+    s.restoreRow(
+      Number(key),
+      hrm,
+      hwm,
+      epochsOf(r.re, hrm, `p.${key}.re`),
+      epochsOf(r.we, hwm, `p.${key}.we`),
+    )
   }
   return s
 }

@@ -243,6 +243,37 @@ export const CausalStatusSchema = Type.Object({
 })
 export type CausalStatus = Static<typeof CausalStatusSchema>
 
+/** One partition's leader in `GET /v1/status`, where leaders fail over (Redis). */
+export const LeaderStatusSchema = Type.Object({
+  partition: Type.Integer({ minimum: 0 }),
+  replica: Type.Integer({ minimum: 0, description: 'the replica that leads (or is taking over)' }),
+  state: Type.Union(
+    [
+      Type.Literal('leading'),
+      Type.Literal('claiming'),
+      Type.Literal('fenced'),
+      Type.Literal('unknown'),
+    ],
+    {
+      description:
+        'leading: writes go to it; claiming: a new leader is checked and starts its epoch; fenced: it came back behind its followers and takes no writes; unknown: not known yet',
+    },
+  ),
+  epoch: Type.Integer({ minimum: 1, description: "the region's current epoch of the partition" }),
+  note: Type.Optional(Type.String({ description: 'why it does not lead, when it does not' })),
+})
+
+/** A shipping link a receiver found disagreeing with what it holds, in `GET /v1/status`. */
+export const DivergenceStatusSchema = Type.Object({
+  partition: Type.Integer({ minimum: 0 }),
+  origin: RegionId,
+  state: Type.Union([Type.Literal('diverged'), Type.Literal('extra')], {
+    description:
+      "diverged: the origin's envelopes disagree with what this region holds, and are refused until its history agrees; extra: this region holds entries of the origin that the origin lost",
+  }),
+  note: Type.String(),
+})
+
 /** `GET /v1/status`. */
 export const StatusSchema = Type.Object({
   cluster: Type.String(),
@@ -251,10 +282,14 @@ export const StatusSchema = Type.Object({
   shippers: Type.Array(ShipperStatusSchema),
   quarantine: Type.Optional(QuarantineStatusSchema),
   causal: Type.Optional(CausalStatusSchema),
+  leaders: Type.Optional(Type.Array(LeaderStatusSchema)),
+  divergence: Type.Optional(Type.Array(DivergenceStatusSchema)),
 })
 export type Status = Static<typeof StatusSchema>
 export type ReplicaStatus = Static<typeof ReplicaStatusSchema>
 export type ShipperStatus = Static<typeof ShipperStatusSchema>
+export type LeaderStatus = Static<typeof LeaderStatusSchema>
+export type DivergenceStatus = Static<typeof DivergenceStatusSchema>
 
 /** Every error reply. */
 export const ErrorReplySchema = Type.Object({

@@ -42,9 +42,9 @@ describe('Session (NuKV Algorithm 1)', () => {
   it('a read sends the rows its level picks', () => {
     const s = sample()
     expect(s.readNeed(1, 'eventual')).toBeUndefined()
-    expect(s.readNeed(1, 'monotonic-reads')).toEqual({ epoch: 1, need: [9, 3] })
-    expect(s.readNeed(1, 'read-your-writes')).toEqual({ epoch: 1, need: [7, 0] })
-    expect(s.readNeed(1, 'session')).toEqual({ epoch: 1, need: [9, 3] })
+    expect(s.readNeed(1, 'monotonic-reads')).toEqual({ need: [9, 3], epochs: [1, 1] })
+    expect(s.readNeed(1, 'read-your-writes')).toEqual({ need: [7, 0], epochs: [1, 0] })
+    expect(s.readNeed(1, 'session')).toEqual({ need: [9, 3], epochs: [1, 1] })
     expect(s.readNeed(2, 'session')).toBeUndefined() // untouched partition: nothing to wait for
   })
 
@@ -60,16 +60,78 @@ describe('Session (NuKV Algorithm 1)', () => {
     const s = sample()
     s.observeRead(1, { dc: 0, idx: 2, ts: t(10), epoch: 1 })
     s.observeWrite(1, { dc: 0, idx: 1, ts: t(10), epoch: 1 })
-    expect(s.row(1)).toEqual({ epoch: 1, hrm: [9, 3], hwm: [7, 0] })
+    expect(s.row(1)).toMatchObject({ epoch: 1, hrm: [9, 3], hwm: [7, 0] })
     expect(s.dtR).toBe(t(120))
     expect(s.dtW).toBe(t(100))
   })
 
-  it('a not-found read records only the epoch', () => {
+  it('a not-found read records only that the partition was touched', () => {
     const s = new Session(scope)
     s.observeRead(3, { epoch: 1 })
-    expect(s.row(3)).toEqual({ epoch: 1, hrm: [0, 0], hwm: [0, 0] })
-    expect(s.readNeed(3, 'session')).toEqual({ epoch: 1, need: [0, 0] })
+    expect(s.row(3)).toMatchObject({ epoch: 1, hrm: [0, 0], hwm: [0, 0] })
+    expect(s.readNeed(3, 'session')).toEqual({ need: [0, 0] })
+  })
+
+  it('keeps the epoch of each position, and sends it with the index', () => {
+    const s = new Session({ ...scope, regions: 3 })
+    s.observeWrite(0, { dc: 0, idx: 1001, ts: t(5), epoch: 2 })
+    s.observeRead(0, { dc: 1, idx: 40, ts: t(6), epoch: 1 })
+    s.observeRead(0, { dc: 2, idx: 7, ts: t(7) }) // the reply did not say
+    expect(s.readNeed(0, 'session')).toEqual({ need: [1001, 40, 7], epochs: [2, 1, 0] })
+    expect(s.row(0)).toEqual({
+      epoch: 2,
+      hrm: [0, 40, 7],
+      hwm: [1001, 0, 0],
+      hrmEpochs: [0, 1, 0],
+      hwmEpochs: [2, 0, 0],
+    })
+    // A later reply of the same position that knows its epoch fills it in.
+    s.observeRead(0, { dc: 2, idx: 7, epoch: 3 })
+    expect(s.row(0)!.hrmEpochs).toEqual([0, 1, 3])
+  })
+
+  it('a write needs the positions its level follows', () => {
+    const s = sample()
+    expect(s.writeNeed(1, 'eventual')).toBeUndefined()
+    expect(s.writeNeed(1, 'monotonic-writes')).toEqual({ need: [7, 0], epochs: [1, 0] })
+    expect(s.writeNeed(1, 'writes-follow-reads')).toEqual({ need: [9, 3], epochs: [1, 1] })
+    expect(s.writeNeed(1, 'session')).toEqual({ need: [9, 3], epochs: [1, 1] })
+    expect(s.writeNeed(2, 'session')).toBeUndefined()
+  })
+
+  it('rebase lowers the positions a failover lost to what was kept, and only those', () => {
+    const s = new Session({ ...scope, regions: 2 })
+    s.observeWrite(0, { dc: 0, idx: 60, ts: t(1), epoch: 1 })
+    s.observeRead(0, { dc: 0, idx: 59, ts: t(1), epoch: 1 })
+    s.observeRead(0, { dc: 1, idx: 12, ts: t(1), epoch: 1 })
+    // Region 0's epoch 1 kept 1..58 when its leader changed.
+    expect(s.rebase(0, [{ region: 0, epoch: 1, idx: 60, kept: 58, keptEpoch: 1 }])).toBe(true)
+    expect(s.row(0)).toMatchObject({ hrm: [58, 12], hwm: [58, 0], hrmEpochs: [1, 1] })
+    expect(s.rebase(0, [{ region: 0, epoch: 1, idx: 60, kept: 58, keptEpoch: 1 }])).toBe(false)
+    expect(s.rebase(3, [{ region: 0, epoch: 1, idx: 60, kept: 58, keptEpoch: 1 }])).toBe(false)
+    // Nothing kept at all: the position goes.
+    s.rebase(0, [{ region: 1, epoch: 1, idx: 12, kept: 0, keptEpoch: 0 }])
+    expect(s.row(0)).toMatchObject({ hrm: [58, 0], hrmEpochs: [1, 0] })
+  })
+
+  it('restores a version 1 session with its positions, their epochs unknown', () => {
+    const v1 = {
+      v: 1,
+      cluster: 'c1',
+      regions: 2,
+      partitions: 4,
+      dtR: t(3),
+      dtW: t(2),
+      p: { '1': { e: 2, r: [4, 0], w: [0, 9] } },
+    }
+    const s = Session.fromJSON(v1, scope)
+    expect(s.row(1)).toMatchObject({
+      hrm: [4, 0],
+      hwm: [0, 9],
+      hrmEpochs: [0, 0],
+      hwmEpochs: [0, 0],
+    })
+    expect(s.toJSON().v).toBe(2)
   })
 
   it('round-trips through JSON.stringify and fromJSON', () => {
@@ -109,12 +171,13 @@ describe('Session (NuKV Algorithm 1)', () => {
     )
   })
 
-  it('merge keeps the newer epoch of a partition', () => {
+  it('merge keeps the later position of each origin, with its epoch', () => {
     const a = new Session(scope)
     a.observeWrite(0, { dc: 0, idx: 50, ts: t(1), epoch: 1 })
     const b = new Session(scope)
-    b.observeWrite(0, { dc: 0, idx: 2, ts: t(2), epoch: 2 })
-    expect(a.merge(b).row(0)).toEqual({ epoch: 2, hrm: [0, 0], hwm: [2, 0] })
+    b.observeWrite(0, { dc: 0, idx: 1002, ts: t(2), epoch: 2 })
+    b.observeWrite(0, { dc: 1, idx: 3, ts: t(2), epoch: 1 })
+    expect(a.merge(b).row(0)).toMatchObject({ epoch: 2, hwm: [1002, 3], hwmEpochs: [2, 1] })
   })
 
   it('refuses to merge a session of another cluster', () => {
@@ -131,19 +194,43 @@ describe('Session.fromJSON validation', () => {
     ['not JSON text', () => '{nope'],
     ['not an object', () => [1, 2]],
     ['null', () => null],
-    ['unknown version', (j) => ({ ...j, v: 2 })],
+    ['unknown version', (j) => ({ ...j, v: 3 })],
     ['empty cluster', (j) => ({ ...j, cluster: '' })],
     ['regions not integer', (j) => ({ ...j, regions: 1.5 })],
     ['partitions zero', (j) => ({ ...j, partitions: 0 })],
     ['dtR malformed', (j) => ({ ...j, dtR: 'ABC' })],
     ['dtW missing', (j) => ({ ...j, dtW: undefined })],
     ['p not object', (j) => ({ ...j, p: [] })],
-    ['partition out of range', (j) => ({ ...j, p: { 9: { e: 1, r: [0, 0], w: [0, 0] } } })],
-    ['partition not a number', (j) => ({ ...j, p: { x: { e: 1, r: [0, 0], w: [0, 0] } } })],
-    ['row vector too short', (j) => ({ ...j, p: { 1: { e: 1, r: [0], w: [0, 0] } } })],
-    ['negative index', (j) => ({ ...j, p: { 1: { e: 1, r: [0, -1], w: [0, 0] } } })],
-    ['epoch zero', (j) => ({ ...j, p: { 1: { e: 0, r: [0, 0], w: [0, 0] } } })],
-    ['string index', (j) => ({ ...j, p: { 1: { e: 1, r: ['1', 0], w: [0, 0] } } })],
+    [
+      'partition out of range',
+      (j) => ({ ...j, p: { 9: { r: [0, 0], w: [0, 0], re: [0, 0], we: [0, 0] } } }),
+    ],
+    [
+      'partition not a number',
+      (j) => ({ ...j, p: { x: { r: [0, 0], w: [0, 0], re: [0, 0], we: [0, 0] } } }),
+    ],
+    [
+      'row vector too short',
+      (j) => ({ ...j, p: { 1: { r: [0], w: [0, 0], re: [0, 0], we: [0, 0] } } }),
+    ],
+    [
+      'negative index',
+      (j) => ({ ...j, p: { 1: { r: [0, -1], w: [0, 0], re: [0, 0], we: [0, 0] } } }),
+    ],
+    ['epochs missing', (j) => ({ ...j, p: { 1: { r: [0, 0], w: [0, 0] } } })],
+    [
+      'an epoch for index 0',
+      (j) => ({ ...j, p: { 1: { r: [0, 0], w: [0, 0], re: [1, 0], we: [0, 0] } } }),
+    ],
+    [
+      'negative epoch',
+      (j) => ({ ...j, p: { 1: { r: [2, 0], w: [0, 0], re: [-1, 0], we: [0, 0] } } }),
+    ],
+    ['v1 epoch zero', (j) => ({ ...j, v: 1, p: { 1: { e: 0, r: [0, 0], w: [0, 0] } } })],
+    [
+      'string index',
+      (j) => ({ ...j, p: { 1: { r: ['1', 0], w: [0, 0], re: [0, 0], we: [0, 0] } } }),
+    ],
   ]
   it.each(cases)('rejects a session with %s as INVALID_SESSION', (_name, mutate) => {
     const input = mutate(good())

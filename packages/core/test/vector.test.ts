@@ -4,10 +4,20 @@ import { CausewayError } from '../src/errors.js'
 import { covers, formatReadNeed, maxInto, parseReadNeed, vectorToObject } from '../src/vector.js'
 
 describe('read vectors on the wire', () => {
-  it('formats only non-zero entries, with the epoch', () => {
-    expect(formatReadNeed({ epoch: 1, need: [12, 0, 7] })).toBe('1@0:12,2:7')
+  it('formats only non-zero entries, each with its epoch when known', () => {
+    expect(formatReadNeed({ need: [12, 0, 7], epochs: [2, 0, 0] })).toBe('0:12@2,2:7')
     expect(formatReadNeed({ need: [0, 3] })).toBe('1:3')
-    expect(formatReadNeed({ epoch: 1, need: [0, 0] })).toBeUndefined()
+    expect(formatReadNeed({ need: [0, 0], epochs: [1, 1] })).toBeUndefined()
+    // The older form's partition epoch is not sent.
+    expect(formatReadNeed({ epoch: 1, need: [12, 0, 7] })).toBe('0:12,2:7')
+  })
+
+  it('parses both forms: per-position epochs, and the older partition epoch', () => {
+    expect(parseReadNeed('0:12@2,2:7', 3)).toEqual({ need: [12, 0, 7], epochs: [2, 0, 0] })
+    expect(parseReadNeed('1@0:12,2:7', 3)).toEqual({ epoch: 1, need: [12, 0, 7] })
+    expect(parseReadNeed('1@0:12@3', 3)).toEqual({ epoch: 1, need: [12, 0, 0], epochs: [3, 0, 0] })
+    // An entry that needs nothing carries no epoch.
+    expect(parseReadNeed('0:0@4,1:2', 2)).toEqual({ need: [0, 2] })
   })
 
   it('round-trips (property)', () => {
@@ -19,14 +29,18 @@ describe('read vectors on the wire', () => {
             fc.tuple(
               fc.constant(d),
               fc.array(fc.nat({ max: 2 ** 40 }), { minLength: d, maxLength: d }),
-              fc.integer({ min: 1, max: 1000 }),
+              fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: d, maxLength: d }),
             ),
           ),
-        ([d, need, epoch]) => {
-          const header = formatReadNeed({ epoch, need })
+        ([d, need, known]) => {
+          const epochs = known.map((e, i) => (need[i]! > 0 && e % 2 === 0 ? e : 0))
+          const header = formatReadNeed({ need, epochs })
           // Returned values decide a fast-check property: assert, return nothing.
           if (header === undefined) expect(need.every((x) => x === 0)).toBe(true)
-          else expect(parseReadNeed(header, d)).toEqual({ epoch, need })
+          else
+            expect(parseReadNeed(header, d)).toEqual(
+              epochs.some((e) => e > 0) ? { need, epochs } : { need },
+            )
         },
       ),
     )
@@ -37,6 +51,9 @@ describe('read vectors on the wire', () => {
     ['1@', 'no entries'],
     ['0@0:1', 'epoch'],
     ['x@0:1', 'epoch'],
+    ['0:1@0', 'epoch'],
+    ['0:1@x', 'epoch'],
+    ['0:1@1@2', 'epoch'],
     ['0:1,0:2', 'twice'],
     ['5:1', 'does not exist'],
     ['0:-1', 'idx'],

@@ -1,19 +1,22 @@
 /**
  * `GET` and `POST /v1/internal/ship/:partition/:origin`: the receiving end of cross-region
  * shipping ({@link HttpShippingLink} is the sending end). `GET` answers the checkpoint (the local
- * leader's `sv[origin]`); `POST` takes a shipping envelope of `origin`'s entries (version 1 of
- * `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
+ * leader's `sv[origin]`); `POST` takes a shipping envelope of `origin`'s entries (version 1 or 2
+ * of `@causeway/core`'s `ship-envelope.ts`, in its JSON form), has the local leader apply it,
  * idempotently, and answers the new checkpoint. An envelope of a version or with an entry kind this
  * gateway does not know is refused with `UNSUPPORTED_LOG_FORMAT` before any other rule is applied
- * to it, and counted (`causeway_shipments_refused_total`). Only the cluster secret may call them
+ * to it, and counted (`causeway_shipments_refused_total`). `GET /v1/internal/log/:partition/:origin`
+ * answers this region's copy of `origin`'s entries after `after` (a new leader of `origin`
+ * recovers them, `replication/region-log.ts`). Only the cluster secret may call them
  * (see `http/auth.ts`). Hidden from the OpenAPI document: clients never call them.
  */
 import {
   CausewayError,
   type DeleteEntry,
+  MAX_HISTORY_SPANS,
   MAX_SAFE_COUNTER,
   type PutEntry,
-  SHIP_ENVELOPE_VERSION,
+  SHIP_ENVELOPE_VERSIONS,
   type SetOpEntry,
   type ShipEnvelope,
   type SiblingsEntry,
@@ -32,6 +35,8 @@ import type { ShippingReceiver } from '../../replication/shipping-receiver.js'
 export interface ShippingMetrics {
   /** An envelope refused as of an unknown version (`v`) or entry kind (`kind`). */
   observeShipmentRefused(reason: 'version' | 'kind'): void
+  /** An envelope of `origin` refused as disagreeing with what this region holds. */
+  observeShipmentDiverged?(origin: number): void
 }
 
 /** Options of the internal routes. */
@@ -135,11 +140,20 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     ),
   ])
   const counter = Type.Integer({ minimum: 1, maximum: MAX_SAFE_COUNTER })
+  const index = Type.Integer({ minimum: 0, maximum: MAX_SAFE_COUNTER })
   const BodySchema = Type.Object(
     {
-      v: Type.Literal(SHIP_ENVELOPE_VERSION),
+      v: Type.Union(SHIP_ENVELOPE_VERSIONS.map((v) => Type.Literal(v))),
       from: Type.Integer({ minimum: 0 }),
       epoch: counter,
+      // Version 2: the sender's epoch history, [epoch, first, last?] per span (checked whole by
+      // the leader, with the rest of the envelope).
+      epochs: Type.Optional(
+        Type.Array(Type.Array(index, { minItems: 2, maxItems: 3 }), {
+          minItems: 1,
+          maxItems: MAX_HISTORY_SPANS,
+        }),
+      ),
       first: counter,
       last: counter,
       entries: Type.Array(EntrySchema, { minItems: 1, maxItems: 100_000 }),
@@ -170,6 +184,10 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
   app.addHook('onError', async (_request, _reply, error) => {
     if (error instanceof CausewayError && error.code === 'UNSUPPORTED_LOG_FORMAT')
       options.metrics?.observeShipmentRefused(error.details?.field === 'v' ? 'version' : 'kind')
+    if (error instanceof CausewayError && error.code === 'SHIPPING_DIVERGED') {
+      const origin = error.details?.['origin']
+      if (typeof origin === 'number') options.metrics?.observeShipmentDiverged?.(origin)
+    }
   })
 
   app.get(
@@ -186,6 +204,42 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
       const { partition, origin } = request.params
       check(partition, origin)
       return { checkpoint: await receiver.checkpoint(partition, origin) }
+    },
+  )
+
+  // A new leader of `origin` recovering what this region received from the one it replaced.
+  app.get(
+    '/v1/internal/log/:partition/:origin',
+    {
+      ...common,
+      schema: {
+        hide: true,
+        params: ParamsSchema,
+        querystring: Type.Object(
+          {
+            after: Type.Integer({ minimum: 0, maximum: MAX_SAFE_COUNTER }),
+            limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+          },
+          { additionalProperties: false },
+        ),
+        response: {
+          200: Type.Object({ entries: Type.Array(Type.Unknown()) }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const { partition, origin } = request.params
+      check(partition, origin)
+      if (receiver.readLog === undefined)
+        throw new CausewayError('NOT_FOUND', 'this gateway does not serve its log copies')
+      const entries = await receiver.readLog(
+        partition,
+        origin,
+        request.query.after,
+        request.query.limit ?? 500,
+      )
+      return { entries: entries.map(({ origin: _origin, ...shipped }) => shipped) }
     },
   )
 

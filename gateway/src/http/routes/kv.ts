@@ -83,6 +83,12 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
     [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
     [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
     [HEADER_CLOCK]: Type.Optional(clockHeader(shape.regionNames.length)),
+    [HEADER_AFTER]: Type.Optional(
+      afterHeader(
+        shape.regionNames.length,
+        'the positions the write follows (the session’s writes for monotonic-writes, its reads for writes-follow-reads), as for reads: a write that follows a position a failover lost is refused with EPOCH_MISMATCH before anything is written',
+      ),
+    ),
   })
   app.get(
     '/v1/kv/:key',

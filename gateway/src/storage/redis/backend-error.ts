@@ -23,6 +23,10 @@ const UNAVAILABLE_REPLIES = [
   'CLUSTERDOWN',
   'OOM',
   'MISCONF',
+  // The epoch scripts (epoch-scripts.ts): a write past the reserved ceiling (the writer reserves
+  // more and tries again), a ceiling raise on a server that no longer holds the leader's claim.
+  'CW_CEILING',
+  'CW_NOT_LEADER',
 ]
 
 /** Maps `error` from one backend operation to a `CausewayError`. */

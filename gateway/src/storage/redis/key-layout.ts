@@ -5,8 +5,10 @@
  *
  * | key                          | type   | holds                                              |
  * |------------------------------|--------|----------------------------------------------------|
- * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`       |
+ * | `<prefix>meta`               | hash   | `hlc` (last HLC issued or observed), `epoch`, and the leader's claim: `leader`, `leaderAddr`, `ceiling`, `reserved` (`epoch-scripts.ts`) |
  * | `<prefix>sv`                 | hash   | field `d` → `sv[d]` (the leader's counter is `sv[region]`); also the pub/sub channel its new value is published on (`sv-lua.ts`) |
+ * | `<prefix>sv:epochs`          | hash   | field `d` → origin `d`'s epoch history (`epoch:first[:last];...`) |
+ * | `<prefix>sv:diverged`        | hash   | field `d` → what the replica noticed of origin `d`'s envelopes (`diverged ...`, `extra ...`) |
  * | `<prefix>log:<d>`            | stream | origin `d`'s entries, stream id `<idx>-0`; fields `k`, `ts`, `at`, `v` (absent: tombstone), `s` (a sibling write's set), `b` (a set write's delta) |
  * | `<prefix>v:<encoded key>`    | hash   | winning version: `ts`, `dc`, `v` (absent: tombstone) |
  * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
@@ -43,6 +45,10 @@ export class ReplicaKeys {
   readonly prefix: string
   readonly meta: string
   readonly sv: string
+  /** Each origin's epoch history; starts with {@link sv}'s name, so `sv` tracking covers it. */
+  readonly epochs: string
+  /** What shipping from each origin disagreed on; starts with {@link sv}'s name too. */
+  readonly diverged: string
   readonly wait: string
   /**
    * A key prefix no key has: the replica's client tracking watches it (`BCAST PREFIX`), so the
@@ -57,6 +63,8 @@ export class ReplicaKeys {
     this.prefix = `cw:{${encodeKeyPart(namespace)}:r${region}:p${partition}}:`
     this.meta = this.prefix + 'meta'
     this.sv = this.prefix + 'sv'
+    this.epochs = this.prefix + 'sv:epochs'
+    this.diverged = this.prefix + 'sv:diverged'
     this.wait = this.prefix + 'wait'
     this.resync = this.prefix + 'resync:'
   }

@@ -27,7 +27,13 @@
 import {
   CausewayError,
   DvvSet,
+  type EpochHistory,
+  INITIAL_HISTORY,
   type KeyEntry,
+  type ShipEnvelope,
+  currentEpoch,
+  decodeHistory,
+  encodeHistory,
   type LogEntry,
   type SiblingSet,
   type SiblingsEntry,
@@ -75,6 +81,7 @@ import {
 } from './replica-scripts.js'
 import { RecentLog } from './recent-log.js'
 import { StableVector } from './stable-vector.js'
+import { ADMIT_SCRIPT, CLAIM_SCRIPT, RAISE_SCRIPT, STATE_SCRIPT } from './epoch-scripts.js'
 import { parsePublishedSv } from './sv-lua.js'
 import {
   DEFAULT_OP_RETENTION_MS,
@@ -141,6 +148,35 @@ export interface RedisPartitionReplicaOptions {
    * @default 24 hours
    */
   opRetentionMs?: number
+  /**
+   * Writes wait for a leader's claim: this replica takes none until {@link
+   * RedisPartitionReplica.lead} names the server process that claimed the partition's current
+   * epoch (the Redis deployment's failover does, `cluster/redis-failover.ts`), and none after
+   * {@link RedisPartitionReplica.resign}. Without it (a replica used on its own) it writes
+   * whenever its server takes writes.
+   * @default false
+   */
+  supervised?: boolean
+  /**
+   * Told when a write found that the server no longer holds the claim this replica wrote under
+   * (supervised replicas; the replica stops writing until `lead` again).
+   * @default nothing
+   */
+  onClaimLost?: () => void
+  /**
+   * How many indexes a leader reserves at a time above the ones it issued (`epoch-scripts.ts`):
+   * a new leader's epoch starts above the reservation, so at most this many indexes go unused per
+   * failover.
+   * @default 1000
+   */
+  ceilingStep?: number
+  /**
+   * How many of the partition's other replicas must have a reservation before writes may use
+   * it (a majority of the replicas, the leader being one): what makes the reservation survive
+   * the loss of the leader.
+   * @default 0
+   */
+  ceilingReplicas?: number
 }
 
 interface Connections {
@@ -179,7 +215,11 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   /** The sets of this partition (`redis-sets.ts`). */
   protected readonly _sets: RedisSets
 
-  readonly #options: Required<Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine'>>
+  readonly #options: Required<
+    Omit<RedisPartitionReplicaOptions, 'now' | 'quarantine' | 'supervised' | 'onClaimLost'>
+  >
+  readonly #supervised: boolean
+  readonly #onClaimLost: () => void
   readonly #quarantine: QuarantineSink
   /** Keys this replica reported quarantined and has not seen whole again. */
   readonly #quarantinedKeys = new Set<string>()
@@ -187,9 +227,17 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   readonly #db: number
   #connections: Connections | undefined
   #stable: StableVector
-  #epoch = 1
+  /** Each origin's epoch history as this replica's store has it. */
+  #histories: EpochHistory[]
+  /** The run id of the server process whose claim writes go under (supervised replicas). */
+  #leading: string | undefined
+  /** What writes may take: the store's `ceiling` as last read or raised (Infinity: none). */
+  #ceiling = Infinity
+  #raising: Promise<void> | undefined
   #refreshing: Promise<void> | undefined
   #refreshAgain = false
+  /** The next refresh replaces the view even where it is lower. */
+  #resetNext = false
   readonly #inFlight = new Set<Promise<unknown>>()
   /** The `WAIT` not sent yet for each (replicas, timeout), which calls join (`waitReplicas`). */
   readonly #nextWaits = new Map<string, Promise<number>>()
@@ -201,15 +249,22 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
 
   constructor(options: RedisPartitionReplicaOptions) {
     super(options)
-    const { quarantine, ...rest } = options
+    const { quarantine, supervised, onClaimLost, ...rest } = options
     this.#quarantine = quarantine ?? IGNORE_QUARANTINE
+    this.#supervised = supervised ?? false
+    this.#onClaimLost = onClaimLost ?? noop
     this.#options = {
       commandTimeoutMs: 5000,
       connectTimeoutMs: 2000,
       reconnectMaxDelayMs: 1000,
       opRetentionMs: DEFAULT_OP_RETENTION_MS,
+      ceilingStep: 1000,
+      ceilingReplicas: 0,
       ...rest,
     }
+    if (!Number.isSafeInteger(this.#options.ceilingStep) || this.#options.ceilingStep < 1)
+      throw new TypeError('ceilingStep must be a positive integer')
+    this.#histories = Array.from({ length: options.regions }, () => INITIAL_HISTORY)
     checkRetention(this.#options.opRetentionMs)
     const url = new URL(options.url)
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
@@ -229,8 +284,9 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       metaKey: this.keys.meta,
       svKey: this.keys.sv,
       logKey: (origin) => this.keys.log(origin),
-      epoch: () => this.#epoch,
+      epoch: () => this.epoch(),
       now: () => (this.#now ? String(Math.floor(this.#now())) : ''),
+      leaderToken: () => this.#token(),
       writer: () => this.#live().writer,
       reader: () => this.#live().reader,
       run: (client, operation, call) => this.#run(client, operation, call),
@@ -261,23 +317,22 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await Promise.all(all.map((r) => r.connect()))
       this.#connections = connections
       if (this.#stable.closed) this.#stable = new StableVector(this.#options.regions)
-      connections.subscriber.on('message', (channel: string, message: string) => {
+      connections.subscriber.on('message', (channel: string, message: unknown) => {
         if (channel === this.keys.sv) {
-          const sv = parsePublishedSv(message, this.#options.regions)
+          const sv =
+            typeof message === 'string'
+              ? parsePublishedSv(message, this.#options.regions)
+              : undefined
           if (sv) this.#stable.advance(sv)
           else this.#catchUp()
-        } else if (channel === INVALIDATE_CHANNEL) this.#catchUp()
+        } else if (channel === INVALIDATE_CHANNEL)
+          // No key named: the server flushed its data (a full resynchronisation replaced it), so
+          // what it holds now may be less than it held.
+          this.#catchUp(0, message === null || message === '')
       })
       await this.#watch(connections.subscriber)
       await this.#loadScripts(connections.reader)
-      const reply = stringsOf(
-        await this.#run(connections.reader, 'open', (r) =>
-          LOAD_SCRIPT.run(r, [this.keys.meta, this.keys.sv], [String(this.#options.regions)]),
-        ),
-        2,
-      )
-      this.#epoch = reply[0] ? Number(reply[0]) : 1
-      this.#stable.advance(svOf(reply, 2, this.#options.regions))
+      this.#takeState(await this.#readState(connections.reader, 'open'))
     } catch (error) {
       this.#connections = undefined
       for (const r of all) r.disconnect()
@@ -291,7 +346,13 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     writer.on('ready', () => this.#recent.clear())
     reader.on('ready', () => {
       this.#loadScripts(reader).catch(noop)
-      this.#catchUp()
+      // The server may be another process now (it restarted, perhaps with less, or wiped): its
+      // view goes, and so does the claim writes went under until the failover looks again.
+      if (this.#leading !== undefined) {
+        this.#leading = undefined
+        this.#onClaimLost()
+      }
+      this.#catchUp(0, true)
     })
   }
 
@@ -330,19 +391,189 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
   }
 
   epoch(): number {
-    return this.#epoch
+    return currentEpoch(this.#histories[this.region]!)
   }
 
-  protected _write(write: ReplicaWrite, dt: Hlc): Promise<LogEntry> {
+  override epochHistory(origin: number): EpochHistory {
+    return this.#histories[origin] ?? INITIAL_HISTORY
+  }
+
+  /**
+   * Supervised replicas: from now on, writes go to this server under the claim of its process
+   * `runId` (the one `claim` recorded). The failover calls it once the claim is made.
+   */
+  lead(runId: string): void {
+    if (this.#leading !== runId) this.#ceiling = -Infinity // read again under the new claim
+    this.#leading = runId
+  }
+
+  /** Supervised replicas: no more writes here (another server leads, or none does yet). */
+  resign(): void {
+    this.#leading = undefined
+  }
+
+  /** Whether writes go here now (always true unsupervised). */
+  get leading(): boolean {
+    return !this.#supervised || this.#leading !== undefined
+  }
+
+  /**
+   * Claims the leadership of the partition in this region for the server process `runId`
+   * (address `addr`): the start of a new epoch above `minFirst - 1` and after `minEpoch`, unless
+   * this process holds the claim already (`epoch-scripts.ts`, CLAIM_SCRIPT). Resolves to the
+   * region's history after it. The caller makes sure the server is not behind the partition's
+   * other replicas.
+   */
+  async claim(
+    runId: string,
+    addr: string,
+    minEpoch: number,
+    minFirst: number,
+  ): Promise<EpochHistory> {
+    const { writer } = this.#live()
+    const reply = stringsOf(
+      await this.#run(writer, 'claim', (r) =>
+        CLAIM_SCRIPT.run(
+          r,
+          [this.keys.meta, this.keys.sv, this.keys.epochs],
+          [String(this.region), runId, addr, String(minEpoch), String(minFirst)],
+        ),
+      ),
+      2,
+    )
+    await this.#refresh()
+    return decodeHistory(reply[1]!)
+  }
+
+  /**
+   * The leader's claim and reservation as this replica's store has them (any replica: a
+   * follower's is its leader's, as replicated so far): what a failover compares.
+   */
+  async claimState(): Promise<ClaimState> {
+    const { reader } = this.#live()
+    const reply = await this.#readState(reader, 'state')
+    this.#takeState(reply)
+    return {
+      sv: reply.sv,
+      history: reply.histories[this.region]!,
+      epoch: reply.claimed ? currentEpoch(reply.histories[this.region]!) : 0,
+      leader: reply.leader,
+      leaderAddr: reply.leaderAddr,
+      reserved: Math.max(reply.reserved, reply.ceiling === Infinity ? 0 : reply.ceiling),
+    }
+  }
+
+  /**
+   * Entries of this region's own log that another region received before this replica's
+   * server took over as leader (recovered at a failover): appended in order from
+   * `sv[region] + 1`, as a follower applies its leader's.
+   */
+  recover(entries: readonly LogEntry[]): Promise<void> {
+    return this.apply(entries)
+  }
+
+  protected async _write(write: ReplicaWrite, dt: Hlc): Promise<LogEntry> {
     return this.#writeOf(write, dt, undefined)
   }
 
-  // One checked write; with `op`, its script also records the operation (`writeOnce`).
-  #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
+  // One checked write; with `op`, its script also records the operation (`writeOnce`). A write
+  // past the reserved ceiling reserves more and is tried once more.
+  async #writeOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
+    this.#checkLeading()
+    let entry: LogEntry
+    try {
+      try {
+        if (this.#ceiling === -Infinity) await this.#raiseCeiling()
+        entry = await this.#writeOnceOf(write, dt, op)
+      } catch (error) {
+        if (refusal(error) !== 'CW_CEILING') throw error
+        await this.#raiseCeiling()
+        entry = await this.#writeOnceOf(write, dt, op)
+      }
+    } catch (error) {
+      // The server no longer holds the claim this process wrote under (it restarted, or another
+      // claim replaced it): no more writes here until the failover has looked again.
+      if (refusal(error) === 'CW_NOT_LEADER' && this.#leading !== undefined) {
+        this.#leading = undefined
+        this.#onClaimLost()
+      }
+      throw error
+    }
+    if (entry.idx > this.#ceiling - this.#options.ceilingStep / 2) this.#raiseCeiling().catch(noop) // ahead of need: the next writes do not wait for it
+    return entry
+  }
+
+  #writeOnceOf(write: ReplicaWrite, dt: Hlc, op: RedisOpArgs | undefined): Promise<LogEntry> {
     if (write.kind === 'kv') return this.#writeKey(write.key, write.value, dt, op)
     if (write.kind === 'sibling')
       return this.#writeSibling(write.key, write.value, dt, write.context, op)
     return this._sets.writeRecorded(write.name, write.write, dt, op)
+  }
+
+  // The claim a write goes under ('' unsupervised: the scripts then check none).
+  #token(): string {
+    if (!this.#supervised) return ''
+    this.#checkLeading()
+    return this.#leading!
+  }
+
+  #checkLeading(): void {
+    if (this.leading) return
+    throw new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `partition ${this.partition} of region ${this.region} has no leader on ${this.backend} now (a failover is under way); retry shortly`,
+      {
+        region: this.region,
+        partition: this.partition,
+        backend: this.backend,
+        reason: 'not-leader',
+      },
+    )
+  }
+
+  /**
+   * Moves the store's ceiling up by a step: reserves it, waits until `ceilingReplicas` replicas
+   * have the reservation (`WAIT`), then lets writes use it. Concurrent calls share one. A store no
+   * leader ever claimed (unsupervised use) has no ceiling and nothing is done.
+   */
+  #raiseCeiling(): Promise<void> {
+    this.#raising ??= (async () => {
+      try {
+        const runId = this.#leading
+        const state = await this.#readState(this.#live().reader, 'ceiling')
+        this.#takeState(state)
+        if (runId === undefined || state.leader === '') {
+          this.#ceiling = state.ceiling
+          return
+        }
+        const target =
+          Math.max(state.sv[this.region] ?? 0, state.ceiling) + this.#options.ceilingStep
+        const { writer } = this.#live()
+        await this.#run(writer, 'ceiling', (r) =>
+          RAISE_SCRIPT.run(r, [this.keys.meta], ['reserve', String(target), runId]),
+        )
+        const needed = this.#options.ceilingReplicas
+        if (needed > 0) {
+          const acked = await this.waitReplicas(needed, this.#options.commandTimeoutMs)
+          if (acked < needed)
+            throw new CausewayError(
+              'BACKEND_UNAVAILABLE',
+              `only ${acked} of the ${needed} replicas needed confirmed the index reservation of partition ${this.partition}; writes wait`,
+              { region: this.region, partition: this.partition, backend: this.backend },
+            )
+        }
+        const raised = stringsOf(
+          await this.#run(writer, 'ceiling', (r) =>
+            RAISE_SCRIPT.run(r, [this.keys.meta], ['confirm', String(target), runId]),
+          ),
+          2,
+        )
+        this.#ceiling = Number(raised[0])
+      } finally {
+        this.#raising = undefined
+      }
+    })()
+    return this.#raising
   }
 
   async #writeKey(
@@ -367,6 +598,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
           value === undefined ? '0' : '1',
           value ?? '',
           this.#now ? String(Math.floor(this.#now())) : '',
+          this.#token(),
           ...extra.args,
         ],
       ),
@@ -429,6 +661,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
           this.#now ? String(Math.floor(this.#now())) : '',
           // The context as a sibling set without siblings (see replica-scripts.ts).
           context.map(([actor, counter]) => `${actor}\u001f${counter}`).join('\u001e'),
+          this.#token(),
           ...extra.args,
         ],
       ),
@@ -468,11 +701,54 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     }
     try {
       const entry = await this.#writeOf(write, dt, args)
-      return { entry, record: recordOf(entry, op.fingerprint, this.#epoch, this.region) }
+      return { entry, record: recordOf(entry, op.fingerprint, this.epoch(), this.region) }
     } catch (error) {
       if (error instanceof OpReplayed) return replayOf(op, error.record)
       throw error
     }
+  }
+
+  /**
+   * Before a shipped envelope's entries are ingested: its history and the entries this replica
+   * already holds must agree with what it has (`epoch-scripts.ts`, ADMIT_SCRIPT); an envelope
+   * starting a new epoch above a lost range moves `sv[from]` past it.
+   */
+  protected override async _admitShipped(envelope: ShipEnvelope): Promise<void> {
+    const { writer } = this.#live()
+    const args = [
+      String(envelope.from),
+      envelope.epochs === undefined ? '' : encodeHistory(envelope.epochs),
+      String(envelope.first),
+    ]
+    for (const e of envelope.entries) args.push(String(e.idx), e.ts)
+    const reply = stringsOf(
+      await this.#run(writer, 'receive', (r) =>
+        ADMIT_SCRIPT.run(
+          r,
+          [this.keys.sv, this.keys.epochs, this.keys.log(envelope.from), this.keys.diverged],
+          args,
+        ),
+      ),
+      3,
+    )
+    if (envelope.epochs !== undefined && reply[0] === 'ok')
+      this.#histories[envelope.from] = envelope.epochs
+    const sv = this.sv()
+    sv[envelope.from] = Math.max(sv[envelope.from] ?? 0, Number(reply[2]))
+    this.#stable.advance(sv)
+    if (reply[0] === 'diverged')
+      throw new CausewayError(
+        'SHIPPING_DIVERGED',
+        `region ${this.region} refused region ${envelope.from}'s entries of partition ${this.partition}: ${reply[1]}`,
+        { region: this.region, partition: this.partition, origin: envelope.from, reason: reply[1] },
+      )
+  }
+
+  /** What this replica noted of each origin whose envelopes disagreed with it (`sv:diverged`). */
+  async divergence(): Promise<Map<number, string>> {
+    const { reader } = this.#live()
+    const all = await this.#run(reader, 'state', (r) => r.hgetall(this.keys.diverged))
+    return new Map(Object.entries(all).map(([d, note]) => [Number(d), note]))
   }
 
   protected async _applyShipped(origin: number, entries: readonly LogEntry[]): Promise<number> {
@@ -865,6 +1141,44 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     return waiter.redis
   }
 
+  async #readState(reader: Redis, operation: string): Promise<StoredState> {
+    const regions = this.#options.regions
+    const reply = stringsOf(
+      await this.#run(reader, operation, (r) =>
+        STATE_SCRIPT.run(r, [this.keys.sv, this.keys.epochs, this.keys.meta], [String(regions)]),
+      ),
+      2 * regions + 5,
+    )
+    const histories = Array.from({ length: regions }, (_, d) => {
+      const text = reply[regions + d]!
+      if (text === '') return INITIAL_HISTORY
+      try {
+        return decodeHistory(text)
+      } catch {
+        return this.#histories[d] ?? INITIAL_HISTORY // damaged: keep what was known
+      }
+    })
+    const meta = reply.slice(2 * regions)
+    return {
+      sv: svOf(reply, 0, regions),
+      histories,
+      claimed: reply[regions + this.region] !== '',
+      leader: meta[1]!,
+      leaderAddr: meta[2]!,
+      ceiling: meta[3] === '' ? Infinity : Number(meta[3]),
+      reserved: meta[4] === '' ? 0 : Number(meta[4]),
+    }
+  }
+
+  #takeState(state: StoredState, reset = false): void {
+    this.#histories = state.histories
+    if (!this.#supervised || this.#leading === undefined || state.leader !== this.#leading)
+      this.#ceiling = state.ceiling
+    else if (this.#ceiling !== -Infinity) this.#ceiling = Math.max(this.#ceiling, state.ceiling)
+    if (reset) this.#stable.reset(state.sv)
+    else this.#stable.advance(state.sv)
+  }
+
   #live(): Connections {
     if (!this.#connections)
       throw new CausewayError('BACKEND_UNAVAILABLE', `replica on ${this.backend} is closed`, {
@@ -953,6 +1267,10 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       READ_SCRIPT,
       READ_SIBLINGS_SCRIPT,
       LOAD_SCRIPT,
+      STATE_SCRIPT,
+      CLAIM_SCRIPT,
+      RAISE_SCRIPT,
+      ADMIT_SCRIPT,
       SCAN_LOG_SCRIPT,
       REPAIR_SCRIPT,
       ...SET_SCRIPTS,
@@ -960,8 +1278,12 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       await this.#run(reader, 'script', (r) => r.script('LOAD', script.lua))
   }
 
-  /** Re-reads `sv` after a push or a reconnection, retrying (bounded) while that fails. */
-  #catchUp(attempt = 0): void {
+  /**
+   * Re-reads `sv` after a push or a reconnection, retrying (bounded) while that fails; with
+   * `reset`, the view may go down to what the store holds (see {@link StableVector.reset}).
+   */
+  #catchUp(attempt = 0, reset = false): void {
+    if (reset) this.#resetNext = true
     this.#refresh().catch(() => {
       if (!this.#connections || attempt + 1 >= CATCH_UP_ATTEMPTS) return
       clearTimeout(this.#catchUpTimer)
@@ -984,13 +1306,15 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
           this.#refreshAgain = false
           const c = this.#connections
           if (!c) return
-          const regions = this.#options.regions
-          const fields = Array.from({ length: regions }, (_, d) => String(d))
-          const values = await this.#run(c.reader, 'refresh', (r) =>
-            r.hmget(this.keys.sv, ...fields),
-          )
-          this.#stable.advance(values.map((v) => Number(v ?? 0)))
-        } while (this.#refreshAgain)
+          const reset = this.#resetNext
+          this.#resetNext = false
+          try {
+            this.#takeState(await this.#readState(c.reader, 'refresh'), reset)
+          } catch (error) {
+            if (reset) this.#resetNext = true // not done: the next refresh does it
+            throw error
+          }
+        } while (this.#refreshAgain || this.#resetNext)
       } finally {
         this.#refreshing = undefined
       }
@@ -998,6 +1322,40 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     this.#refreshing = run()
     return this.#refreshing
   }
+}
+
+/** What {@link RedisPartitionReplica.claimState} reads. */
+export interface ClaimState {
+  sv: number[]
+  /** This region's own history. */
+  history: EpochHistory
+  /** The region's current epoch in this store; 0 when no leader ever claimed it. */
+  epoch: number
+  /** The run id of the server process that holds the claim ('' when none ever did). */
+  leader: string
+  /** That server's address ('' when none). */
+  leaderAddr: string
+  /** The highest index a leader may have issued: its reservation (0 when none). */
+  reserved: number
+}
+
+interface StoredState {
+  sv: number[]
+  histories: EpochHistory[]
+  /** Whether the store holds its own region's history (a leader claimed it once). */
+  claimed: boolean
+  leader: string
+  leaderAddr: string
+  /** Infinity when the store has none (no leader ever claimed it). */
+  ceiling: number
+  reserved: number
+}
+
+// The epoch scripts' refusal an error carries (`CW_CEILING`, `CW_NOT_LEADER`), if any.
+function refusal(error: unknown): string | undefined {
+  if (!(error instanceof CausewayError)) return undefined
+  const reason = error.details?.['reason']
+  return typeof reason === 'string' ? /^CW_[A-Z_]+/.exec(reason)?.[0] : undefined
 }
 
 function decodes(decode: () => unknown): boolean {

@@ -79,6 +79,8 @@ export interface RedisSetsHost {
   epoch(): number
   /** The HLC's physical clock as the scripts take it: ms, or '' for the server's `TIME`. */
   now(): string
+  /** The leader claim a write goes under ('' for none; `epoch-scripts.ts`). */
+  leaderToken(): string
   /** The live write and read connections; throw `BACKEND_UNAVAILABLE` when closed. */
   writer(): Redis
   reader(): Redis
@@ -278,6 +280,7 @@ export class RedisSets extends AbstractSetReplica {
               state.n,
               name,
               setDelta,
+              host.leaderToken(),
               ...planArgs(keys, plan),
               ...extra.args,
             ],

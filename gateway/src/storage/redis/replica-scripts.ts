@@ -29,6 +29,7 @@
  * without touching it. A shipped set that does not parse is logged, not merged.
  */
 import { MAX_SAFE_COUNTER } from '@causeway/core'
+import { LEADER_CHECK_LUA } from './epoch-scripts.js'
 import { LuaScript } from './lua-script.js'
 import { SV_LUA } from './sv-lua.js'
 
@@ -289,7 +290,8 @@ return { ts, redis.call('HGET', KEYS[2], ARGV[2]) or '0' }
 
 /**
  * Leader write. KEYS: meta, sv, log(region), version(key).
- * ARGV: region, regions, dt, key, hasValue ('1'|'0'), value, now (ms; '' for the server's TIME).
+ * ARGV: region, regions, dt, key, hasValue ('1'|'0'), value, now (ms; '' for the server's TIME),
+ * the writer's leader token ('' for none; `epoch-scripts.ts`).
  * Reply: idx, ts, at, then sv[0..regions-1].
  */
 export const WRITE_SCRIPT = new LuaScript(`#!lua
@@ -300,6 +302,8 @@ local region = tonumber(ARGV[1])
 local regions = tonumber(ARGV[2])
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
+local leader_token = ARGV[8]
+${LEADER_CHECK_LUA}
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local at = string.format('%d', pc)
@@ -317,7 +321,7 @@ return reply
  * tombstone) becomes a new sibling of the region, superseding what the context covers, and the
  * log entry carries the resulting set. KEYS: meta, sv, log(region), siblings(key).
  * ARGV: region, regions, dt, key, hasValue ('1'|'0'), value, now, context (a sibling set text
- * without siblings: `actor US counter`, entries split by RS).
+ * without siblings: `actor US counter`, entries split by RS), the writer's leader token.
  * Reply: idx, ts, at, the resulting set's text, then sv[0..regions-1].
  */
 export const WRITE_SIBLING_SCRIPT = new LuaScript(`#!lua
@@ -336,6 +340,8 @@ local refused, why = sibling_refusal(context, local_set, region)
 if refused then return redis.error_reply(refused .. ' ' .. why) end
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
+local leader_token = ARGV[9]
+${LEADER_CHECK_LUA}
 local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local sibling

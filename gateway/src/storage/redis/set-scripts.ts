@@ -19,6 +19,7 @@
  * binary members and clocks arrive intact).
  */
 import { MAX_SAFE_COUNTER } from '@causeway/core'
+import { LEADER_CHECK_LUA } from './epoch-scripts.js'
 import { LuaScript } from './lua-script.js'
 import { SV_LUA } from './sv-lua.js'
 
@@ -105,7 +106,8 @@ return reply
 /**
  * A leader's set write. KEYS: meta, sv, log(region), clock, elements, size, stamp.
  * ARGV: region, regions, dt, now ('' for the server's TIME), expected n, set name, delta (JSON),
- * then the plan: clock ('' unchanged), size delta, #adds, adds..., #dels, dels...
+ * the writer's leader token ('' for none; `epoch-scripts.ts`), then the plan: clock ('' unchanged),
+ * size delta, #adds, adds..., #dels, dels...
  * Reply: 'RETRY' when the set changed since it was read; else 'OK', idx, ts, at, sv[0..D-1].
  */
 export const SET_WRITE_SCRIPT = new LuaScript(`#!lua
@@ -117,9 +119,11 @@ if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of millise
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 -- The bound of every counter (counter-bounds.ts): never an idx TypeScript would refuse.
 if idx > ${MAX_SAFE_COUNTER} then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
+local leader_token = ARGV[8]
+${LEADER_CHECK_LUA}
 local at = string.format('%d', pc)
 redis.call('XADD', KEYS[3], string.format('%d-0', idx), 'k', ARGV[6], 'ts', ts, 'at', at, 'b', ARGV[7])
-apply_plan(KEYS[4], KEYS[5], KEYS[6], 8)
+apply_plan(KEYS[4], KEYS[5], KEYS[6], 9)
 stamp_set(KEYS[7], ARGV[1], idx, ts)
 redis.call('HSET', KEYS[1], 'hlc', ts)
 redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', idx))

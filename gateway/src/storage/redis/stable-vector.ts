@@ -1,7 +1,10 @@
 /**
  * The last known `sv` of a Redis replica, the reads waiting for it to cover a vector, and the
- * listeners of its advances. It only moves forward: a stale view can make a waiter wait longer,
- * never resolve early, because the stored `sv` never goes below what was seen.
+ * listeners of its advances. It only moves forward ({@link StableVector.advance}): a stale view
+ * can make a waiter wait longer, never resolve early, because the stored `sv` never goes below
+ * what was seen, except when the server's store itself went back ({@link StableVector.reset}):
+ * a server process that restarted with less than it had, or a follower resynchronised from a
+ * leader that holds less.
  */
 import { covers } from '@causeway/core'
 import { CoverageWaiters } from '../coverage-waiters.js'
@@ -49,6 +52,18 @@ export class StableVector {
         // A failing listener must not stop the others or the replica.
       }
     }
+  }
+
+  /**
+   * Replaces the view with the store's `sv` as just read, even where it is lower: after the
+   * connection to the server was lost (the server may be another process now) or the server
+   * replaced its data (a full resynchronisation).
+   */
+  reset(sv: readonly number[]): void {
+    if (this.#closed) return
+    const lower = sv.some((v, d) => v < (this.#sv[d] ?? 0))
+    if (lower) this.#sv = this.#sv.map((v, d) => Math.min(v, sv[d] ?? 0))
+    this.advance(sv)
   }
 
   /** Resolves `true` once the vector covers `need`, `false` at `deadline` (epoch ms) or close. */

@@ -166,8 +166,11 @@ describe('scripts', () => {
     const evals = await calls(server, 'eval')
     expect((await r.write('k', '2', HLC_ZERO)).idx).toBe(2)
     expect((await r.read('k')).version?.value).toBe('2')
-    // Each script came back through one EVAL after its NOSCRIPT.
-    expect((await calls(server, 'eval')) - evals).toBe(2)
+    // Each script came back through one EVAL after its NOSCRIPT: the write's, the read's and,
+    // when the write's push has been handled by now, the state re-read's.
+    const evalled = (await calls(server, 'eval')) - evals
+    expect(evalled).toBeGreaterThanOrEqual(2)
+    expect(evalled).toBeLessThanOrEqual(3)
   })
 })
 

@@ -1,7 +1,7 @@
 /**
  * How the session is kept in the local store. An applied write must be in the stored session by
  * the time it leaves the outbox (its removal and its session state are one batch), so a write
- * saves its partition's row (`hrm[:,p]`, `hwm[:,p]`, the epoch) and the dependency times, a few
+ * saves its partition's row (`hrm[:,p]`, `hwm[:,p]`, their positions' epochs) and the dependency times, a few
  * dozen bytes, not the whole session: a session that touched 1,000 partitions is 40 kB of JSON,
  * and writing it with every write cost more than the write. The whole session is saved besides,
  * at most every 50 ms while it changes (reads change it too) and on close; that save drops the
@@ -9,7 +9,7 @@
  *
  * `meta` keys: `session` (the whole session, `SessionJSON`), `session-head` (the fields of a
  * `SessionJSON` but `p`), `session-p:<partition>` (one row of `p`). Loading joins them
- * (elementwise max, the newer epoch's row: `Session.merge`), so a row saved after the whole
+ * (position by position, the higher index with its epoch: `Session.merge`), so a row saved after the whole
  * session, or without one, is not lost.
  */
 import { SESSION_FORMAT_VERSION, Session, type SessionJSON } from '@causeway/core'
@@ -79,7 +79,7 @@ export class SessionSaver {
         type: 'put',
         in: 'meta',
         key,
-        value: { e: row.epoch, r: [...row.hrm], w: [...row.hwm] },
+        value: { r: [...row.hrm], w: [...row.hwm], re: [...row.hrmEpochs], we: [...row.hwmEpochs] },
       })
     }
     return changes

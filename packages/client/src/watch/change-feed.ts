@@ -220,8 +220,9 @@ function changeOf(data: string, cursor: string, host: WatchHost): Change | undef
   if (typeof e?.key !== 'string' || typeof e.p !== 'number' || typeof e.dc !== 'number')
     return undefined
   const { parts, topology } = host
-  const epoch = parts.session.row(e.p)?.epoch ?? topology.epochs[e.p] ?? 1
-  parts.session.observeRead(e.p, { epoch, dc: e.dc, idx: e.idx, ts: e.ts })
+  // An event does not say the epoch its origin issued the entry in: the session keeps the index,
+  // which a gateway judges by its histories alone.
+  parts.session.observeRead(e.p, { dc: e.dc, idx: e.idx, ts: e.ts })
   parts.changed()
   const change: Change = {
     key: e.key,
@@ -241,7 +242,7 @@ function changeOf(data: string, cursor: string, host: WatchHost): Change | undef
   const entry: KeyEntry = {
     t: 'k',
     found: !e.deleted,
-    epoch,
+    epoch: topology.epochs[e.p] ?? 1,
     region: parts.home.id,
     replica: 0,
     ts: e.ts,
