@@ -213,7 +213,7 @@ describe('cluster config', () => {
   })
 
   it('refuses causal shipping with Sentinel failover, which it does not follow yet', () => {
-    const data = { ...valid(), shipping: { mode: 'causal' } }
+    const data: Record<string, unknown> = { ...valid(), shipping: { mode: 'causal' } }
     ;(data.regions as { sentinels?: string[] }[])[1]!.sentinels = ['redis://127.0.0.1:26379']
     expect(problems(data)).toEqual([
       "regions[1].sentinels: shipping.mode 'causal' does not follow Sentinel failover yet; use one or the other",
