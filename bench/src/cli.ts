@@ -21,6 +21,7 @@ import type { Suite } from './suite.js'
 import { bigsetsSuite } from './suites/bigsets.js'
 import { bookkeepingSuite } from './suites/bookkeeping.js'
 import { dvvSuite } from './suites/dvv.js'
+import { eunomiaSuite } from './suites/eunomia.js'
 import { gatewaySuite } from './suites/gateway.js'
 import { nukvSuite } from './suites/nukv.js'
 import { namiSuite } from './suites/nami.js'
@@ -36,6 +37,7 @@ const SUITES: Suite[] = [
   bigsetsSuite,
   offlineSuite,
   namiSuite,
+  eunomiaSuite,
 ] as Suite[]
 const BACKENDS: Backend[] = ['memory', 'disk', 'redis']
 /** What `--quick` over every suite may take, in seconds (builds included, it must stay under 3 min). */
@@ -133,7 +135,9 @@ async function main(): Promise<number> {
   }
   const quick = values.quick
   // Fail before starting anything when k6 is missing (every suite but bookkeeping needs it).
-  const needsK6 = suites.some((s) => !['bookkeeping', 'dvv', 'offline'].includes(s!.name))
+  const needsK6 = suites.some(
+    (s) => !['bookkeeping', 'dvv', 'offline', 'eunomia'].includes(s!.name),
+  )
   const k6 = needsK6 ? findK6() : undefined
   if (needsK6) await buildK6Bundle()
   const estimate = suites.reduce((sum, s) => sum + s!.estimateS(quick), 0)

@@ -25,6 +25,12 @@ export interface ClusterConfig {
   replicaLagMs?: number
   /** The "without HLC" ablation (`--without-hlc`). @default false */
   withoutHlc?: boolean
+  /** How partitions ship to other regions (`--shipping`). @default 'fifo' */
+  shipping?: 'fifo' | 'causal'
+  /** Causal shipping: the stabiliser's period theta, ms (`--theta`). @default the CLI's */
+  thetaMs?: number
+  /** Causal shipping: an idle partition's heartbeat interval Delta, ms (`--delta`). @default the CLI's */
+  deltaMs?: number
   /** Largest value the gateways accept, bytes of JSON (`--max-value-bytes`). @default 1 MiB */
   maxValueBytes?: number
   /** Extra flags for `node` (e.g. `--cpu-prof`). @default [] */
@@ -97,9 +103,18 @@ export function devArgs(config: ClusterConfig, dataDir: string | undefined): str
   ]
   if (config.backend === 'memory') args.push('--memory')
   else args.push('--data', dataDir!)
+  return [...args, ...commonArgs(config)]
+}
+
+/** The flags both backends take the same way. */
+function commonArgs(config: ClusterConfig): string[] {
+  const args: string[] = []
   if (config.withoutHlc) args.push('--without-hlc')
   if (config.maxValueBytes !== undefined)
     args.push('--max-value-bytes', String(config.maxValueBytes))
+  if (config.shipping !== undefined) args.push('--shipping', config.shipping)
+  if (config.thetaMs !== undefined) args.push('--theta', String(config.thetaMs))
+  if (config.deltaMs !== undefined) args.push('--delta', String(config.deltaMs))
   args.push(...(config.extraArgs ?? []))
   return args
 }
@@ -130,11 +145,7 @@ function redisDevArgs(config: ClusterConfig): string[] {
     '--wan-delay',
     String(config.wanDelayMs ?? 0),
   ]
-  if (config.withoutHlc) args.push('--without-hlc')
-  if (config.maxValueBytes !== undefined)
-    args.push('--max-value-bytes', String(config.maxValueBytes))
-  args.push(...(config.extraArgs ?? []))
-  return args
+  return [...args, ...commonArgs(config)]
 }
 
 const REGION_LINE = /^region (\d+) \(([^)]*)\) (http:\/\/\S+)$/

@@ -49,6 +49,53 @@ export function clockOffsets(
 
 const DAY_MS = 86_400_000
 
+/**
+ * `--shipping fifo|causal` and the causal knobs `--theta MS`, `--delta MS`, `--stabilisers N`
+ * (which need `--shipping causal`); only what was given.
+ */
+export function shippingOf(values: {
+  shipping?: string
+  theta?: string
+  delta?: string
+  stabilisers?: string
+}): {
+  shipping?: 'fifo' | 'causal'
+  causal?: { thetaMs?: number; deltaMs?: number; replicas?: number }
+} {
+  const out: ReturnType<typeof shippingOf> = {}
+  if (values.shipping !== undefined) {
+    if (values.shipping !== 'fifo' && values.shipping !== 'causal')
+      throw new UsageError(
+        `--shipping must be fifo or causal, not ${JSON.stringify(values.shipping)}`,
+      )
+    out.shipping = values.shipping
+  }
+  const causal: { thetaMs?: number; deltaMs?: number; replicas?: number } = {}
+  if (values.theta !== undefined) causal.thetaMs = integer('theta', values.theta, 0, 1, 60_000)
+  if (values.delta !== undefined) causal.deltaMs = integer('delta', values.delta, 0, 1, 60_000)
+  if (values.stabilisers !== undefined)
+    causal.replicas = integer('stabilisers', values.stabilisers, 0, 1, 16)
+  if (Object.keys(causal).length > 0) {
+    if (out.shipping !== 'causal')
+      throw new UsageError('--theta, --delta and --stabilisers need --shipping causal')
+    out.causal = causal
+  }
+  return out
+}
+
+/** `--partition-wan-delay MS` (repeatable, in partition order): each partition's data delay. */
+export function partitionDelays(
+  texts: readonly string[] | undefined,
+  partitions: number,
+): number[] | undefined {
+  if (texts === undefined || texts.length === 0) return undefined
+  if (texts.length > partitions)
+    throw new UsageError(
+      `--partition-wan-delay: at most one per partition (${partitions}), not ${texts.length}`,
+    )
+  return texts.map((text) => integer('partition-wan-delay', text, 0, 0, 3_600_000))
+}
+
 /** The namespaces `--siblings NS` (repeatable) marks as siblings namespaces. */
 export function siblingNamespaces(
   names: readonly string[] | undefined,

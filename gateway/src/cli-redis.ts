@@ -17,10 +17,12 @@ import {
   limitsOf,
   logLevel,
   loggerFor,
+  partitionDelays,
   publicUrls,
   rateLimitOf,
   runUntilSignal,
   namespacesOf,
+  shippingOf,
 } from './cli-args.js'
 import type { HttpLimits } from './http/http-limits.js'
 import type { Logger } from './log.js'
@@ -50,10 +52,11 @@ ${HTTP_LIMIT_USAGE}`
 
 /** Usage of the Redis-only options of `causeway dev`. */
 export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, --partitions, --replicas, --port,
---host, --wan-delay, --without-hlc, --max-value-bytes, --max-skew, --skew-wait, --clock-offset,
---log-level, --siblings, --transactional (each region gets a transaction log: a redis-server and
-as many Redis replicas as a partition), --commit-cache, --cors-origin, --public-url, the HTTP
-limits and --rate-limit N (default 0: off in dev) as above):
+--host, --wan-delay, --shipping, --theta, --delta, --partition-wan-delay, --without-hlc,
+--max-value-bytes, --max-skew, --skew-wait, --clock-offset, --log-level, --siblings,
+--transactional (each region gets a transaction log: a redis-server and as many Redis replicas as
+a partition), --commit-cache, --cors-origin, --public-url, the HTTP limits and --rate-limit N
+(default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
   --data DIR             keep the Redis data and config in DIR   [default: a temp dir]
@@ -231,6 +234,10 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       sentinel: { type: 'boolean' },
       'sentinel-down-after': { type: 'string' },
       'wan-delay': { type: 'string' },
+      shipping: { type: 'string' },
+      theta: { type: 'string' },
+      delta: { type: 'string' },
+      'partition-wan-delay': { type: 'string', multiple: true },
       'without-hlc': { type: 'boolean' },
       'max-value-bytes': { type: 'string' },
       'max-skew': { type: 'string' },
@@ -308,6 +315,17 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
   }
   const limits = limitsOf(values)
   if (Object.keys(limits).length > 0) options.limits = limits
+  const shipping = shippingOf(values)
+  if (shipping.shipping !== undefined)
+    options.shipping = {
+      mode: shipping.shipping,
+      ...(shipping.causal?.thetaMs === undefined ? {} : { thetaMs: shipping.causal.thetaMs }),
+      ...(shipping.causal?.deltaMs === undefined ? {} : { deltaMs: shipping.causal.deltaMs }),
+    }
+  const delays = partitionDelays(values['partition-wan-delay'], options.partitions)
+  if (delays !== undefined) options.partitionWanDelaysMs = delays
+  if (options.withoutHlc && options.shipping?.mode === 'causal')
+    throw new UsageError('--without-hlc cannot run with --shipping causal')
   return { options }
 }
 
@@ -322,6 +340,8 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `on ${total} redis-servers (appendfsync ${options.appendfsync}), ${options.gateways} gateway process(es) per region, ` +
       `data ${options.dataDir === undefined ? 'in a temporary directory' : `in ${options.dataDir}`}` +
       `${options.wanDelayMs ? `, WAN delay ${options.wanDelayMs} ms` : ''}` +
+      `, shipping ${options.shipping?.mode ?? 'fifo'}` +
+      `${options.partitionWanDelaysMs ? `, partition WAN delays ${options.partitionWanDelaysMs.join(', ')} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
       `${options.sentinel ? ', 3 sentinels per region' : ''}` +
       `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +

@@ -13,6 +13,8 @@ import {
   UsageError,
   clockOffsets,
   corsOrigins,
+  partitionDelays,
+  shippingOf,
   describeOrigins,
   httpLimitsOf,
   integer,
@@ -48,6 +50,15 @@ Options of dev:
   --memory               keep the cluster in memory instead (lost on exit)
   --replica-lag MS       delay before a follower applies an entry         [default: 0]
   --wan-delay MS         one-way delay between regions                    [default: 0]
+  --shipping MODE        fifo (each partition in order) or causal (Eunomia:
+                         causal across keys, levels causal)              [default: fifo]
+  --theta MS             causal: how often each region ships its stable labels
+                                                                         [default: 5]
+  --delta MS             causal: how long a partition may write nothing before
+                         it is asked for a heartbeat                     [default: 10]
+  --stabilisers N        causal: replicas of each region's stabiliser    [default: 1]
+  --partition-wan-delay MS  tests: one-way delay of one partition's data (repeatable,
+                         in partition order; labels keep --wan-delay)
   --max-value-bytes N    largest value, in bytes of JSON                 [default: 1048576]
   --max-skew MS          how far ahead of the latest region clock known a
                          write's causeway-dt may be                      [default: 30000]
@@ -112,6 +123,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
       memory: { type: 'boolean' },
       'replica-lag': { type: 'string' },
       'wan-delay': { type: 'string' },
+      shipping: { type: 'string' },
+      theta: { type: 'string' },
+      delta: { type: 'string' },
+      stabilisers: { type: 'string' },
+      'partition-wan-delay': { type: 'string', multiple: true },
       'max-value-bytes': { type: 'string' },
       'max-skew': { type: 'string' },
       'skew-wait': { type: 'string' },
@@ -171,6 +187,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
   }
   const limits = limitsOf(values)
   if (Object.keys(limits).length > 0) options.limits = limits
+  const shipping = shippingOf(values)
+  if (shipping.shipping !== undefined) options.shipping = shipping.shipping
+  if (shipping.causal !== undefined) options.causal = shipping.causal
+  const delays = partitionDelays(values['partition-wan-delay'], options.partitions)
+  if (delays !== undefined) options.partitionWanDelaysMs = delays
   const namespaces = namespacesOf(values.siblings, values.transactional)
   if (namespaces !== undefined) options.namespaces = namespaces
   if (values['commit-cache'] !== undefined) {
@@ -224,6 +245,9 @@ async function runDev(command: DevCommand): Promise<void> {
   process.stderr.write(
     `causeway dev: ${options.regions} regions × ${options.partitions} partitions × ${options.replicas} replicas, ` +
       `data ${where}, replica lag ${options.replicaLagMs} ms, WAN delay ${options.wanDelayMs} ms` +
+      `, shipping ${options.shipping ?? 'fifo'}` +
+      `${options.causal ? ` (theta ${options.causal.thetaMs ?? 5} ms, Delta ${options.causal.deltaMs ?? 10} ms, ${options.causal.replicas ?? 1} stabiliser replica(s))` : ''}` +
+      `${options.partitionWanDelaysMs ? `, partition WAN delays ${options.partitionWanDelaysMs.join(', ')} ms` : ''}` +
       `${options.withoutHlc ? ', WITHOUT HLC (ablation: writes wait for their dependencies)' : ''}` +
       `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `${describeNamespaces(options)}` +

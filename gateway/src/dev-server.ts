@@ -2,6 +2,7 @@
  * A whole cluster in one process: the embedded cluster plus one listening gateway per region
  * (`causeway dev`, `npm start`, integration tests).
  */
+import { CausewayError } from '@causeway/core'
 import type { FastifyServerOptions } from 'fastify'
 import { withoutHlc } from './ablation/without-hlc.js'
 import type { ClusterService } from './cluster/cluster-service.js'
@@ -187,6 +188,11 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     withoutHlc: ablation,
     ...clusterOptions
   } = options
+  // Writes that ignore their dependency time cannot be causal.
+  if (ablation === true && clusterOptions.shipping === 'causal')
+    throw new CausewayError('INVALID_OPTION', "withoutHlc cannot run with shipping: 'causal'", {
+      option: 'withoutHlc',
+    })
   const cluster = await EmbeddedCluster.start(clusterOptions)
   return serveCluster(cluster, {
     regions: cluster.regions,

@@ -138,6 +138,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
             receiver: cluster,
             maxBatchBytes: config.shipping.maxBatchBytes,
             ...(cluster.txLog === undefined ? {} : { transactions: cluster }),
+            ...(cluster.causal ? { labels: cluster.causal } : {}),
           },
         }),
     http: { ...config.http, ...options.http },

@@ -24,3 +24,9 @@ export type {
   WriteRequest,
   WriteResult,
 } from './cluster/cluster-service.js'
+export {
+  Stabiliser,
+  type StabiliserCounts,
+  type StabiliserOptions,
+} from './replication/causal/stabiliser.js'
+export type { CausalOptions } from './cluster/embedded-cluster.js'

@@ -315,7 +315,87 @@ function drawRegion(topology, region, status) {
           ),
     )
   }
+  if (status.causal) section.append(...drawCausal(topology, status.causal))
   return section
+}
+
+/**
+ * The causal shipping section: the region's stabiliser (as this gateway's replica sees it), its
+ * label links when it leads, and the receiver's SiteTime and queues.
+ * @param {any} topology
+ * @param {any} causal
+ */
+function drawCausal(topology, causal) {
+  const names = new Map(topology.regions.map((/** @type {any} */ r) => [r.id, r.name]))
+  const st = causal.stabiliser
+  const waiting = causal.receiver.origins.filter((/** @type {any} */ o) => o.queued > 0)
+  const out = [
+    h('h3', {}, 'Causal shipping'),
+    h(
+      'p',
+      {
+        'data-causal': '',
+        'data-leader': st.leader ? 'yes' : 'no',
+        'data-stable-time': st.stableTime,
+        'data-pending': st.pending,
+      },
+      `Stabiliser replica ${st.replica}${st.leader ? ' (leader)' : ''}: stable time ${st.stableTime}, ` +
+        `${st.pending} labels not yet stable, ${st.retained} kept until every region applied them, ` +
+        `${st.ordered} ordered. Theta ${causal.thetaMs} ms, Delta ${causal.deltaMs} ms.`,
+    ),
+    h(
+      'p',
+      { 'data-site-time': causal.receiver.siteTime.join(',') },
+      `SiteTime: ${causal.receiver.siteTime
+        .map((/** @type {string} */ t, /** @type {number} */ d) =>
+          d === topology.region ? '' : `${names.get(d) ?? d} ${t}`,
+        )
+        .filter(Boolean)
+        .join(', ')}. ` +
+        (waiting.length === 0
+          ? 'No label waits to be applied.'
+          : `Waiting: ${waiting
+              .map(
+                (/** @type {any} */ o) =>
+                  `${o.queued} of ${names.get(o.origin) ?? o.origin}${o.blocked ? ` (for ${o.blocked})` : ''}`,
+              )
+              .join(', ')}.`),
+    ),
+  ]
+  if (causal.links.length > 0)
+    out.push(
+      h(
+        'table',
+        { class: 'links' },
+        h(
+          'thead',
+          {},
+          h(
+            'tr',
+            {},
+            h('th', {}, 'labels to'),
+            h('th', {}, 'sent'),
+            h('th', {}, 'backlog (labels)'),
+            h('th', {}, 'applied there (per partition)'),
+          ),
+        ),
+        h(
+          'tbody',
+          {},
+          ...causal.links.map((/** @type {any} */ l) =>
+            h(
+              'tr',
+              { 'data-label-link': l.to, 'data-backlog': l.backlog },
+              h('td', {}, `→ ${names.get(l.to) ?? l.to}`),
+              h('td', { class: 'num' }, l.sent),
+              h('td', { class: 'num' }, l.backlog),
+              h('td', {}, `[${l.applied.join(', ')}]`),
+            ),
+          ),
+        ),
+      ),
+    )
+  return out
 }
 
 /** @param {any} topology */

@@ -79,6 +79,7 @@ const WRITE_DEPENDENCY: Record<WriteLevel, ReadLevel> = {
   'monotonic-writes': 'read-your-writes',
   'writes-follow-reads': 'monotonic-reads',
   session: 'session',
+  causal: 'session',
 }
 
 const KV_PATH = '/v1/kv/'

@@ -44,6 +44,11 @@ export interface ReadRequest {
   /** How long the replica may wait for `need`, in ms. */
   timeoutMs: number
   level: ReadLevel
+  /**
+   * A `causal` read's vector clock (`causeway-clock`): the read waits until the region's
+   * `SiteTime` covers it (clusters with `shipping: 'causal'`).
+   */
+  clock?: Hlc[]
 }
 
 /** A sibling as a read returns it: its version, value, and the serving replica's `sv[dc]`. */
@@ -96,6 +101,11 @@ export interface WriteRequest {
    * per namespace within the retention window; a repeat answers the first result.
    */
   op?: WriteOp
+  /**
+   * A `causal` write's vector clock (`causeway-clock`): the write waits until the region's
+   * `SiteTime` covers it and depends on all of it (clusters with `shipping: 'causal'`).
+   */
+  clock?: Hlc[]
 }
 
 /** An operation id and the fingerprint of the request that carries it. */

@@ -3,16 +3,32 @@
  * (`classic-level` under `dataDir`, or `memory-level`), a follower feed per follower (with the
  * injected replica lag) and a FIFO shipper per partition and ordered region pair (with the
  * injected one-way WAN delay). Replica 0 of each (region, partition) leads.
+ *
+ * With `shipping: 'causal'` (Eunomia), each region also runs its stabiliser (`causal.replicas`
+ * replicas in this process; the first running one leads) and its receiver: the shippers deliver
+ * each region's data to the other regions' inboxes instead of their leaders, the stabiliser
+ * leaders ship the labels, and each region's applier makes the updates visible in causal order.
  */
 import { join } from 'node:path'
 import {
+  CausewayError,
   DEFAULT_LIMITS,
   type Limits,
   type Namespaces,
+  type ShippingMode,
   checkNamespaces,
   hasTransactions,
+  isShippingMode,
 } from '@causeway/core'
 import { type Logger, processLogger } from '../log.js'
+import {
+  CausalRegion,
+  DEFAULT_DELTA_MS,
+  DEFAULT_THETA_MS,
+} from '../replication/causal/causal-region.js'
+import { InProcessLabelLink } from '../replication/causal/in-process-label-link.js'
+import { MemoryReceiverStore } from '../replication/causal/memory-receiver-store.js'
+import type { StabiliserProgress } from '../replication/causal/stabiliser-replica.js'
 import { FollowerFeed } from '../replication/follower-feed.js'
 import { InProcessLink } from '../replication/in-process-link.js'
 import { Shipper } from '../replication/shipper.js'
@@ -22,6 +38,7 @@ import { LevelPartitionReplica, type StringLevel } from '../storage/level/level-
 import { LevelTxLog } from '../storage/level/level-tx-log.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
+import { CausalService, type RegionServiceLike } from './causal-service.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
 import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
@@ -85,6 +102,22 @@ export interface EmbeddedClusterOptions {
    * @default 256
    */
   shipBatchSize?: number
+  /**
+   * How writes travel between regions: `fifo`, each partition's log in order (per-key session
+   * guarantees), or `causal` (Eunomia: causal across keys; levels `causal`). Published in the
+   * topology. An unknown mode is refused with `INVALID_OPTION`.
+   * @default 'fifo'
+   */
+  shipping?: ShippingMode
+  /** Causal shipping's knobs (with `shipping: 'causal'`). */
+  causal?: CausalOptions
+  /**
+   * Tests and benchmarks: the one-way WAN delay of each partition's data, by partition id, in
+   * place of `wanDelayMs` (labels keep `wanDelayMs`): partitions whose writes reach the other
+   * regions at different speeds, as per-partition links of a real WAN may.
+   * @default `wanDelayMs` for every partition
+   */
+  partitionWanDelaysMs?: number[]
   /**
    * `fsync` every committed batch before acknowledging it.
    * @default true
@@ -150,6 +183,25 @@ export interface EmbeddedClusterOptions {
   collectEveryMs?: number
 }
 
+/** The knobs of causal shipping. */
+export interface CausalOptions {
+  /**
+   * How often each region's stabiliser leader ships its stable labels, ms (Eunomia's theta).
+   * @default 5
+   */
+  thetaMs?: number
+  /**
+   * How long a partition may write nothing before it is asked for a heartbeat, ms (Delta).
+   * @default 10
+   */
+  deltaMs?: number
+  /**
+   * Replicas of each region's stabiliser (Algorithm 4); the first running one leads.
+   * @default 1
+   */
+  replicas?: number
+}
+
 const MAX_REGIONS = 255
 
 /** A multi-region cluster hosted in this process. */
@@ -165,13 +217,17 @@ export class EmbeddedCluster {
   readonly dataDir: string | undefined
   /** The configured namespaces (checked, with a null prototype). */
   readonly namespaces: Namespaces
+  /** How writes travel between regions. */
+  readonly shipping: ShippingMode
 
   /** `#members[d][p][i]`. */
   readonly #members: AbstractPartitionReplica[][][]
   /** `#feeds[d][p][i]`: the feed of each follower (none for the leader, i = 0). */
   readonly #feeds: (FollowerFeed | undefined)[][][]
   readonly #shippers: Shipper[]
-  readonly #services: RegionService[]
+  readonly #services: RegionServiceLike[]
+  /** With causal shipping: each region's causal machinery. */
+  readonly #causal: CausalRegion[]
   /** `#txLogs[d]`: region `d`'s transaction log, when the cluster has transactional namespaces. */
   readonly #txLogs: LevelTxLog[]
   readonly #appliers: TxApplier[]
@@ -199,6 +255,7 @@ export class EmbeddedCluster {
       snapshots: OpenSnapshotsOptions | undefined
       collectEveryMs: number | undefined
       onError: (error: unknown, source: string) => void
+      causal: CausalRegion[]
     },
   ) {
     this.id = options.id
@@ -213,7 +270,9 @@ export class EmbeddedCluster {
     this.#feeds = options.feeds
     this.#shippers = options.shippers
     this.#txLogs = options.txLogs
-    this.#services = this.regionNames.map(
+    this.#causal = options.causal
+    this.shipping = options.causal.length > 0 ? 'causal' : 'fifo'
+    const services = this.regionNames.map(
       (_, d) =>
         new RegionService({
           cluster: this.id,
@@ -249,6 +308,20 @@ export class EmbeddedCluster {
               }),
         }),
     )
+    this.#services = services.map((service, d) => {
+      const causal = this.#causal[d]
+      if (causal === undefined) return service
+      return new CausalService({
+        service,
+        causal,
+        leaders: this.#members[d]!.map((partition) => partition[0]!),
+        now: options.clocks[d]!,
+        ...(options.skewWaitMs === undefined ? {} : { skewWaitMs: options.skewWaitMs }),
+        ...(options.maxClockOffsetMs === undefined
+          ? {}
+          : { maxClockOffsetMs: options.maxClockOffsetMs }),
+      })
+    })
     this.#appliers = options.txLogs.map(
       (log, d) =>
         new TxApplier({
@@ -285,6 +358,15 @@ export class EmbeddedCluster {
   static async start(options: EmbeddedClusterOptions): Promise<EmbeddedCluster> {
     const layout = checkLayout(options)
     const { regions, partitions, replicas } = layout
+    const shipping = options.shipping ?? 'fifo'
+    if (!isShippingMode(shipping))
+      throw new CausewayError(
+        'INVALID_OPTION',
+        `unknown shipping mode ${JSON.stringify(shipping)}: use 'fifo' or 'causal'`,
+        { option: 'shipping', got: String(shipping) },
+      )
+    const causalOptions = checkCausal(options.causal, shipping)
+    const partitionDelays = checkPartitionDelays(options.partitionWanDelaysMs, partitions)
     const regionNames = options.regionNames ?? Array.from({ length: regions }, (_, d) => `r${d}`)
     checkRegionNames(regionNames, regions)
     const namespaces = checkNamespaces(options.namespaces)
@@ -371,19 +453,48 @@ export class EmbeddedCluster {
             }),
       )
     })
+    const leaders = (d: number) => members[d]!.map((partition) => partition[0]!)
+    const causal: CausalRegion[] =
+      shipping === 'causal' && regions > 1
+        ? causalRegions({
+            regions,
+            partitions,
+            leaders,
+            wanDelayMs: options.wanDelayMs ?? 0,
+            clocks,
+            options: causalOptions,
+            onError,
+          })
+        : []
     const shippers: Shipper[] = []
     for (let p = 0; p < partitions; p++) {
       for (let from = 0; from < regions; from++) {
         for (let to = 0; to < regions; to++) {
           if (from === to) continue
+          // Causal shipping delivers the data to the destination's inbox, where it waits for its
+          // label; its checkpoint is what the inbox holds or the leader has applied.
+          const inbox = causal[to]
+          const store = inbox?.store as MemoryReceiverStore | undefined
+          const destination =
+            inbox === undefined || store === undefined
+              ? members[to]![p]![0]!
+              : {
+                  sv: () => {
+                    const sv = new Array<number>(regions).fill(0)
+                    sv[from] = store.dataCheckpointNow(from, p)
+                    return sv
+                  },
+                  receive: (envelope: Parameters<CausalRegion['stash']>[1]) =>
+                    inbox.stash(p, envelope),
+                }
           shippers.push(
             new Shipper({
               source: members[from]![p]![0]!,
               to,
               link: new InProcessLink({
                 origin: from,
-                destination: members[to]![p]![0]!,
-                delayMs: options.wanDelayMs ?? 0,
+                destination,
+                delayMs: partitionDelays?.[p] ?? options.wanDelayMs ?? 0,
               }),
               batchSize: options.shipBatchSize ?? 256,
               now: clocks[from]!,
@@ -396,6 +507,8 @@ export class EmbeddedCluster {
     }
     for (const feed of feeds.flat(2)) feed?.start()
     for (const shipper of shippers) shipper.start()
+    await Promise.all(causal.map((region) => region.start()))
+    for (const region of causal) region.setLeader(0)
 
     return new EmbeddedCluster({
       ...layout,
@@ -417,11 +530,15 @@ export class EmbeddedCluster {
       snapshots: options.snapshots,
       collectEveryMs: options.collectEveryMs,
       onError,
+      causal,
     })
   }
 
-  /** The {@link ClusterService} of region `region`. */
-  service(region: number): RegionService {
+  /**
+   * The {@link ClusterService} of region `region` (with causal shipping, the causal service around
+   * the region's).
+   */
+  service(region: number): RegionServiceLike {
     const service = this.#services[region]
     if (!service)
       throw new RangeError(`region ${region} does not exist (the cluster has ${this.regions})`)
@@ -451,6 +568,13 @@ export class EmbeddedCluster {
     return this.#shippers
   }
 
+  /** With causal shipping, region `region`'s causal machinery (for tests and tools). */
+  causal(region: number): CausalRegion {
+    const causal = this.#causal[region]
+    if (!causal) throw new RangeError(`region ${region} has no causal shipping`)
+    return causal
+  }
+
   /**
    * Stops shipping and replication, then closes every replica once what it accepted is durable.
    * Entries still travelling between regions are shipped again on the next start.
@@ -459,6 +583,7 @@ export class EmbeddedCluster {
     this.#closing ??= (async () => {
       await Promise.all(this.#txShippers.map((s) => s.stop()))
       await Promise.all(this.#appliers.map((a) => a.stop()))
+      await Promise.all(this.#causal.map((c) => c.close()))
       await Promise.all(this.#services.map((s) => s.close()))
       await Promise.all(this.#shippers.map((s) => s.stop()))
       await Promise.all(this.#feeds.flat(2).map((f) => f?.stop()))
@@ -489,6 +614,91 @@ function checkLayout(options: EmbeddedClusterOptions): ClusterLayout {
     }
   }
   return { regions, partitions, replicas }
+}
+
+function checkCausal(
+  causal: CausalOptions | undefined,
+  shipping: ShippingMode,
+): Required<CausalOptions> {
+  const out = {
+    thetaMs: causal?.thetaMs ?? DEFAULT_THETA_MS,
+    deltaMs: causal?.deltaMs ?? DEFAULT_DELTA_MS,
+    replicas: causal?.replicas ?? 1,
+  }
+  if (causal !== undefined && shipping !== 'causal')
+    throw new CausewayError('INVALID_OPTION', "causal options need shipping: 'causal'", {
+      option: 'causal',
+    })
+  for (const [name, value, max] of [
+    ['causal.thetaMs', out.thetaMs, 60_000],
+    ['causal.deltaMs', out.deltaMs, 60_000],
+    ['causal.replicas', out.replicas, 16],
+  ] as const)
+    if (!Number.isInteger(value) || value < 1 || value > max)
+      throw new CausewayError('INVALID_OPTION', `${name} must be an integer in 1..${max}`, {
+        option: name,
+      })
+  return out
+}
+
+function checkPartitionDelays(
+  delays: readonly number[] | undefined,
+  partitions: number,
+): readonly number[] | undefined {
+  if (delays === undefined) return undefined
+  if (delays.length > partitions || delays.some((d) => !(d >= 0 && Number.isFinite(d))))
+    throw new RangeError(
+      `partitionWanDelaysMs needs at most one non-negative delay per partition (${partitions})`,
+    )
+  return delays
+}
+
+/** The causal machinery of every region of an embedded cluster. */
+function causalRegions(setup: {
+  regions: number
+  partitions: number
+  leaders: (d: number) => AbstractPartitionReplica[]
+  wanDelayMs: number
+  clocks: (() => number)[]
+  options: Required<CausalOptions>
+  onError: (error: unknown, source: string) => void
+}): CausalRegion[] {
+  const { regions, partitions, leaders, options } = setup
+  const out: CausalRegion[] = []
+  for (let d = 0; d < regions; d++) {
+    let progress: StabiliserProgress | undefined
+    out.push(
+      new CausalRegion({
+        region: d,
+        regions,
+        leaders: leaders(d),
+        thetaMs: options.thetaMs,
+        deltaMs: options.deltaMs,
+        store: new MemoryReceiverStore({ region: d, regions, leaders: leaders(d) }),
+        progress: {
+          publish: async (value) => {
+            progress = value
+          },
+          read: async () => progress,
+        },
+        link: (to) => new InProcessLabelLink(d, out[to]!, setup.wanDelayMs),
+        // Where the other regions stand with this region's updates: their leaders are here.
+        startFrom: async () =>
+          Array.from({ length: partitions }, (_, p) =>
+            Math.min(
+              ...Array.from({ length: regions }, (_, e) => e)
+                .filter((e) => e !== d)
+                .map((e) => leaders(e)[p]!.sv()[d] ?? 0),
+            ),
+          ),
+        replicaNames: Array.from({ length: options.replicas }, (_, i) => `r${d}.s${i}`),
+        now: setup.clocks[d]!,
+        onError: (error, source) =>
+          setup.onError(error, `causal shipping of region ${d}: ${source}`),
+      }),
+    )
+  }
+  return out
 }
 
 function checkRegionNames(names: readonly string[], regions: number): void {

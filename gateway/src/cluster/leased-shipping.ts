@@ -49,6 +49,12 @@ export interface LeasedShippingOptions {
    * @default 0
    */
   wanDelayMs?: number
+  /**
+   * Each partition's one-way delay, by partition, in place of `wanDelayMs` (benchmarks and tests:
+   * partitions whose data reaches the other regions at different speeds).
+   * @default `wanDelayMs` for every partition
+   */
+  partitionWanDelaysMs?: readonly number[]
   /** Told about failed shipping attempts (they are retried) and lease changes. */
   onEvent?: (event: 'acquired' | 'lost' | 'error', partition: number, error?: unknown) => void
   /**
@@ -130,6 +136,14 @@ export class LeasedShipping {
     return lease
   }
 
+  /**
+   * The health of region `region`'s gateways, shared by this process's links to it (the causal
+   * label links use it too).
+   */
+  health(region: number): GatewayHealth | undefined {
+    return this.#health.get(region)
+  }
+
   /** The partitions whose lease this process holds. */
   held(): number[] {
     return this.#leases.flatMap((lease, p) => (lease.held ? [p] : []))
@@ -160,6 +174,7 @@ export class LeasedShipping {
             source: leaders[p]!,
             to: destination.id,
             link: this.#delayed(
+              p,
               new HttpShippingLink({
                 gateways: this.#health.get(destination.id)!,
                 partition: p,
@@ -180,8 +195,8 @@ export class LeasedShipping {
     for (const shipper of shippers) shipper.start()
   }
 
-  #delayed(link: ShippingLink): ShippingLink {
-    const delayMs = this.#options.wanDelayMs ?? 0
+  #delayed(p: number, link: ShippingLink): ShippingLink {
+    const delayMs = this.#options.partitionWanDelaysMs?.[p] ?? this.#options.wanDelayMs ?? 0
     return delayMs > 0 ? new DelayedShippingLink(link, delayMs) : link
   }
 

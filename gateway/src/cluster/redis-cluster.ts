@@ -17,8 +17,14 @@
  * A replica whose server is down at start (or whose first connection fails) is opened again in
  * the background with backoff until it succeeds; meanwhile requests that need it fail fast with
  * `BACKEND_UNAVAILABLE` and everything else is served. Once open, a replica reconnects by itself.
+ *
+ * With `shipping.mode: 'causal'`, the process also hosts one replica of its region's stabiliser,
+ * takes other regions' labels and data into the region's receiver store in Redis
+ * (`storage/redis/causal-store.ts`), and competes for the region's causal lease: its holder leads
+ * the stabiliser (ships the labels) and applies the other regions' updates.
  */
 import { createHmac } from 'node:crypto'
+import { hostname } from 'node:os'
 import {
   CausewayError,
   type DivergenceStatus,
@@ -26,6 +32,9 @@ import {
   type ShipEnvelope,
   hasTransactions,
 } from '@causeway/core'
+import { CausalRegion } from '../replication/causal/causal-region.js'
+import { DelayedLabelLink, HttpLabelLink } from '../replication/causal/http-label-link.js'
+import type { LabelLink } from '../replication/causal/label-link.js'
 import { recoverFromRegions } from '../replication/region-log.js'
 import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
@@ -35,9 +44,11 @@ import { TxShipper } from '../replication/tx-shipper.js'
 import { DelayedTxLink } from './delayed-shipping-link.js'
 import { type Logger, processLogger } from '../log.js'
 import { QuarantineRegistry } from '../storage/quarantine.js'
+import { RedisCausalStore } from '../storage/redis/causal-store.js'
 import { RedisPartitionReplica } from '../storage/redis/redis-partition-replica.js'
 import { RedisTxLog } from '../storage/redis/redis-tx-log.js'
 import { type ClusterConfig, sentinelMasterName } from '../config/cluster-config.js'
+import { CausalService, type RegionServiceLike } from './causal-service.js'
 import { durabilityProblems } from './durability-check.js'
 import { LeasedShipping } from './leased-shipping.js'
 import { type Leadership, RedisFailover } from './redis-failover.js'
@@ -89,7 +100,10 @@ export interface RedisClusterOptions {
 export class RedisCluster implements ShippingReceiver, TxReceiver {
   readonly config: ClusterConfig
   readonly region: number
-  readonly service: RegionService
+  /** The region's service (with causal shipping, the causal service around it). */
+  readonly service: RegionServiceLike
+  /** With causal shipping: this process's part of the region's causal machinery. */
+  readonly causal: CausalRegion | undefined
   /** `replicas[p][i]`. */
   readonly replicas: readonly (readonly RedisPartitionReplica[])[]
   readonly #shipping: LeasedShipping | undefined
@@ -102,12 +116,16 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
   #txShippers: TxShipper[] = []
   #applierStopping: Promise<void> | undefined
   readonly #fetch: ShippingFetch | undefined
+  readonly #causalStore: RedisCausalStore | undefined
+  readonly #causalLease: RedisLease | undefined
   readonly #failover: RedisFailover
   readonly #onEvent: (message: string, error?: unknown) => void
   readonly #reopenMaxMs: number
   readonly #timers = new Set<ReturnType<typeof setTimeout>>()
   readonly #opening = new Set<Promise<void>>()
   #closing: Promise<void> | undefined
+  /** Set as {@link close} starts (before `#closing` is). */
+  #stopping = false
 
   private constructor(options: RedisClusterOptions) {
     const { config, region } = options
@@ -204,6 +222,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
             secret,
             shipping: config.shipping,
             wanDelayMs: config.benchmark.wanDelayMs,
+            partitionWanDelaysMs: config.benchmark.partitionWanDelaysMs,
             ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
             ...(options.fetch ? { fetch: options.fetch } : {}),
             onEvent: (event, p, error) => {
@@ -248,7 +267,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
             onAcquired: () => this.#startApplier(),
             onLost: () => void this.#stopApplier(),
           })
-    this.service = new RegionService({
+    const service = new RegionService({
       cluster: config.cluster,
       region,
       regionNames: config.regions.map((r) => r.name),
@@ -288,6 +307,91 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
         ? {}
         : { contextSecret: createHmac('sha256', secret).update('causeway set contexts').digest() }),
     })
+    const causal =
+      config.shipping.mode === 'causal' && config.regions.length > 1 && secret !== undefined
+        ? this.#causalRegion(options, secret)
+        : undefined
+    this.causal = causal?.region
+    this.#causalStore = causal?.store
+    this.#causalLease = causal?.lease
+    this.service =
+      causal === undefined
+        ? service
+        : new CausalService({
+            service,
+            causal: causal.region,
+            leaders: replicas.map((r) => r[0]!),
+            ...(now ? { now } : {}),
+            skewWaitMs: config.clock.skewWaitMs,
+            maxClockOffsetMs: config.clock.maxOffsetMs,
+          })
+  }
+
+  // The region's causal machinery in this process: its store in Redis, one stabiliser replica,
+  // the label links to the other regions (sharing the shipping links' health checks), the lease.
+  #causalRegion(
+    options: RedisClusterOptions,
+    secret: string,
+  ): { region: CausalRegion; store: RedisCausalStore; lease: RedisLease } {
+    const { config, region } = options
+    const here = config.regions[region]!
+    const leaders = this.replicas.map((r) => r[0]!)
+    const store = new RedisCausalStore({
+      namespace: config.redis.namespace,
+      region,
+      regions: config.regions.length,
+      regionUrl: here.replicas[0]![0]!,
+      leaderUrls: here.replicas.map((list) => list[0]!),
+      leaders,
+      commandTimeoutMs: config.redis.commandTimeoutMs,
+      connectTimeoutMs: config.redis.connectTimeoutMs,
+      reconnectMaxDelayMs: config.redis.reconnectMaxDelayMs,
+      onSiteTime: () => void causal.view.refresh().catch(() => undefined),
+    })
+    const link = (to: number): LabelLink => {
+      const http = new HttpLabelLink({
+        gateways: this.#shipping?.health(to) ?? config.regions[to]!.gateways,
+        origin: region,
+        partitions: config.partitions,
+        secret,
+        timeoutMs: config.shipping.requestTimeoutMs,
+        ...(options.fetch ? { fetch: options.fetch } : {}),
+      })
+      const delayMs = config.benchmark.wanDelayMs
+      return delayMs > 0 ? new DelayedLabelLink(http, delayMs) : http
+    }
+    const causal: CausalRegion = new CausalRegion({
+      region,
+      regions: config.regions.length,
+      leaders,
+      thetaMs: config.shipping.thetaMs,
+      deltaMs: config.shipping.deltaMs,
+      store,
+      progress: store.progress,
+      link,
+      // Where a replica starts reading: what every other region has applied, as the leader said.
+      startFrom: async () =>
+        (await store.progress.read().catch(() => undefined))?.applied ??
+        new Array<number>(config.partitions).fill(0),
+      replicaNames: [`${hostname()}:${process.pid}`],
+      maxAheadMs: config.clock.maxOffsetMs + config.limits.maxSkewMs,
+      onError: (error, source) => this.#onEvent(`causal shipping: ${source}: will retry`, error),
+    })
+    const lease = new RedisLease({
+      url: here.replicas[0]![0]!,
+      key: store.leaseKey,
+      ttlMs: config.shipping.leaseMs,
+      ...(options.leaseToken === undefined ? {} : { token: options.leaseToken }),
+      onAcquired: () => {
+        this.#onEvent('acquired the causal lease of the region')
+        causal.setLeader(0)
+      },
+      onLost: () => {
+        if (!this.#stopping) this.#onEvent('lost the causal lease of the region')
+        causal.setLeader(undefined)
+      },
+    })
+    return { region: causal, store, lease }
   }
 
   /**
@@ -303,6 +407,11 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
     // The first look at every leader: a gateway that answers has its writes' leaders claimed.
     await cluster.#failover.start()
     cluster.#shipping?.start()
+    if (cluster.causal) {
+      await cluster.#causalStore!.start()
+      await cluster.causal.start()
+      cluster.#causalLease!.start()
+    }
     return cluster
   }
 
@@ -436,11 +545,14 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
   }
 
   async checkpoint(partition: number, origin: number): Promise<number> {
+    // Causal shipping: the data waits in the region's inbox for its label.
+    if (this.causal) return this.causal.dataCheckpoint(this.#partition(partition), origin)
     const sv = await this.#leader(partition).refresh()
     return sv[origin] ?? 0
   }
 
   receive(partition: number, envelope: ShipEnvelope): Promise<number> {
+    if (this.causal) return this.causal.stash(this.#partition(partition), envelope)
     const leader = this.#leader(partition)
     // Only a leader whose claim is made takes entries: another may be taking over.
     if (!leader.leading)
@@ -487,9 +599,13 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
 
   /** Stops shipping (handing the leases back), then closes every replica. */
   close(): Promise<void> {
+    this.#stopping = true
     this.#closing ??= (async () => {
       for (const timer of this.#timers) clearTimeout(timer)
       this.#timers.clear()
+      await this.#causalLease?.close()
+      await this.causal?.close()
+      await this.#causalStore?.close()
       await this.#failover.close()
       await this.#shipping?.close()
       await this.#applierLease?.close()
@@ -506,6 +622,10 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
     const leader = this.replicas[partition]?.[this.#failover.leaderOf(partition)]
     if (!leader) throw new CausewayError('INVALID_REQUEST', `no partition ${partition}`)
     return leader
+  }
+
+  #partition(partition: number): number {
+    return this.#leader(partition).partition
   }
 
   // One attempt to open `replica`; on failure, another after a backoff, until it opens or the

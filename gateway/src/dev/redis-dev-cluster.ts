@@ -96,6 +96,12 @@ export interface RedisDevClusterOptions {
    */
   wanDelayMs?: number
   /**
+   * Each partition's one-way data delay, by partition (the config's
+   * `benchmark.partitionWanDelaysMs`; labels keep `wanDelayMs`).
+   * @default `wanDelayMs` for every partition
+   */
+  partitionWanDelaysMs?: number[]
+  /**
    * The NuKV "without HLC" ablation (the config's `benchmark.withoutHlc`): writes wait at the
    * leader for their dependency vector instead of being stamped past their HLC dependency.
    * @default false
@@ -418,12 +424,18 @@ export async function startRedisDevCluster(
       // whose leader is lost stops, so only what the leader's disk keeps is promised.
       ...(options.sentinel ? { redis: { durability: 'majority' as const } } : {}),
       ...(options.namespaces ? { namespaces: { ...options.namespaces } } : {}),
-      ...(options.wanDelayMs || options.withoutHlc || options.clockOffsetsMs?.some((o) => o !== 0)
+      ...(options.wanDelayMs ||
+      options.withoutHlc ||
+      options.clockOffsetsMs?.some((o) => o !== 0) ||
+      options.partitionWanDelaysMs?.length
         ? {
             benchmark: {
               wanDelayMs: options.wanDelayMs ?? 0,
               withoutHlc: options.withoutHlc ?? false,
               ...(options.clockOffsetsMs ? { clockOffsetsMs: [...options.clockOffsetsMs] } : {}),
+              ...(options.partitionWanDelaysMs
+                ? { partitionWanDelaysMs: [...options.partitionWanDelaysMs] }
+                : {}),
             },
           }
         : {}),

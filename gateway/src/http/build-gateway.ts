@@ -32,7 +32,9 @@ import {
 import { registerRateLimit, type RateLimitOptions } from './rate-limit.js'
 import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
+import type { LabelReceiver } from '../replication/causal/label-link.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import { causalInternalRoutes } from './routes/causal-internal.js'
 import { internalRoutes } from './routes/internal.js'
 import type { TxReceiver } from '../replication/tx-link.js'
 import { kvRoutes } from './routes/kv.js'
@@ -78,7 +80,16 @@ export interface GatewayOptions {
    * receiver; needs `auth.clusterSecret`.
    * @default not served
    */
-  shipping?: { receiver: ShippingReceiver; maxBatchBytes?: number; transactions?: TxReceiver }
+  shipping?: {
+    receiver: ShippingReceiver
+    maxBatchBytes?: number
+    transactions?: TxReceiver
+    /**
+     * With causal shipping: the region's receiving side of other regions' labels
+     * (`/v1/internal/causal/labels/...`).
+     */
+    labels?: LabelReceiver
+  }
   /**
    * Origins whose web pages may call the client routes (CORS): `scheme://host[:port]` as browsers
    * send it, or `'*'` for any. The internal routes never answer cross-origin. See `http/cors.ts`.
@@ -250,6 +261,12 @@ export function buildGateway(options: GatewayOptions): Gateway {
           }
         : {}),
     })
+    if (options.shipping.labels)
+      app.register(causalInternalRoutes, {
+        receiver: options.shipping.labels,
+        region: service.region,
+        regions: shape.regionNames.length,
+      })
   }
   return app
 }

@@ -84,6 +84,11 @@ export function validationError(
       }
       if (field === 'causeway-after')
         return new CausewayError('INVALID_VECTOR', `causeway-after ${what}`)
+      if (field === 'causeway-clock')
+        return new CausewayError(
+          'INVALID_VECTOR',
+          'causeway-clock must be a vector clock: one HLC (16 lowercase hex digits) or 0 per region, comma-separated in region order',
+        )
       if (field === 'causeway-context')
         return new CausewayError(
           'INVALID_CONTEXT',

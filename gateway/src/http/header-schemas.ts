@@ -34,6 +34,21 @@ export function afterHeader(regions: number, description?: string) {
   })
 }
 
+/**
+ * `causeway-clock` of a cluster of `regions` regions: a `causal` call's vector clock, one HLC (or
+ * `0`) per region in region order.
+ */
+export function clockHeader(regions: number) {
+  const entry = '(0|[0-9a-f]{16})'
+  return Type.String({
+    pattern: `^${entry}(,${entry}){${regions - 1}}$`,
+    maxLength: regions * 17,
+    description:
+      'causal calls only (clusters with shipping: causal): the session’s vector clock, one HLC (16 lowercase hex digits) or 0 per region, in region order. The call waits until the region has applied what it covers; another number of entries is INVALID_VECTOR.',
+    examples: [Array.from({ length: regions }, () => '0').join(',')],
+  })
+}
+
 /** `causeway-dt`: an HLC. */
 export const DT_HEADER = Type.String({
   pattern: '^[0-9a-f]{16}$',

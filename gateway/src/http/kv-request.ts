@@ -1,19 +1,25 @@
 /**
  * Turns the parts of a `/v1/kv/:key` request that the route schemas cannot check (the key's
- * UTF-8 length, the `causeway-after`, `causeway-dt` and `causeway-context` headers, limits from
- * the cluster's shape)
+ * UTF-8 length, the `causeway-after`, `causeway-dt`, `causeway-context` and `causeway-clock`
+ * headers, limits from the cluster's shape)
  * into a validated `ReadRequest` or `WriteRequest`. Everything is checked before the cluster
  * service is called, so a bad request never writes anything.
+ *
+ * The `causal` levels are taken only by the kv routes of a cluster with `shipping: 'causal'`
+ * (`INVALID_LEVEL` elsewhere: in a FIFO cluster, a causal read would be served as a session one,
+ * which does not give what it asks for).
  */
 import {
   CausewayError,
   HEADER_AFTER,
+  HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
   HLC_ZERO,
   checkKey,
   decodeCausalContext,
   isHlc,
+  parseClock,
   parseReadNeed,
   partitionOf,
   type CausalContext,
@@ -73,6 +79,48 @@ function parseContext(header: string | undefined, shape: ClusterShape): CausalCo
   return decodeCausalContext(header.trim(), { regions: shape.regionNames.length })
 }
 
+/** Where a request is made: the kv routes take the `causal` levels, others do not. */
+export interface LevelScope {
+  /** The route takes `causal` levels (in a causal cluster). @default false */
+  causal?: boolean
+  /** What the route is, for the refusal's message. @default 'this route' */
+  route?: string
+}
+
+/**
+ * Refuses a `causal` level where it cannot be honoured: in a cluster that ships FIFO, or on a
+ * route that does not carry a vector clock (`INVALID_LEVEL`).
+ */
+export function checkCausalLevel(
+  level: string,
+  shape: Pick<ClusterShape, 'shipping'>,
+  scope: LevelScope = {},
+): void {
+  if (level !== 'causal') return
+  if (shape.shipping !== 'causal')
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      `level causal needs a cluster with shipping: 'causal'; this one ships ${shape.shipping} (use session)`,
+      { level, shipping: shape.shipping },
+    )
+  if (scope.causal !== true)
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      `level causal is taken by get, put and delete of keys, not by ${scope.route ?? 'this route'}`,
+      { level },
+    )
+}
+
+function parseCausalClock(
+  level: string,
+  headers: IncomingHttpHeaders,
+  shape: ClusterShape,
+): Hlc[] | undefined {
+  if (level !== 'causal') return undefined
+  const header = singleHeader(headers, HEADER_CLOCK)
+  return header === undefined ? undefined : parseClock(header, shape.regionNames.length)
+}
+
 function checkTimeout(timeoutMs: number | undefined, shape: ClusterShape): number {
   if (timeoutMs === undefined) return shape.limits.defaultTimeoutMs
   if (timeoutMs > shape.limits.maxTimeoutMs) {
@@ -94,9 +142,12 @@ export function parseRead(
   query: ReadOptions,
   headers: IncomingHttpHeaders,
   shape: ClusterShape,
+  scope: LevelScope = {},
 ): ParsedRead {
   checkKey(key, shape.limits.maxKeyBytes)
   const level = query.level ?? 'session'
+  checkCausalLevel(level, shape, scope)
+  const clock = parseCausalClock(level, headers, shape)
   const header = singleHeader(headers, HEADER_AFTER)
   const need = parseNeed(header, shape)
   const request: ReadRequest = {
@@ -107,6 +158,7 @@ export function parseRead(
     level,
   }
   if (need !== undefined && level !== 'eventual') request.need = need
+  if (clock !== undefined) request.clock = clock
   return { request, afterBytes: header === undefined ? 0 : Buffer.byteLength(header) }
 }
 
@@ -120,9 +172,12 @@ export function parseWrite(
   query: WriteOptions,
   headers: IncomingHttpHeaders,
   shape: ClusterShape,
+  scope: LevelScope = {},
 ): WriteRequest {
   checkKey(key, shape.limits.maxKeyBytes)
   const level = query.level ?? 'session'
+  checkCausalLevel(level, shape, scope)
+  const clock = parseCausalClock(level, headers, shape)
   const dt = parseDt(singleHeader(headers, HEADER_DT))
   const context = parseContext(singleHeader(headers, HEADER_CONTEXT), shape)
   if (value !== undefined) {
@@ -145,6 +200,7 @@ export function parseWrite(
   }
   // Whether the key's namespace takes a context is the cluster service's to say.
   if (context !== undefined) request.context = context
+  if (clock !== undefined) request.clock = clock
   // Only the "without HLC" benchmark ablation sends (and reads) a write's dependency vector.
   const need = parseNeed(singleHeader(headers, HEADER_AFTER), shape)
   if (need !== undefined && level !== 'eventual') request.need = need

@@ -45,7 +45,7 @@ export function parseSetRead(
   if (query.level !== undefined) options.level = query.level
   if (query.replica !== undefined) options.replica = query.replica
   if (query.timeoutMs !== undefined) options.timeoutMs = query.timeoutMs
-  const { request, afterBytes } = parseRead(name, options, headers, shape)
+  const { request, afterBytes } = parseRead(name, options, headers, shape, { route: 'sets' })
   const read: SetReadRequest = {
     name,
     partition: request.partition,
@@ -69,7 +69,7 @@ export function parseSetWrite(
   const options: { level?: WriteLevel; durability?: Durability } = {}
   if (query.level !== undefined) options.level = query.level
   if (query.durability !== undefined) options.durability = query.durability
-  const write = parseWrite(name, undefined, options, headers, shape)
+  const write = parseWrite(name, undefined, options, headers, shape, { route: 'sets' })
   const timeoutMs = query.timeoutMs ?? shape.limits.defaultTimeoutMs
   if (timeoutMs > shape.limits.maxTimeoutMs)
     throw new CausewayError(

@@ -23,6 +23,7 @@ import {
 import type { IncomingHttpHeaders } from 'node:http'
 import type { WatchFilter, WatchRequest } from '../cluster/change-feed.js'
 import type { ClusterShape } from '../cluster/cluster-service.js'
+import { checkCausalLevel } from './kv-request.js'
 
 /** Most keys one watch may name. */
 export const MAX_WATCH_KEYS = 100
@@ -132,6 +133,7 @@ export function parseWatch(
     )
   }
   const level = query.level ?? 'session'
+  checkCausalLevel(level, shape, { route: 'change feeds' })
   const timeoutMs = query.timeoutMs ?? shape.limits.defaultTimeoutMs
   if (timeoutMs > shape.limits.maxTimeoutMs)
     throw new CausewayError(

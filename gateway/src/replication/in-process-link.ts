@@ -12,8 +12,11 @@ import type { ShippingLink } from './shipping-link.js'
 export interface InProcessLinkOptions {
   /** The region whose entries travel on this link. */
   origin: number
-  /** The leader of the same partition in the destination region. */
-  destination: AbstractPartitionReplica
+  /**
+   * The leader of the same partition in the destination region (or, with causal shipping, the
+   * destination region's inbox of that partition, which looks the same to a link).
+   */
+  destination: Pick<AbstractPartitionReplica, 'sv' | 'receive'>
   /**
    * One-way delay, in ms.
    * @default 0
@@ -24,7 +27,7 @@ export interface InProcessLinkOptions {
 /** A shipping link to a replica in the same process. */
 export class InProcessLink implements ShippingLink {
   readonly #origin: number
-  readonly #destination: AbstractPartitionReplica
+  readonly #destination: Pick<AbstractPartitionReplica, 'sv' | 'receive'>
   readonly #wan: DelayedRoundTrip
 
   constructor(options: InProcessLinkOptions) {

@@ -43,6 +43,7 @@ import {
 import type {
   AdvanceListener,
   AsOfRead,
+  Heartbeat,
   ReplicaManifest,
   ReplicaPlace,
   ReplicaRead,
@@ -373,6 +374,22 @@ export abstract class AbstractPartitionReplica {
   }
 
   /**
+   * Leader only, for causal shipping (Eunomia Algorithm 2, `HEARTBEAT`): moves the HLC past its
+   * last timestamp and up to the physical clock, durably, without writing an entry, and resolves
+   * to that timestamp and the highest local idx: every local entry up to that idx has a smaller
+   * timestamp, every later one will have a larger (so a partition that writes nothing still tells
+   * the stabiliser how far its time has gone).
+   */
+  heartbeat(): Promise<Heartbeat> {
+    try {
+      this.checkOpen()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this._heartbeat()
+  }
+
+  /**
    * Resolves `true` as soon as `sv` covers `need` (at once if it already does), or `false` when
    * `deadline` (epoch ms) passes or the replica closes. Driven by `sv` changes, never by polling.
    * @throws `INVALID_VECTOR` unless `need` has one non-negative integer per region.
@@ -578,6 +595,9 @@ export abstract class AbstractPartitionReplica {
 
   /** One repair of `key` (concurrent asks already share it). */
   protected abstract _repair(key: string): Promise<boolean>
+
+  /** A heartbeat (see {@link heartbeat}); the replica is open. */
+  protected abstract _heartbeat(): Promise<Heartbeat>
 
   /** `limit` is at least 1 and the arguments are checked. */
   protected abstract _readLog(origin: number, afterIdx: number, limit: number): Promise<LogEntry[]>

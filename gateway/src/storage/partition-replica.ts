@@ -38,6 +38,15 @@ export interface SiblingRead {
   sv: number[]
 }
 
+/**
+ * A leader's heartbeat (causal shipping, Eunomia Algorithm 2): every local entry with an idx up to
+ * `idx` has a timestamp below `ts`, and every later one will have a timestamp above it.
+ */
+export interface Heartbeat {
+  ts: Hlc
+  idx: number
+}
+
 /** Fires when a replica's `sv` advances. */
 export type AdvanceListener = (sv: readonly number[]) => void
 

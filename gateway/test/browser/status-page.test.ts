@@ -121,6 +121,48 @@ describeInChromium('the status page in Chromium', () => {
     }
   })
 
+  it('shows causal shipping: the stabiliser leader, stable time and SiteTime of each region', async () => {
+    const cluster = await startDevCluster({
+      regions: 2,
+      partitions: 2,
+      replicas: 1,
+      port: 0,
+      wanDelayMs: 50,
+      shipping: 'causal',
+    })
+    clusters.push(cluster)
+    const put = await fetch(`${cluster.urls[0]}/v1/kv/k?level=causal`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ value: 1 }),
+    })
+    const { ts } = (await put.json()) as { ts: string }
+    const page = await open(cluster)
+    expect((await readStatusPage(page)).summary).toContain('causal shipping')
+    // Region 1's SiteTime of region 0 reaches the write, and each region has one leader.
+    for (let i = 0; i < 20; i++) {
+      const site = await page.getAttribute(
+        'section[data-region="1"] [data-site-time]',
+        'data-site-time',
+      )
+      if ((site?.split(',')[0] ?? '') >= ts) break
+      await waitForRefresh(page)
+    }
+    const causal = await page.$$eval('[data-causal]', (nodes) =>
+      nodes.map((n) => ({ leader: n.getAttribute('data-leader'), text: n.textContent })),
+    )
+    expect(causal.map((c) => c.leader)).toEqual(['yes', 'yes'])
+    expect(causal[0]!.text).toMatch(
+      /Stabiliser replica r0\.s0 \(leader\): stable time [0-9a-f]{16}/,
+    )
+    const site = await page.getAttribute(
+      'section[data-region="1"] [data-site-time]',
+      'data-site-time',
+    )
+    expect(site!.split(',')[0]! >= ts).toBe(true)
+    expect(await page.locator('[data-label-link]').count()).toBe(2)
+  })
+
   it('shows hostile names as text, and says how to reach a region it cannot read', async () => {
     const hostile = '<img src=x onerror="window.__pwned=1">'
     const cluster = await startDevCluster({

@@ -34,6 +34,8 @@ describe('causeway CLI usage', () => {
     [['dev', '--public-url', 'https://eu.example.com'], 'give one per region, in region order (2)'],
     [['gateway', '--config', 'x.json', '--cors-origin', 'localhost'], '--cors-origin: "localhost"'],
     [['dev', '--body-timeout', '0'], '--body-timeout must be between 1 and 3600000, not 0'],
+    [['dev', '--shipping', 'gossip'], '--shipping must be fifo or causal, not "gossip"'],
+    [['dev', '--theta', '5'], '--theta, --delta and --stabilisers need --shipping causal'],
     [
       ['gateway', '--config', 'x.json', '--rate-limit', 'lots'],
       '--rate-limit must be a whole number',

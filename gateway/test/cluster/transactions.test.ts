@@ -1,7 +1,7 @@
 import { HLC_ZERO, type TxWrite, sortWrites } from '@causeway/core'
 import { afterEach, describe, expect, it, vi } from 'vitest'
 import { EmbeddedCluster } from '../../src/cluster/embedded-cluster.js'
-import type { RegionTransactions } from '../../src/cluster/transactions/region-transactions.js'
+import type { TransactionService } from '../../src/cluster/transactions/transaction-service.js'
 
 const clusters: EmbeddedCluster[] = []
 afterEach(async () => {
@@ -28,7 +28,7 @@ function writes(w: Record<string, unknown>): TxWrite[] {
 }
 
 async function commit(
-  tx: RegionTransactions,
+  tx: TransactionService,
   snapshot: number,
   reads: [string, number][],
   w: Record<string, unknown>,

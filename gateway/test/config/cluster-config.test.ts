@@ -180,6 +180,7 @@ describe('cluster config', () => {
     expect(config.clock.skewWaitMs).toBe(0)
     expect(config.benchmark).toEqual({
       wanDelayMs: 0,
+      partitionWanDelaysMs: [],
       withoutHlc: false,
       clockOffsetsMs: [0, -60_000],
     })
@@ -188,6 +189,35 @@ describe('cluster config', () => {
     ])
     expect(problems({ ...valid(), benchmark: { clockOffsetsMs: [0, 1e9] } })).toHaveLength(1)
     expect(problems({ ...valid(), clock: { skewWaitMs: -1 } })).toHaveLength(1)
+  })
+
+  it('reads the shipping mode and its knobs, and refuses an unknown mode', () => {
+    expect(parseClusterConfig(valid()).shipping).toMatchObject({
+      mode: 'fifo',
+      thetaMs: 5,
+      deltaMs: 10,
+    })
+    const causal = parseClusterConfig({
+      ...valid(),
+      shipping: { mode: 'causal', thetaMs: 2, deltaMs: 20 },
+      benchmark: { partitionWanDelaysMs: [100, 0] },
+    })
+    expect(causal.shipping).toMatchObject({ mode: 'causal', thetaMs: 2, deltaMs: 20 })
+    expect(causal.benchmark.partitionWanDelaysMs).toEqual([100, 0])
+    expect(problems({ ...valid(), shipping: { mode: 'gossip' } })).toEqual([
+      expect.stringMatching(/^shipping\.mode: must be equal to one of .*fifo .* or causal/),
+    ])
+    expect(problems({ ...valid(), benchmark: { partitionWanDelaysMs: [1, 2, 3] } })).toEqual([
+      'benchmark.partitionWanDelaysMs: has 3 delays; the cluster has 2 partitions',
+    ])
+  })
+
+  it('refuses causal shipping with Sentinel failover, which it does not follow yet', () => {
+    const data: Record<string, unknown> = { ...valid(), shipping: { mode: 'causal' } }
+    ;(data.regions as { sentinels?: string[] }[])[1]!.sentinels = ['redis://127.0.0.1:26379']
+    expect(problems(data)).toEqual([
+      "regions[1].sentinels: shipping.mode 'causal' does not follow Sentinel failover yet; use one or the other",
+    ])
   })
 
   it('refuses region names that read as ids', () => {

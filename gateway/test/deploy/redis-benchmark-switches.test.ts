@@ -161,6 +161,7 @@ describe('Redis cluster benchmark switches', () => {
     }
     expect(parseClusterConfig(base).benchmark).toEqual({
       wanDelayMs: 0,
+      partitionWanDelaysMs: [],
       withoutHlc: false,
       clockOffsetsMs: [],
     })

@@ -230,7 +230,7 @@ describe('query options', () => {
     const get = await app.inject({ method: 'GET', url: '/v1/kv/k?level=strong' })
     expect(get.json().details).toEqual({
       option: 'level',
-      allowed: ['eventual', 'monotonic-reads', 'read-your-writes', 'session'],
+      allowed: ['eventual', 'monotonic-reads', 'read-your-writes', 'session', 'causal'],
       got: 'strong',
     })
     const del = await app.inject({ method: 'DELETE', url: '/v1/kv/k?durability=all' })

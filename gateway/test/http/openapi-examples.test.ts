@@ -51,6 +51,7 @@ describe('OpenAPI examples', () => {
         for (const p of operation.parameters ?? []) if (p.in === 'header') headers.set(p.name, p)
     expect([...headers.keys()].sort()).toEqual([
       'causeway-after',
+      'causeway-clock',
       'causeway-context',
       'causeway-dt',
       'causeway-op-id',

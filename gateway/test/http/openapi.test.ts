@@ -41,6 +41,7 @@ describe('OpenAPI document', () => {
       replica: 'query',
       timeoutMs: 'query',
       'causeway-after': 'header',
+      'causeway-clock': 'header',
     })
     const reply = get.responses['200'].content['application/json'].schema
     expect(Object.keys(reply.properties)).toEqual(
@@ -63,6 +64,12 @@ describe('OpenAPI document', () => {
     expect(putParams).toEqual(expect.arrayContaining(['level', 'durability', 'causeway-dt']))
     expect(put.requestBody.content['application/json'].schema.required).toEqual(['value'])
     const level = put.parameters.find((p: { name: string }) => p.name === 'level').schema
-    expect(level.enum).toEqual(['eventual', 'monotonic-writes', 'writes-follow-reads', 'session'])
+    expect(level.enum).toEqual([
+      'eventual',
+      'monotonic-writes',
+      'writes-follow-reads',
+      'session',
+      'causal',
+    ])
   })
 })

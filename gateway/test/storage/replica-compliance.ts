@@ -383,6 +383,28 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       expect(await r.readLog(0, 0, 1000)).toEqual(written)
     })
 
+    it('heartbeats between writes: later than every entry up to its idx, earlier than every later one, and durable', async () => {
+      let { r } = await fresh()
+      const first = await r.heartbeat()
+      expect(first.idx).toBe(0)
+      // Writes stamped before the heartbeat, committed in the same turn, are covered by it.
+      const before = Promise.all([r.write('a', '1', HLC_ZERO), r.write('b', '2', HLC_ZERO)])
+      const beat = await r.heartbeat()
+      const written = await before
+      expect(beat.idx).toBe(2)
+      expect(beat.ts > first.ts).toBe(true)
+      for (const entry of written) expect(entry.ts < beat.ts).toBe(true)
+      // Even a write depending on nothing comes after it, also after a restart.
+      r = await restart(r)
+      const after = await r.write('c', '3', HLC_ZERO)
+      expect(after.ts > beat.ts).toBe(true)
+      const again = await r.heartbeat()
+      expect(again.ts > after.ts && again.idx === 3).toBe(true)
+      // A heartbeat writes no entry.
+      expect(r.sv()).toEqual([3, 0, 0])
+      expect((await r.readLog(0, 0, 10)).map((e) => e.idx)).toEqual([1, 2, 3])
+    })
+
     describe('waitFor', () => {
       it('resolves at once when sv already covers the need', async () => {
         const { r } = await fresh()
@@ -1210,6 +1232,7 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
           ['read', () => r.read('k'), 'BACKEND_UNAVAILABLE'],
           ['readLog', () => r.readLog(0, 0, 1), 'BACKEND_UNAVAILABLE'],
           ['refresh', () => r.refresh(), 'BACKEND_UNAVAILABLE'],
+          ['heartbeat', () => r.heartbeat(), 'BACKEND_UNAVAILABLE'],
         ]
         for (const [label, call, code] of unopened)
           await expect(call(), label).rejects.toMatchObject({ code })

@@ -10,11 +10,13 @@ import {
   CausewayError,
   EpochMismatchError,
   HEADER_AFTER,
+  HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
   HEADER_OP_ID,
   HLC_ZERO,
   SessionNotAvailableError,
+  formatClock,
   formatReadNeed,
   type Durability,
   type ErrorCode,
@@ -56,6 +58,11 @@ export interface ClientParts {
   readonly defaults: Readonly<ResolvedDefaults>
   readonly partitions: number
   readonly maxKeyBytes: number
+  /**
+   * The cluster ships causally (`shipping: 'causal'`): every version a reply shows goes into the
+   * session's vector clock, and the `causal` levels are taken.
+   */
+  readonly causal: boolean
   /** Aborted when the client closes. */
   readonly closing: AbortSignal
   /** The offline engine (`connect({ persist })`), once started. */
@@ -124,6 +131,7 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
   const replica = options?.replica === undefined ? d.replica : checkReplica(options.replica)
   const retry = options?.retry === undefined ? d.retry : checkRetry(options.retry)
   const fallback = options?.fallback === undefined ? d.fallback : checkFallback(options.fallback)
+  checkCausal(parts, level)
   let rebase = epochPolicy(parts.defaults.onEpochMismatch, options?.onEpochMismatch) === 'rebase'
   const headers = { ...parts.headers }
   // Computed once: every attempt, retries and the home fallback included, sends exactly this
@@ -135,6 +143,8 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
     else delete headers[HEADER_AFTER]
   }
   setNeed()
+  const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
+  if (clock !== undefined) headers[HEADER_CLOCK] = clock
   const separator = call.path.includes('?') ? '&' : '?'
   const path = `${call.path}${separator}level=${level}&replica=`
   const deadline = new CallDeadline(timeoutMs, options?.signal, parts.closing)
@@ -179,7 +189,11 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
       if (res !== undefined) {
         if (res.status === 200) {
           const { reply, observed } = call.check(res.body, parts.regions.length)
-          for (const o of observed) parts.session.observeRead(call.partition, o)
+          for (const o of observed) {
+            parts.session.observeRead(call.partition, o)
+            if (parts.causal && o.dc !== undefined && o.ts !== undefined)
+              parts.session.observeClock(o.dc, o.ts)
+          }
           parts.changed()
           return { reply, attempts: tried.length + 1 }
         }
@@ -246,10 +260,12 @@ export function writeScope(
 ): WriteScope {
   const { region, timeoutMs } = callScope(parts, options)
   const d = parts.defaults
+  const level: WriteLevel = options?.write === undefined ? d.write : checkWrite(options.write)
+  checkCausal(parts, level)
   return {
     region,
     timeoutMs,
-    level: options?.write === undefined ? d.write : checkWrite(options.write),
+    level,
     durability:
       options?.durability === undefined ? d.durability : checkDurability(options.durability),
   }
@@ -266,6 +282,8 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   const headers = { ...parts.headers }
   headers[HEADER_OP_ID] = call.opId
   if (dt !== HLC_ZERO) headers[HEADER_DT] = dt
+  const clock = level === 'causal' ? formatClock(parts.session.clock()) : undefined
+  if (clock !== undefined) headers[HEADER_CLOCK] = clock
   if (call.context !== undefined) headers[HEADER_CONTEXT] = call.context
   if (call.body !== undefined) headers['content-type'] = 'application/json'
   // The positions the write follows: the leader refuses it (EPOCH_MISMATCH) when a failover lost
@@ -317,6 +335,7 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
   }
   const reply = checkWriteReply(res.body, parts.regions.length)
   parts.session.observeWrite(call.partition, reply)
+  if (parts.causal) parts.session.observeClock(reply.dc, reply.ts)
   parts.changed()
   return {
     pending: false,
@@ -328,6 +347,16 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
     region: reply.region,
     context: reply.context,
   }
+}
+
+/** A `causal` call needs a cluster that ships causally (the gateway says the same). */
+function checkCausal(parts: ClientParts, level: string): void {
+  if (level === 'causal' && !parts.causal)
+    throw new CausewayError(
+      'INVALID_LEVEL',
+      "level causal needs a cluster with shipping: 'causal'; this one ships fifo (use session)",
+      { level, shipping: 'fifo' },
+    )
 }
 
 /** A call's `onEpochMismatch`, or the client's. */

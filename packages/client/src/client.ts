@@ -259,6 +259,7 @@ export class Causeway<Offline extends boolean = false> {
       defaults: this.defaults,
       partitions: this.#partitions,
       maxKeyBytes: this.#maxKeyBytes,
+      causal: init.topology.shipping === 'causal',
       closing: this.#closing.signal,
       timeout: (timeoutMs) => this.#timeout(timeoutMs),
       changed: () => this.#changed(),

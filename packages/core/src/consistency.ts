@@ -3,14 +3,29 @@
  * write sends (NuKV Algorithm 1).
  */
 
-/** Read levels, weakest first. `session` (the default) is monotonic reads plus read-your-writes. */
-export const READ_LEVELS = ['eventual', 'monotonic-reads', 'read-your-writes', 'session'] as const
-/** Write levels, weakest first. `session` (the default) is monotonic writes plus writes-follow-reads. */
+/**
+ * Read levels, weakest first. `session` (the default) is monotonic reads plus read-your-writes;
+ * `causal` (clusters with `shipping: 'causal'` only) is `session` plus causality across keys: the
+ * read also waits until the region has applied everything the session's vector clock covers.
+ */
+export const READ_LEVELS = [
+  'eventual',
+  'monotonic-reads',
+  'read-your-writes',
+  'session',
+  'causal',
+] as const
+/**
+ * Write levels, weakest first. `session` (the default) is monotonic writes plus
+ * writes-follow-reads; `causal` (clusters with `shipping: 'causal'` only) is `session` plus
+ * causality across keys: the write depends on the session's whole vector clock.
+ */
 export const WRITE_LEVELS = [
   'eventual',
   'monotonic-writes',
   'writes-follow-reads',
   'session',
+  'causal',
 ] as const
 
 /** A read consistency level. */
@@ -30,22 +45,40 @@ export function isWriteLevel(value: unknown): value is WriteLevel {
 
 /** Whether a read at `level` must cover what the session has read (`hrm`). */
 export function readNeedsReads(level: ReadLevel): boolean {
-  return level === 'monotonic-reads' || level === 'session'
+  return level === 'monotonic-reads' || level === 'session' || level === 'causal'
 }
 
 /** Whether a read at `level` must cover what the session has written (`hwm`). */
 export function readNeedsWrites(level: ReadLevel): boolean {
-  return level === 'read-your-writes' || level === 'session'
+  return level === 'read-your-writes' || level === 'session' || level === 'causal'
 }
 
 /** Whether a write at `level` must be ordered after the session's writes (`dtW`). */
 export function writeFollowsWrites(level: WriteLevel): boolean {
-  return level === 'monotonic-writes' || level === 'session'
+  return level === 'monotonic-writes' || level === 'session' || level === 'causal'
 }
 
 /** Whether a write at `level` must be ordered after what the session has read (`dtR`). */
 export function writeFollowsReads(level: WriteLevel): boolean {
-  return level === 'writes-follow-reads' || level === 'session'
+  return level === 'writes-follow-reads' || level === 'session' || level === 'causal'
+}
+
+/**
+ * Whether a call at `level` is causal across keys: it carries the session's vector clock
+ * (`causeway-clock`) and needs a cluster with `shipping: 'causal'`.
+ */
+export function isCausalLevel(level: ReadLevel | WriteLevel): level is 'causal' {
+  return level === 'causal'
+}
+
+/** How a cluster ships writes between regions: per partition in order, or causally (Eunomia). */
+export const SHIPPING_MODES = ['fifo', 'causal'] as const
+/** A cluster's shipping mode. */
+export type ShippingMode = (typeof SHIPPING_MODES)[number]
+
+/** True when `value` names a shipping mode. */
+export function isShippingMode(value: unknown): value is ShippingMode {
+  return typeof value === 'string' && (SHIPPING_MODES as readonly string[]).includes(value)
 }
 
 /** Replica choice of a read. `any`: let the gateway choose (it prefers one that needs no wait). */

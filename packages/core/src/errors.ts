@@ -162,6 +162,14 @@ export const ERROR_CODES = {
    */
   TRANSACTION_CONFLICT: 409,
   /**
+   * Internal (causal shipping): an update label, a heartbeat or a batch of labels that cannot be
+   * taken: from a partition the cluster does not have, not in order (its partition's idx must
+   * follow on, its time must grow), or of a region that does not ship labels here. `details.field`
+   * names what is wrong. A vector of the wrong length is `INVALID_VECTOR`, a time too far ahead
+   * `CLOCK_SKEW_EXCEEDED`. Nothing of the batch was taken; the stabiliser goes on.
+   */
+  INVALID_LABEL: 400,
+  /**
    * Internal (between regions): a shipping envelope disagrees with what the receiver already holds
    * of its origin (an entry at a known position differs, or the sender's epoch history does not
    * extend the one the receiver learned). Nothing of it was applied; the receiver flags the link

@@ -5,6 +5,8 @@
  * a CommonJS consumer of it) never loads the schema library.
  * @packageDocumentation
  */
+export * from './causal-clock.js'
+export * from './causal-label.js'
 export * from './consistency.js'
 export * from './counter-bounds.js'
 export * from './epoch-history.js'
@@ -19,6 +21,7 @@ export * from './protocol.js'
 export * from './session.js'
 export * from './vector.js'
 export type {
+  CausalStatus,
   ChangeEvent,
   Op,
   OpError,

@@ -7,6 +7,11 @@
 export const HEADER_AFTER = 'causeway-after'
 /** Request header: a write's HLC dependency (16 hex digits). */
 export const HEADER_DT = 'causeway-dt'
+/**
+ * Request header of a `causal` read or write: the session's vector clock, one HLC per region in
+ * region order, comma-separated (`causal-clock.ts`).
+ */
+export const HEADER_CLOCK = 'causeway-clock'
 /** Request header: a siblings-namespace causal context. */
 export const HEADER_CONTEXT = 'causeway-context'
 /**
@@ -38,6 +43,7 @@ export const SDK_REQUEST_HEADERS: readonly string[] = [
   HEADER_AFTER,
   HEADER_DT,
   HEADER_CONTEXT,
+  HEADER_CLOCK,
   HEADER_OP_ID,
 ]
 

@@ -1,7 +1,9 @@
 /**
  * The client-held session of NuKV: the `hrm`/`hwm` region×partition matrices (sparse: only the
  * partitions the session touched), the dependency times `dtR`/`dtW`, and the epoch of each
- * position when the gateway told it (`epoch-history.ts`). It is plain data so it can move between tabs, processes and devices:
+ * position when the gateway told it (`epoch-history.ts`); in a cluster with causal shipping, also
+ * its vector clock (`vc`, one HLC per region: `causal-clock.ts`). It is plain data so it can move
+ * between tabs, processes and devices:
  * `JSON.stringify(session)` saves it, {@link Session.fromJSON} validates and restores it, and
  * {@link Session.merge} joins two (elementwise max).
  */
@@ -14,6 +16,14 @@ import {
   writeFollowsWrites,
 } from './consistency.js'
 import { MAX_SAFE_COUNTER, withoutNegativeZero } from './counter-bounds.js'
+import {
+  type VectorClock,
+  clockMaxInto,
+  clockTop,
+  isVectorClock,
+  isZeroClock,
+  zeroClock,
+} from './causal-clock.js'
 import { CausewayError, type LostPosition } from './errors.js'
 import { HLC_ZERO, type Hlc, hlcMax, isHlc } from './hlc.js'
 import type { ReadNeed } from './vector.js'
@@ -49,6 +59,11 @@ export interface SessionJSON {
    * `regions`); absent while the session has used no transaction or transactional key.
    */
   t?: number[]
+  /**
+   * Causal shipping: the vector clock, one HLC per region (the newest version of each region the
+   * session has seen). Absent while it has seen nothing.
+   */
+  vc?: Hlc[]
 }
 
 /** The shape of the cluster a session is bound to. */
@@ -113,12 +128,14 @@ export class Session {
   readonly #rows = new Map<number, Row>()
   /** `#tids[d]`: highest tid of region `d`'s transaction log read or written. */
   readonly #tids: number[]
+  #vc: Hlc[]
 
   constructor(scope: SessionScope) {
     this.cluster = scope.cluster
     this.regions = scope.regions
     this.partitions = scope.partitions
     this.#tids = new Array<number>(scope.regions).fill(0)
+    this.#vc = zeroClock(scope.regions)
   }
 
   /**
@@ -165,7 +182,21 @@ export class Session {
       p,
     }
     if (this.#tids.some((tid) => tid > 0)) json.t = [...this.#tids]
+    if (!isZeroClock(this.#vc)) json.vc = [...this.#vc]
     return json
+  }
+
+  /** The vector clock (causal shipping): the newest version of each region seen. A copy. */
+  clock(): Hlc[] {
+    return [...this.#vc]
+  }
+
+  /**
+   * Records a version of region `dc` stamped `ts` in the vector clock (a causal cluster's SDK does
+   * for every version a reply shows).
+   */
+  observeClock(dc: number, ts: Hlc): void {
+    if (dc >= 0 && dc < this.regions && ts > this.#vc[dc]!) this.#vc[dc] = ts
   }
 
   /** An independent copy. */
@@ -209,6 +240,7 @@ export class Session {
     this.dtR = hlcMax(this.dtR, o.dtR)
     this.dtW = hlcMax(this.dtW, o.dtW)
     o.#tids.forEach((tid, d) => this.observeTid(d, tid))
+    clockMaxInto(this.#vc, o.#vc)
     for (const [p, theirs] of o.#rows) {
       const mine = this.#rowFor(p)
       for (let d = 0; d < this.regions; d++) {
@@ -240,12 +272,21 @@ export class Session {
     return needOf(row, this.regions, writeFollowsReads(level), writeFollowsWrites(level))
   }
 
-  /** The dependency time a write at `level` sends (NuKV Alg. 1 lines 21–28). */
+  /**
+   * The dependency time a write at `level` sends (NuKV Alg. 1 lines 21–28); a `causal` write's
+   * is past its whole vector clock too, so it is stamped after everything the session saw.
+   */
   writeDependency(level: WriteLevel): Hlc {
     let dt = HLC_ZERO
     if (writeFollowsWrites(level)) dt = hlcMax(dt, this.dtW)
     if (writeFollowsReads(level)) dt = hlcMax(dt, this.dtR)
+    if (level === 'causal') dt = hlcMax(dt, clockTop(this.#vc))
     return dt
+  }
+
+  /** @internal Used by {@link Session.fromJSON} after validation. */
+  restoreClock(vc: VectorClock): void {
+    this.#vc = [...vc]
   }
 
   /** Records a read reply: `hrm[dc][p] = max(.., idx)`, `dtR = max(dtR, ts)`. */
@@ -386,6 +427,10 @@ function parseSessionJSON(data: unknown): Session {
   const s = new Session({ cluster: j.cluster, regions, partitions: j.partitions })
   s.dtR = j.dtR
   s.dtW = j.dtW
+  if (j.vc !== undefined) {
+    if (!isVectorClock(j.vc, regions)) throw bad(`vc must be an array of ${regions} HLCs`)
+    s.restoreClock(j.vc)
+  }
   const vector = (v: unknown, what: string): number[] => {
     if (!Array.isArray(v) || v.length !== regions)
       throw bad(`${what} must be an array of ${regions} indexes`)

@@ -213,6 +213,59 @@ export const QuarantineStatusSchema = Type.Object({
 })
 export type QuarantineStatus = Static<typeof QuarantineStatusSchema>
 
+/**
+ * The causal shipping section of `GET /v1/status` (clusters with `shipping: 'causal'`): this
+ * gateway's replica of the region's stabiliser, its label links when it leads, and the region's
+ * receiver.
+ */
+export const CausalStatusSchema = Type.Object({
+  thetaMs: Type.Number({ description: 'how often the stabiliser leader ships stable labels, ms' }),
+  deltaMs: Type.Number({
+    description: 'how long a partition stays silent before it is asked for a heartbeat, ms',
+  }),
+  stabiliser: Type.Object({
+    replica: Type.String({ description: 'which replica of the region this status is from' }),
+    leader: Type.Boolean(),
+    leaderSince: Type.Optional(
+      Type.String({ description: 'when this replica became leader (ISO 8601)' }),
+    ),
+    stableTime: Hlc,
+    partitionTime: Type.Array(Hlc, { description: 'PartitionTime: one HLC per partition' }),
+    pending: Type.Integer({ minimum: 0, description: 'labels not yet stable' }),
+    retained: Type.Integer({
+      minimum: 0,
+      description: 'stable labels kept until every other region has applied them',
+    }),
+    ordered: Type.Integer({ minimum: 0, description: 'labels ordered since this replica started' }),
+  }),
+  links: Type.Array(
+    Type.Object({
+      to: RegionId,
+      sent: Type.Integer({ minimum: 0, description: 'labels sent since this replica led' }),
+      backlog: Type.Integer({ minimum: 0, description: 'stable labels not yet acknowledged' }),
+      applied: Type.Array(Type.Integer({ minimum: 0 }), {
+        description: "the destination's applied idx of this region, per partition",
+      }),
+    }),
+    { description: 'the label links to the other regions (only at the leader)' },
+  ),
+  receiver: Type.Object({
+    siteTime: Type.Array(Hlc, {
+      description: 'SiteTime: per region, the time up to which its updates are applied here',
+    }),
+    origins: Type.Array(
+      Type.Object({
+        origin: RegionId,
+        queued: Type.Integer({ minimum: 0, description: 'labels received, not yet applied' }),
+        blocked: Type.Optional(
+          Type.String({ description: 'why the head of the queue waits: data or dependencies' }),
+        ),
+      }),
+    ),
+  }),
+})
+export type CausalStatus = Static<typeof CausalStatusSchema>
+
 /** One partition's leader in `GET /v1/status`, where leaders fail over (Redis). */
 export const LeaderStatusSchema = Type.Object({
   partition: Type.Integer({ minimum: 0 }),
@@ -263,6 +316,7 @@ export const StatusSchema = Type.Object({
       { description: "the region's transaction log (transactional namespaces only)" },
     ),
   ),
+  causal: Type.Optional(CausalStatusSchema),
   leaders: Type.Optional(Type.Array(LeaderStatusSchema)),
   divergence: Type.Optional(Type.Array(DivergenceStatusSchema)),
 })

@@ -17,9 +17,21 @@ function sample(): Session {
 }
 
 describe('levels', () => {
-  it('names the four read and four write levels', () => {
-    expect(READ_LEVELS).toEqual(['eventual', 'monotonic-reads', 'read-your-writes', 'session'])
-    expect(WRITE_LEVELS).toEqual(['eventual', 'monotonic-writes', 'writes-follow-reads', 'session'])
+  it('names the five read and five write levels', () => {
+    expect(READ_LEVELS).toEqual([
+      'eventual',
+      'monotonic-reads',
+      'read-your-writes',
+      'session',
+      'causal',
+    ])
+    expect(WRITE_LEVELS).toEqual([
+      'eventual',
+      'monotonic-writes',
+      'writes-follow-reads',
+      'session',
+      'causal',
+    ])
     expect(isReadLevel('session')).toBe(true)
     expect(isReadLevel('strong')).toBe(false)
     expect(isWriteLevel('monotonic-reads')).toBe(false)

@@ -1,5 +1,6 @@
 /** Runs every check over a history and gathers one report. */
 import { validateHistory, type History } from './history.js'
+import { checkCausal } from './checks/causal.js'
 import { checkConvergence } from './checks/convergence.js'
 import type { CheckOptions } from './checks/levels.js'
 import { checkMonotonicReads } from './checks/monotonic-reads.js'
@@ -39,6 +40,7 @@ const CHECKS: Record<CheckName, (history: History, options: CheckOptions) => Che
   'monotonic-writes': checkMonotonicWrites,
   'writes-follow-reads': checkWritesFollowReads,
   convergence: checkConvergence,
+  causal: checkCausal,
 }
 
 /**

@@ -5,6 +5,7 @@
  * @packageDocumentation
  */
 export * from './check.js'
+export * from './checks/causal.js'
 export * from './checks/convergence.js'
 export * from './checks/levels.js'
 export * from './checks/monotonic-reads.js'

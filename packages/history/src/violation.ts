@@ -9,6 +9,7 @@ export const CHECK_NAMES = [
   'monotonic-writes',
   'writes-follow-reads',
   'convergence',
+  'causal',
 ] as const
 
 /** One of {@link CHECK_NAMES}. */
@@ -26,7 +27,9 @@ export type CheckName = (typeof CHECK_NAMES)[number]
  * - `value-mismatch`: a read returned a version with another value (or found-ness) than written;
  * - `missing-final-state`: a key with acknowledged writes has no final state;
  * - `superseded-sibling`: a read or final state of a siblings key holds a version beside one that
- *   superseded it, or one an acknowledged write superseded (a false conflict).
+ *   superseded it, or one an acknowledged write superseded (a false conflict);
+ * - `causal-cycle`: an operation depends on itself in the causal order (a read returned a version
+ *   written in its own causal future).
  */
 export type ViolationKind =
   | 'stale-read'
@@ -39,6 +42,7 @@ export type ViolationKind =
   | 'value-mismatch'
   | 'missing-final-state'
   | 'superseded-sibling'
+  | 'causal-cycle'
 
 /** One broken guarantee, with what is needed to debug it. */
 export interface Violation {
@@ -59,6 +63,11 @@ export interface Violation {
   region?: number
   /** For final-state kinds: every region's winner. */
   winners?: ReadonlyArray<Version | undefined>
+  /**
+   * Check `causal`: the requirement came to the session only through other keys (no version of
+   * the key it had read or written explains it): an anomaly no per-key guarantee forbids.
+   */
+  crossKey?: boolean
   /** One line, for people. */
   message: string
 }

@@ -86,10 +86,23 @@ export interface WorkloadOptions {
    */
   switchRegionProbability?: number
   /**
+   * A pause between one call of a client and its next, ms (up to twice this, at random), so a
+   * run spans the cluster's shipping delays rather than finishing inside them.
+   * @default 0
+   */
+  pauseMs?: number
+  /**
    * Relative weights of gets, puts and deletes.
    * @default { get: 5, put: 4, delete: 1 }
    */
   mix?: { get?: number; put?: number; delete?: number }
+  /**
+   * The weights of a client while it is in region `d`, by region id, in place of `mix` (regions
+   * left out use `mix`): e.g. writers in one region and readers in another, which is how an
+   * anomaly across regions shows.
+   * @default `mix` everywhere
+   */
+  regionMix?: readonly ({ get?: number; put?: number; delete?: number } | undefined)[]
   /**
    * Seed of every random choice (the timing of a real cluster is not replayable, the choices are).
    * @default a random seed, reported in the result
@@ -134,11 +147,16 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
   const opsPerClient = options.opsPerClient ?? 50
   const durationMs = options.durationMs ?? 5_000
   const switchProbability = options.switchRegionProbability ?? 0.3
+  const pauseMs = options.pauseMs ?? 0
   const regions = options.regions
   const readLevels = asList(options.level?.read ?? 'session')
   const writeLevels = asList(options.level?.write ?? 'session')
   const durabilities = options.durability === undefined ? [] : asList(options.durability)
-  const mix = { ...DEFAULT_MIX, ...options.mix }
+  const baseMix = { ...DEFAULT_MIX, ...options.mix }
+  const mixes = Array.from({ length: options.regions }, (_, d) => {
+    const own = options.regionMix?.[d]
+    return own === undefined ? baseMix : { ...DEFAULT_MIX, ...own }
+  })
   const keys = Array.isArray(options.keys)
     ? [...(options.keys as readonly string[])]
     : freshKeys(
@@ -169,10 +187,13 @@ export async function runWorkload(options: WorkloadOptions): Promise<WorkloadRes
           n < opsPerClient && now() - start < durationMs && !options.signal?.aborted;
           n++
         ) {
+          if (n > 0 && pauseMs > 0)
+            await new Promise((resolve) => setTimeout(resolve, pauseMs * (0.5 + random())))
           if (regions > 1 && random() < switchProbability)
             region = (region + 1 + Math.floor(random() * (regions - 1))) % regions
           const key = pick(keys)
           const timeout = options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }
+          const mix = mixes[region]!
           const r = random() * (mix.get + mix.put + mix.delete)
           const known = contexts.get(key)
           const context =

@@ -5,6 +5,7 @@
  */
 import {
   HEADER_AFTER,
+  HEADER_CLOCK,
   HEADER_CONTEXT,
   HEADER_DT,
   HEADER_OP_ID,
@@ -27,7 +28,13 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { CONTEXT_HEADER, DT_HEADER, OP_ID_HEADER, afterHeader } from '../header-schemas.js'
+import {
+  CONTEXT_HEADER,
+  DT_HEADER,
+  OP_ID_HEADER,
+  afterHeader,
+  clockHeader,
+} from '../header-schemas.js'
 import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
 import { opIdHeader, writeOpOf } from '../op-request.js'
@@ -69,11 +76,13 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
   const shape = service.shape()
   const ReadHeadersSchema = Type.Object({
     [HEADER_AFTER]: Type.Optional(afterHeader(shape.regionNames.length)),
+    [HEADER_CLOCK]: Type.Optional(clockHeader(shape.regionNames.length)),
   })
   const WriteHeadersSchema = Type.Object({
     [HEADER_DT]: Type.Optional(DT_HEADER),
     [HEADER_CONTEXT]: Type.Optional(CONTEXT_HEADER),
     [HEADER_OP_ID]: Type.Optional(OP_ID_HEADER),
+    [HEADER_CLOCK]: Type.Optional(clockHeader(shape.regionNames.length)),
     [HEADER_AFTER]: Type.Optional(
       afterHeader(
         shape.regionNames.length,
@@ -103,6 +112,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         request.query,
         request.headers,
         shape,
+        { causal: true },
       )
       metrics.observeAfterHeader(read.level, afterBytes)
       const result = await service.read(read)
@@ -134,7 +144,9 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
     },
     async (request, reply) => {
       const value = encodeValue(request.body.value)
-      const write = parseWrite(request.params.key, value, request.query, request.headers, shape)
+      const write = parseWrite(request.params.key, value, request.query, request.headers, shape, {
+        causal: true,
+      })
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
         write.op = writeOpOf(opId, {
@@ -163,7 +175,14 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       },
     },
     async (request, reply) => {
-      const write = parseWrite(request.params.key, undefined, request.query, request.headers, shape)
+      const write = parseWrite(
+        request.params.key,
+        undefined,
+        request.query,
+        request.headers,
+        shape,
+        { causal: true },
+      )
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
         write.op = writeOpOf(opId, {

@@ -148,7 +148,9 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
           throw new CausewayError('INVALID_VALUE', 'a put needs a value (any JSON)')
         value = encodeValue(raw.value)
       }
-      const write = parseWrite(raw.key, value, query, headers, shape)
+      const write = parseWrite(raw.key, value, query, headers, shape, {
+        route: 'a batch of ops (it carries no vector clock)',
+      })
       checkDataScope(request, write.key, 'write')
       write.op = writeOpOf(opId, {
         kind: raw.kind,

@@ -42,6 +42,7 @@ import { CoverageWaiters } from '../coverage-waiters.js'
 import type {
   AdvanceListener,
   AsOfRead,
+  Heartbeat,
   ReplicaManifest,
   ReplicaRead,
   SiblingRead,
@@ -208,6 +209,8 @@ type Mutation =
   | { kind: 'repair'; key: string; settle: Settle<boolean> }
   // No entry: raise the floor of transactional versions and collect below it.
   | { kind: 'collect'; floor: number; settle: Settle<void> }
+  // No entry: a heartbeat's clock tick made durable; resolves to the local idx after the commit.
+  | { kind: 'heartbeat'; settle: Settle<number> }
 
 interface Settle<T> {
   resolve: (value: T) => void
@@ -521,6 +524,24 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     }
   }
 
+  // Ticked now, so every write stamped before has a smaller ts and every later one a larger; its
+  // mutation commits after theirs (the queue is in stamp order), and the commit's meta keeps the
+  // tick, so a restart never issues it again.
+  protected _heartbeat(): Promise<Heartbeat> {
+    const refused = this.#refusal()
+    if (refused) return Promise.reject(refused)
+    let ts: Hlc
+    try {
+      ts = this.#clock.tick()
+    } catch (error) {
+      return Promise.reject(error)
+    }
+    return this.#enqueue<number>((settle) => ({ kind: 'heartbeat', settle })).then((idx) => ({
+      ts,
+      idx,
+    }))
+  }
+
   protected _repair(key: string): Promise<boolean> {
     const refused = this.#refusal()
     if (refused) return Promise.reject(refused)
@@ -666,8 +687,9 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
 
     // A local write's ts came from this clock: only other replicas' entries move it.
     const compact = mutations.some((m) => m.kind === 'sets')
+    const tick = mutations.some((m) => m.kind === 'heartbeat')
     let plan: CommitPlan = { ops: [], refused: new Map(), made: new Map(), repaired: new Set() }
-    if (accepted.length > 0 || compact || repairs.size > 0 || collect > 0) {
+    if (accepted.length > 0 || compact || repairs.size > 0 || collect > 0 || tick) {
       plan = await this.#operations({ accepted, sv, compact, repairs, collect })
       // Operation records go in the batch of their writes (a sibling write's set is made by now);
       // a refused write leaves none.
@@ -710,6 +732,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       } else if (m.kind === 'receive')
         m.settle.resolve(sv[m.origin]!) // the shipper's checkpoint
       else if (m.kind === 'repair') m.settle.resolve(repaired.has(m.key))
+      else if (m.kind === 'heartbeat') m.settle.resolve(sv[this.region]!)
       else m.settle.resolve()
     }
   }

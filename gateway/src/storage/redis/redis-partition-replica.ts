@@ -50,6 +50,7 @@ import { AbstractPartitionReplica } from '../abstract-partition-replica.js'
 import type {
   AdvanceListener,
   AsOfRead,
+  Heartbeat,
   ReplicaManifest,
   ReplicaRead,
   SiblingRead,
@@ -69,6 +70,7 @@ import { SET_SCRIPTS } from './set-scripts.js'
 import { ReplicaKeys } from './key-layout.js'
 import {
   INGEST_FIELDS,
+  HEARTBEAT_SCRIPT,
   INGEST_SCRIPT,
   LOAD_SCRIPT,
   READ_SCRIPT,
@@ -1046,6 +1048,16 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     })
   }
 
+  protected async _heartbeat(): Promise<Heartbeat> {
+    const { writer } = this.#live()
+    const now = this.#now ? String(Math.floor(this.#now())) : ''
+    const reply = await this.#run(writer, 'heartbeat', (r) =>
+      HEARTBEAT_SCRIPT.run(r, [this.keys.meta, this.keys.sv], [now, String(this.region)]),
+    )
+    const [ts, idx] = reply as [string, string]
+    return { ts, idx: Number(idx) }
+  }
+
   protected _waitCovered(need: readonly number[], deadline: number): Promise<boolean> {
     if (!this.#connections) return Promise.resolve(false)
     const waiting = this.#stable.wait(need, deadline)
@@ -1335,6 +1347,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     for (const script of [
       WRITE_SCRIPT,
       WRITE_SIBLING_SCRIPT,
+      HEARTBEAT_SCRIPT,
       INGEST_SCRIPT,
       READ_SCRIPT,
       READ_SIBLINGS_SCRIPT,

@@ -276,6 +276,19 @@ ${SV_LUA}
 `
 
 /**
+ * Leader heartbeat (causal shipping): the HLC moves past its last value and up to the physical
+ * clock, with no entry. KEYS: meta, sv. ARGV: now (ms; '' for the server's TIME), region.
+ * Reply: ts, then the local idx (`sv[region]`).
+ */
+export const HEARTBEAT_SCRIPT = new LuaScript(`#!lua
+${HLC_LUA}
+local ts = hlc_stamp(KEYS[1], '0000000000000000', ARGV[1])
+if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
+redis.call('HSET', KEYS[1], 'hlc', ts)
+return { ts, redis.call('HGET', KEYS[2], ARGV[2]) or '0' }
+`)
+
+/**
  * Leader write. KEYS: meta, sv, log(region), version(key).
  * ARGV: region, regions, dt, key, hasValue ('1'|'0'), value, now (ms; '' for the server's TIME),
  * the writer's leader token ('' for none; `epoch-scripts.ts`).

@@ -18,6 +18,12 @@ export interface CheckOptions {
    * @default false
    */
   asIfSession?: boolean
+  /**
+   * Hold every operation to causality across keys (check `causal`), whatever its level: the
+   * negative control that shows what FIFO shipping lets through.
+   * @default false
+   */
+  asIfCausal?: boolean
 }
 
 /** Whether `read` promised monotonic reads. */
