@@ -105,6 +105,11 @@ export async function startRedisProcess(options: RedisProcessOptions): Promise<R
     // A stopping leader waits at most 1 s for lagging replicas.
     '--shutdown-timeout',
     '1',
+    // A SIGTERM always ends the server. Without `force`, a replica that gets it while writing its
+    // first AOF after a full sync refuses ("Writing initial AOF, can't exit") and runs on: a
+    // one-shot signal such as the parent-death one then left servers behind for good.
+    '--shutdown-on-sigterm',
+    'force',
   ]
   if (options.replicaOf)
     args.push('--replicaof', options.replicaOf.host, String(options.replicaOf.port))

@@ -120,6 +120,11 @@ export async function startRedis(options: RedisServerOptions = {}): Promise<Redi
       // A stopping leader waits at most 1 s for lagging replicas (default 10 s).
       '--shutdown-timeout',
       '1',
+      // A SIGTERM always ends the server. Without `force`, a replica that gets it while writing its
+      // first AOF after a full sync refuses ("Writing initial AOF, can't exit") and runs on: a
+      // one-shot signal such as the parent-death one then left servers behind for good.
+      '--shutdown-on-sigterm',
+      'force',
       '--notify-keyspace-events',
       options.notifyKeyspaceEvents ?? '',
     ]

@@ -188,8 +188,7 @@ describe('the write fence', () => {
     const state = await r.claimState()
     expect(state.sv[0]).toBe(25)
     expect(state.reserved).toBeGreaterThanOrEqual(25)
-    // Killed, not stopped: a replica's graceful stop took up to a minute now and then (its link to
-    // the leader's busy server), and nothing here needs its data.
+    // Killed: nothing here needs its data.
     await follower.kill()
   }, 60_000)
 
