@@ -229,7 +229,7 @@ export function buildGateway(options: GatewayOptions): Gateway {
   app.register(swagger, openApiOptions)
   // Also at the root before the routes: it hooks every route added after it.
   if (options.rateLimit) registerRateLimit(app, options.rateLimit)
-  app.register(openApiRoute)
+  app.register(openApiRoute, { shipping: () => service.shape().shipping })
   app.register(topologyRoute, { shape: () => service.shape(), regionUrls })
   app.register(kvRoutes, { service, metrics })
   if (service.sets) app.register(setRoutes, { service, sets: service.sets, metrics })

@@ -27,6 +27,7 @@ export interface FakeOptions {
   regions?: number
   partitions?: number
   limits?: Partial<Limits>
+  shipping?: 'fifo' | 'causal'
 }
 
 export class FakeClusterService implements ClusterService {
@@ -52,7 +53,7 @@ export class FakeClusterService implements ClusterService {
       replicas: 3,
       epochs: new Array<number>(partitions).fill(1),
       limits: { ...DEFAULT_LIMITS, ...options.limits },
-      shipping: 'fifo',
+      shipping: options.shipping ?? 'fifo',
       namespaces: {},
     }
     this.#sv = Array.from({ length: partitions }, () => new Array<number>(regions).fill(0))

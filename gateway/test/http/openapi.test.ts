@@ -64,12 +64,36 @@ describe('OpenAPI document', () => {
     expect(putParams).toEqual(expect.arrayContaining(['level', 'durability', 'causeway-dt']))
     expect(put.requestBody.content['application/json'].schema.required).toEqual(['value'])
     const level = put.parameters.find((p: { name: string }) => p.name === 'level').schema
-    expect(level.enum).toEqual([
-      'eventual',
-      'monotonic-writes',
-      'writes-follow-reads',
-      'session',
-      'causal',
-    ])
+    // A fifo cluster refuses the causal level: its document does not offer it.
+    expect(level.enum).toEqual(['eventual', 'monotonic-writes', 'writes-follow-reads', 'session'])
+  })
+
+  it('offers the causal level only on a cluster that ships causally', async () => {
+    const levelsOf = (doc: { paths: Record<string, Record<string, unknown>> }) =>
+      (
+        doc.paths['/v1/kv/{key}']!['get'] as {
+          parameters: { name: string; schema: { enum: string[] } }[]
+        }
+      ).parameters.find((p) => p.name === 'level')!.schema.enum
+    const fifo = (await app.inject({ method: 'GET', url: '/v1/openapi.json' })).json()
+    expect(JSON.stringify(fifo)).not.toMatch(/"session","causal"/)
+    expect(levelsOf(fifo)).not.toContain('causal')
+    const causal = buildGateway({
+      service: new FakeClusterService({ shipping: 'causal' }),
+      regionUrls: ['a', 'b'],
+      processMetrics: false,
+    })
+    try {
+      const doc = (await causal.inject({ method: 'GET', url: '/v1/openapi.json' })).json()
+      expect(levelsOf(doc)).toEqual([
+        'eventual',
+        'monotonic-reads',
+        'read-your-writes',
+        'session',
+        'causal',
+      ])
+    } finally {
+      await causal.close()
+    }
   })
 })

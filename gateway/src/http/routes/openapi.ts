@@ -36,14 +36,43 @@ export const openApiOptions: SwaggerOptions = {
   },
 }
 
-/** The route serving the document. */
-export const openApiRoute: FastifyPluginAsync = async (app) => {
+/** Options of {@link openApiRoute}. */
+export interface OpenApiRouteOptions {
+  /** How the cluster ships between regions: the `causal` level exists only with `'causal'`. */
+  shipping: () => 'fifo' | 'causal'
+}
+
+/**
+ * The route serving the document. It describes what this gateway enforces (issue 12): on a
+ * cluster that ships fifo, the `causal` level is left out of every level enum, since such a
+ * gateway refuses it (`INVALID_LEVEL`).
+ */
+export const openApiRoute: FastifyPluginAsync<OpenApiRouteOptions> = async (app, options) => {
+  let fifoDocument: unknown
   app.get(
     OPENAPI_PATH,
     {
       config: { operation: 'openapi' },
       schema: { summary: 'This OpenAPI document', operationId: 'getOpenApi', tags: ['operations'] },
     },
-    async () => app.swagger(),
+    async () => {
+      if (options.shipping() === 'causal') return app.swagger()
+      fifoDocument ??= withoutCausalLevel(structuredClone(app.swagger()))
+      return fifoDocument
+    },
   )
+}
+
+// A level enum: it names `session`, and `causal` beside it.
+function withoutCausalLevel<T>(node: T): T {
+  if (Array.isArray(node)) {
+    for (const item of node) withoutCausalLevel(item)
+  } else if (typeof node === 'object' && node !== null) {
+    const record = node as Record<string, unknown>
+    const values = record['enum']
+    if (Array.isArray(values) && values.includes('session') && values.includes('causal'))
+      record['enum'] = values.filter((v) => v !== 'causal')
+    for (const value of Object.values(record)) withoutCausalLevel(value)
+  }
+  return node
 }

@@ -19,6 +19,7 @@ import { checkDataScope } from '../data-scope.js'
 import { LAST_EVENT_ID_HEADER, watchAfterHeader } from '../header-schemas.js'
 import { toCausewayError } from '../errors.js'
 import { parseWatch } from '../watch-request.js'
+import { withTimeoutMaximum } from '../query-limits.js'
 
 /** Options of the change feeds a gateway serves. */
 export interface WatchOptions {
@@ -98,7 +99,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
           `At most ${maxWatchers} feeds per gateway (429 TOO_MANY_WATCHERS).`,
         operationId: 'watch',
         tags: ['kv'],
-        querystring: WatchQuerySchema,
+        querystring: withTimeoutMaximum(WatchQuerySchema, shape.limits.maxTimeoutMs),
         headers: HeadersSchema,
         response: {
           // Server-sent events: `change`, `heartbeat` and `error` events, each with its cursor as `id`.
