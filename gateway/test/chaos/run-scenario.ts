@@ -30,7 +30,9 @@ export interface Timing {
 
 /** The short mode (CI, every change) and the full run. */
 export const TIMINGS: Record<'short' | 'full', Timing> = {
-  short: { clients: 6, faultAtMs: 2_000, outageMs: 2_000, afterHealMs: 4_000, opsPerClient: 2_000 },
+  // 8 s after the healing: a lost leader is replaced in about 4 s from the fault, and the goal
+  // is under 10 s; at 4 s a CI run once ended before the first write after a failover.
+  short: { clients: 6, faultAtMs: 2_000, outageMs: 2_000, afterHealMs: 8_000, opsPerClient: 4_000 },
   full: {
     clients: 8,
     faultAtMs: 6_000,
