@@ -370,6 +370,13 @@ export class EmbeddedCluster {
     const regionNames = options.regionNames ?? Array.from({ length: regions }, (_, d) => `r${d}`)
     checkRegionNames(regionNames, regions)
     const namespaces = checkNamespaces(options.namespaces)
+    // As in a config file (cluster-config.ts): transactions are not built for causal shipping.
+    if (shipping === 'causal' && hasTransactions(namespaces))
+      throw new CausewayError(
+        'INVALID_OPTION',
+        "transactional namespaces do not work with shipping: 'causal' yet; use fifo shipping",
+        { option: 'shipping' },
+      )
     const offsets = options.clockOffsetsMs ?? []
     if (offsets.length > regions || offsets.some((o) => !Number.isFinite(o))) {
       throw new RangeError(`clockOffsetsMs needs at most one finite offset per region (${regions})`)

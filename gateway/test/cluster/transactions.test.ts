@@ -168,3 +168,18 @@ describe('old versions', () => {
     )
   })
 })
+
+describe('causal shipping', () => {
+  it('is refused with transactional namespaces (transactions do not follow it yet)', async () => {
+    await expect(
+      EmbeddedCluster.start({
+        regions: 2,
+        partitions: 2,
+        replicas: 1,
+        sync: false,
+        shipping: 'causal',
+        namespaces: { acct: { transactions: true } },
+      }),
+    ).rejects.toMatchObject({ code: 'INVALID_OPTION', details: { option: 'shipping' } })
+  })
+})

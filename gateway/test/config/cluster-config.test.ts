@@ -220,6 +220,19 @@ describe('cluster config', () => {
     ])
   })
 
+  it('refuses transactional namespaces with causal shipping, which transactions do not follow yet', () => {
+    const data: Record<string, unknown> = {
+      ...valid(),
+      shipping: { mode: 'causal' },
+      namespaces: { acct: { transactions: true } },
+    }
+    for (const region of data.regions as { transactions?: string[] }[])
+      region.transactions = ['redis://127.0.0.1:6390']
+    expect(problems(data)).toEqual([
+      "namespaces: transactional namespaces do not work with shipping.mode 'causal' yet; use fifo shipping, or no transactional namespace",
+    ])
+  })
+
   it('refuses region names that read as ids', () => {
     const data = valid()
     ;(data.regions as { name: string }[])[0]!.name = '1'
