@@ -28,7 +28,8 @@ import {
   shipEnvelope,
 } from '@causeway/core'
 import { GatewayHealth } from './gateway-health.js'
-import { type ShippingFetch, keepAliveFetch, shippingAgent } from './keep-alive-fetch.js'
+import type { ShippingFetch } from './keep-alive-fetch.js'
+import { RegionRequests, checkpointOf } from './region-requests.js'
 import type { ShippingLink } from './shipping-link.js'
 
 /** Options of an {@link HttpShippingLink}. */
@@ -101,44 +102,18 @@ export function shippingPath(partition: number, origin: number): string {
   return `/v1/internal/ship/${partition}/${origin}`
 }
 
-/** A failed request to another region, with the code the destination answered (if any). */
-export class ShippingRequestError extends Error {
-  constructor(
-    message: string,
-    readonly status?: number,
-    readonly code?: string,
-  ) {
-    super(message)
-    this.name = 'ShippingRequestError'
-  }
-}
+export { ShippingRequestError } from './region-requests.js'
 
 /** Ships over HTTP to another region's gateways. */
 export class HttpShippingLink implements ShippingLink {
   readonly #gateways: GatewayHealth
+  readonly #requests: RegionRequests
   readonly #path: string
-  readonly #secret: string
-  readonly #timeoutMs: number
   readonly #maxBatchBytes: number
-  readonly #fetch: ShippingFetch
-  readonly #close: () => void
-  readonly #aborts = new Set<AbortController>()
   /** The batch queued and not started yet, which later envelopes may join. */
   #waiting: WaitingBatch | undefined
-  #tail: Promise<unknown> = Promise.resolve()
-  /** Bumped by every failure: calls queued before it are dropped instead of sent. */
-  #generation = 0
-  #closed = false
 
   constructor(options: HttpShippingLinkOptions) {
-    if (options.fetch) {
-      this.#fetch = options.fetch
-      this.#close = () => {}
-    } else {
-      const agent = shippingAgent()
-      this.#fetch = keepAliveFetch(agent)
-      this.#close = () => agent.destroy()
-    }
     // Health checks on their own connections (global fetch), unless a test injects a client.
     this.#gateways =
       options.gateways instanceof GatewayHealth
@@ -147,9 +122,14 @@ export class HttpShippingLink implements ShippingLink {
             gateways: options.gateways,
             ...(options.fetch ? { fetch: options.fetch } : {}),
           })
+    this.#requests = new RegionRequests({
+      gateways: this.#gateways,
+      secret: options.secret,
+      timeoutMs: options.timeoutMs ?? DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      name: 'shipping link',
+    })
     this.#path = shippingPath(options.partition, options.origin)
-    this.#secret = options.secret
-    this.#timeoutMs = options.timeoutMs ?? DEFAULT_SHIPPING_REQUEST_TIMEOUT_MS
     this.#maxBatchBytes = options.maxBatchBytes ?? 4 * 1024 * 1024
     this.#gateways.retain()
   }
@@ -191,35 +171,17 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   async close(): Promise<void> {
-    if (!this.#closed) this.#gateways.release()
-    this.#closed = true
+    if (!this.#requests.closed) this.#gateways.release()
     this.#waiting = undefined
-    this.#close()
-    for (const abort of this.#aborts) abort.abort(new Error('shipping link closed'))
-    this.#aborts.clear()
+    this.#requests.close()
   }
 
-  // Runs `call` after every call queued before it. A failure drops the calls queued behind it
-  // (the shipper abandons them anyway and starts over from the checkpoint), so a destination that
-  // hangs costs one timeout, not one per batch in flight.
+  // One request after the other (`RegionRequests.queue`); what waits behind a failure is dropped,
+  // so nothing may join it either.
   #queue<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('shipping link closed'))
-    const generation = this.#generation
-    const run = this.#tail.then(async () => {
-      if (this.#closed) throw new Error('shipping link closed')
-      if (generation !== this.#generation)
-        throw new Error('dropped: an earlier request on this link failed')
-      try {
-        return await call()
-      } catch (error) {
-        this.#generation++
-        // What waits behind a failure is dropped (below), so nothing may join it either.
-        this.#waiting = undefined
-        throw error
-      }
+    return this.#requests.queue(call, () => {
+      this.#waiting = undefined
     })
-    this.#tail = run.catch(() => undefined)
-    return run
   }
 
   // Splits an envelope by the size of its entries' JSON into envelopes of consecutive entries,
@@ -248,48 +210,7 @@ export class HttpShippingLink implements ShippingLink {
   }
 
   async #request(method: 'GET' | 'POST', envelope?: ShipEnvelopeWire): Promise<number> {
-    const base = this.#gateways.pick()
-    const abort = new AbortController()
-    this.#aborts.add(abort)
-    const timer = setTimeout(
-      () => abort.abort(new Error(`no answer from ${base} in ${this.#timeoutMs} ms`)),
-      this.#timeoutMs,
-    )
-    const unsubscribe = this.#gateways.onDown(base, () =>
-      abort.abort(new Error(`${base} failed its health check`)),
-    )
-    try {
-      const headers: Record<string, string> = { authorization: `Bearer ${this.#secret}` }
-      if (envelope) headers['content-type'] = 'application/json'
-      const res = await this.#fetch(base + this.#path, {
-        method,
-        headers,
-        body: envelope ? JSON.stringify(envelope) : null,
-        signal: abort.signal,
-      })
-      const body = (await res.json().catch(() => undefined)) as
-        { checkpoint?: unknown; code?: unknown; message?: unknown } | undefined
-      if (!res.ok) {
-        const code = typeof body?.code === 'string' ? body.code : undefined
-        const message = typeof body?.message === 'string' ? body.message : res.statusText
-        throw new ShippingRequestError(
-          `${method} ${base}${this.#path}: ${res.status} ${code ?? ''} ${message}`.trim(),
-          res.status,
-          code,
-        )
-      }
-      const checkpoint = body?.checkpoint
-      if (typeof checkpoint !== 'number' || !Number.isSafeInteger(checkpoint) || checkpoint < 0)
-        throw new ShippingRequestError(`${method} ${base}${this.#path}: no checkpoint in the reply`)
-      return checkpoint
-    } catch (error) {
-      // Try another gateway of the region next time.
-      this.#gateways.failed(base)
-      throw error
-    } finally {
-      clearTimeout(timer)
-      unsubscribe()
-      this.#aborts.delete(abort)
-    }
+    const reply = await this.#requests.request(method, this.#path, envelope)
+    return checkpointOf(reply, `${method} ${this.#path}`)
   }
 }

@@ -7,8 +7,8 @@
 import { type TxShipment, checkTxShipment } from '@causeway/core'
 import type { AbstractTxLog } from '../storage/tx-log.js'
 import { DelayedRoundTrip } from './delayed-round-trip.js'
-import { ShippingRequestError } from './http-shipping-link.js'
-import { type ShippingFetch, keepAliveFetch, shippingAgent } from './keep-alive-fetch.js'
+import type { ShippingFetch } from './keep-alive-fetch.js'
+import { RegionRequests, checkpointOf } from './region-requests.js'
 import type { TxLink } from './tx-link.js'
 
 /**
@@ -73,16 +73,8 @@ export function txShippingPath(origin: number): string {
 
 /** A {@link TxLink} over HTTP to another region's gateways, tried in turn. */
 export class HttpTxLink implements TxLink {
-  readonly #gateways: readonly string[]
+  readonly #requests: RegionRequests
   readonly #path: string
-  readonly #secret: string
-  readonly #timeoutMs: number
-  readonly #fetch: ShippingFetch
-  readonly #closeClient: () => void
-  readonly #aborts = new Set<AbortController>()
-  #next = 0
-  #tail: Promise<unknown> = Promise.resolve()
-  #closed = false
 
   constructor(options: {
     gateways: readonly string[]
@@ -94,82 +86,32 @@ export class HttpTxLink implements TxLink {
     fetch?: ShippingFetch
   }) {
     if (options.gateways.length === 0) throw new RangeError('a link needs a gateway URL')
-    this.#gateways = options.gateways.map((u) => u.replace(/\/+$/, ''))
+    const gateways = options.gateways.map((u) => u.replace(/\/+$/, ''))
+    let next = 0
+    this.#requests = new RegionRequests({
+      // In turn: the next gateway after a failure.
+      gateways: { pick: () => gateways[next % gateways.length]!, failed: () => void next++ },
+      secret: options.secret,
+      timeoutMs: options.timeoutMs ?? 10_000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      name: 'transaction link',
+    })
     this.#path = txShippingPath(options.origin)
-    this.#secret = options.secret
-    this.#timeoutMs = options.timeoutMs ?? 10_000
-    if (options.fetch) {
-      this.#fetch = options.fetch
-      this.#closeClient = () => {}
-    } else {
-      // As the partitions' links: node:http costs a fraction of fetch's CPU per request.
-      const agent = shippingAgent()
-      this.#fetch = keepAliveFetch(agent)
-      this.#closeClient = () => agent.destroy()
-    }
   }
 
   checkpoint(): Promise<number> {
-    return this.#queue(() => this.#request('GET'))
+    return this.#requests.queue(() => this.#request('GET', `${this.#path}/checkpoint`))
   }
 
   send(shipment: TxShipment): Promise<number> {
-    return this.#queue(() => this.#request('POST', shipment))
+    return this.#requests.queue(() => this.#request('POST', this.#path, shipment))
   }
 
   async close(): Promise<void> {
-    this.#closed = true
-    for (const abort of this.#aborts) abort.abort(new Error('transaction link closed'))
-    this.#aborts.clear()
-    this.#closeClient()
+    this.#requests.close()
   }
 
-  #queue<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('transaction link closed'))
-    const run = this.#tail.then(() => {
-      if (this.#closed) throw new Error('transaction link closed')
-      return call()
-    })
-    this.#tail = run.catch(() => undefined)
-    return run
-  }
-
-  async #request(method: 'GET' | 'POST', shipment?: TxShipment): Promise<number> {
-    const base = this.#gateways[this.#next % this.#gateways.length]!
-    const url = base + this.#path + (method === 'GET' ? '/checkpoint' : '')
-    const abort = new AbortController()
-    this.#aborts.add(abort)
-    const timer = setTimeout(
-      () => abort.abort(new Error(`no answer from ${base} in ${this.#timeoutMs} ms`)),
-      this.#timeoutMs,
-    )
-    try {
-      const headers: Record<string, string> = { authorization: `Bearer ${this.#secret}` }
-      if (shipment) headers['content-type'] = 'application/json'
-      const res = await this.#fetch(url, {
-        method,
-        headers,
-        body: shipment ? JSON.stringify(shipment) : null,
-        signal: abort.signal,
-      })
-      const body = (await res.json().catch(() => undefined)) as
-        { checkpoint?: unknown; code?: unknown; message?: unknown } | undefined
-      if (!res.ok)
-        throw new ShippingRequestError(
-          `${method} ${url}: ${res.status} ${typeof body?.code === 'string' ? body.code : ''} ${typeof body?.message === 'string' ? body.message : res.statusText}`.trim(),
-          res.status,
-          typeof body?.code === 'string' ? body.code : undefined,
-        )
-      const checkpoint = body?.checkpoint
-      if (typeof checkpoint !== 'number' || !Number.isSafeInteger(checkpoint) || checkpoint < 0)
-        throw new ShippingRequestError(`${method} ${url}: no checkpoint in the reply`)
-      return checkpoint
-    } catch (error) {
-      this.#next++
-      throw error
-    } finally {
-      clearTimeout(timer)
-      this.#aborts.delete(abort)
-    }
+  async #request(method: 'GET' | 'POST', path: string, shipment?: TxShipment): Promise<number> {
+    return checkpointOf(await this.#requests.request(method, path, shipment), `${method} ${path}`)
   }
 }

@@ -61,10 +61,11 @@ import {
   checkTid,
   checkTxCommits,
 } from './replica-input.js'
+import { type LifecycleState, OpenLifecycle } from './open-lifecycle.js'
 import { parseSetDelta } from './set-writes.js'
 
 /** Where a replica is in its life: calls other than `open` are refused unless it is `open`. */
-export type ReplicaState = 'new' | 'opening' | 'open' | 'closing' | 'closed'
+export type ReplicaState = LifecycleState
 
 /** Most regions a cluster may have (region ids fit in one byte). */
 const MAX_REGIONS = 255
@@ -84,9 +85,7 @@ export abstract class AbstractPartitionReplica {
   /** The sets of this partition, when {@link supports}`.sets` (else undefined). */
   protected abstract readonly _sets: AbstractSetReplica | undefined
 
-  #state: ReplicaState = 'new'
-  #opening: Promise<void> | undefined
-  #closing: Promise<void> | undefined
+  readonly #life = new OpenLifecycle(() => this.#name())
   /** Repairs asked for and not yet done, by key: concurrent asks share one. */
   readonly #repairs = new Map<string, Promise<boolean>>()
 
@@ -105,7 +104,7 @@ export abstract class AbstractPartitionReplica {
 
   /** Where the replica is in its life. */
   get state(): ReplicaState {
-    return this.#state
+    return this.#life.state
   }
 
   /**
@@ -126,25 +125,7 @@ export abstract class AbstractPartitionReplica {
 
   /** Opens (or reopens) the store and loads `sv`, counter, HLC and epoch from it. */
   open(): Promise<void> {
-    if (this.#state === 'open') return Promise.resolve()
-    if (this.#opening) return this.#opening
-    if (this.#state === 'closing')
-      return Promise.reject(new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`))
-    this.#state = 'opening'
-    this.#opening = this._open()
-      .then(
-        () => {
-          this.#state = 'open'
-        },
-        (error: unknown) => {
-          this.#state = 'closed'
-          throw error
-        },
-      )
-      .finally(() => {
-        this.#opening = undefined
-      })
-    return this.#opening
+    return this.#life.open(() => this._open())
   }
 
   /**
@@ -152,26 +133,13 @@ export abstract class AbstractPartitionReplica {
    * calls made from here on are refused, pending waiters resolve as not covered.
    */
   close(): Promise<void> {
-    if (this.#state === 'new' || this.#state === 'closed') return Promise.resolve()
-    this.#closing ??= (async () => {
-      if (this.#opening) await this.#opening.catch(() => {})
-      if (this.#state !== 'open') return
-      this.#state = 'closing'
-      try {
-        await this._close()
-      } finally {
-        this.#state = 'closed'
-      }
-    })().finally(() => {
-      this.#closing = undefined
-    })
-    return this.#closing
+    return this.#life.close(() => this._close())
   }
 
   /** Throws the error calls are refused with now (`SHUTTING_DOWN`, `BACKEND_UNAVAILABLE`), if any. */
   checkOpen(): void {
-    if (this.#state === 'open') return
-    if (this.#state === 'closing')
+    if (this.#life.state === 'open') return
+    if (this.#life.state === 'closing')
       throw new CausewayError('SHUTTING_DOWN', `${this.#name()} is closing`)
     throw new CausewayError('BACKEND_UNAVAILABLE', `${this.#name()} is not open`, {
       region: this.region,
@@ -401,7 +369,7 @@ export abstract class AbstractPartitionReplica {
     } catch (error) {
       return Promise.reject(error)
     }
-    if (this.#state !== 'open') return Promise.resolve(false)
+    if (this.#life.state !== 'open') return Promise.resolve(false)
     if (covers(this.sv(), need)) return Promise.resolve(true)
     return this._waitCovered(need, deadline)
   }

@@ -23,6 +23,7 @@ import {
   isRegionId,
   isSafeCounter,
 } from '@causeway/core'
+import { OpenLifecycle } from './open-lifecycle.js'
 import type { OpRecord, OpRef } from './op-records.js'
 import { checkOpRef } from './op-records.js'
 import { checkTid } from './replica-input.js'
@@ -91,9 +92,7 @@ export abstract class AbstractTxLog {
   readonly regions: number
   /** A short description of the backend. */
   abstract readonly backend: string
-  #state: 'new' | 'opening' | 'open' | 'closing' | 'closed' = 'new'
-  #opening: Promise<void> | undefined
-  #closing: Promise<void> | undefined
+  readonly #life = new OpenLifecycle(() => `the transaction log of region ${this.region}`)
 
   constructor(place: TxLogPlace) {
     if (!Number.isInteger(place.regions) || place.regions < 1 || place.regions > 255)
@@ -106,52 +105,23 @@ export abstract class AbstractTxLog {
 
   /** Whether the backend can serve now. */
   get available(): boolean {
-    return this.#state === 'open'
+    return this.#life.state === 'open'
   }
 
   /** Opens the log and loads its state. */
   open(): Promise<void> {
-    if (this.#state === 'open') return Promise.resolve()
-    if (this.#opening) return this.#opening
-    this.#state = 'opening'
-    this.#opening = this._open()
-      .then(
-        () => {
-          this.#state = 'open'
-        },
-        (error: unknown) => {
-          this.#state = 'closed'
-          throw error
-        },
-      )
-      .finally(() => {
-        this.#opening = undefined
-      })
-    return this.#opening
+    return this.#life.open(() => this._open())
   }
 
   /** Closes the log once what it accepted is durable. */
   close(): Promise<void> {
-    if (this.#state === 'new' || this.#state === 'closed') return Promise.resolve()
-    this.#closing ??= (async () => {
-      if (this.#opening) await this.#opening.catch(() => {})
-      if (this.#state !== 'open') return
-      this.#state = 'closing'
-      try {
-        await this._close()
-      } finally {
-        this.#state = 'closed'
-      }
-    })().finally(() => {
-      this.#closing = undefined
-    })
-    return this.#closing
+    return this.#life.close(() => this._close())
   }
 
   /** Throws `SHUTTING_DOWN` or `BACKEND_UNAVAILABLE` unless the log is open. */
   checkOpen(): void {
-    if (this.#state === 'open') return
-    if (this.#state === 'closing')
+    if (this.#life.state === 'open') return
+    if (this.#life.state === 'closing')
       throw new CausewayError(
         'SHUTTING_DOWN',
         `the transaction log of region ${this.region} is closing`,

@@ -9,8 +9,8 @@
 import type { Hlc, LabelEnvelope } from '@causeway/core'
 import { DelayedRoundTrip } from '../delayed-round-trip.js'
 import { GatewayHealth } from '../gateway-health.js'
-import { ShippingRequestError } from '../http-shipping-link.js'
-import { type ShippingFetch, keepAliveFetch, shippingAgent } from '../keep-alive-fetch.js'
+import type { ShippingFetch } from '../keep-alive-fetch.js'
+import { RegionRequests, ShippingRequestError } from '../region-requests.js'
 import type { LabelCheckpoint, LabelLink } from './label-link.js'
 
 /** The path of the internal label endpoint for labels of `origin`. */
@@ -39,25 +39,11 @@ export interface HttpLabelLinkOptions {
 /** Ships labels over HTTP to another region's gateways. */
 export class HttpLabelLink implements LabelLink {
   readonly #gateways: GatewayHealth
+  readonly #requests: RegionRequests
   readonly #path: string
-  readonly #options: HttpLabelLinkOptions
-  readonly #fetch: ShippingFetch
-  readonly #closeAgent: () => void
-  readonly #aborts = new Set<AbortController>()
-  #tail: Promise<unknown> = Promise.resolve()
-  #generation = 0
-  #closed = false
+  readonly #partitions: number
 
   constructor(options: HttpLabelLinkOptions) {
-    this.#options = options
-    if (options.fetch) {
-      this.#fetch = options.fetch
-      this.#closeAgent = () => {}
-    } else {
-      const agent = shippingAgent()
-      this.#fetch = keepAliveFetch(agent)
-      this.#closeAgent = () => agent.destroy()
-    }
     // Health checks on their own connections (global fetch), unless a test injects a client.
     this.#gateways =
       options.gateways instanceof GatewayHealth
@@ -66,102 +52,44 @@ export class HttpLabelLink implements LabelLink {
             gateways: options.gateways,
             ...(options.fetch ? { fetch: options.fetch } : {}),
           })
+    this.#requests = new RegionRequests({
+      gateways: this.#gateways,
+      secret: options.secret,
+      timeoutMs: options.timeoutMs ?? 2000,
+      ...(options.fetch ? { fetch: options.fetch } : {}),
+      name: 'label link',
+    })
     this.#path = labelsPath(options.origin)
+    this.#partitions = options.partitions
     this.#gateways.retain()
   }
 
   checkpoint(): Promise<LabelCheckpoint> {
-    return this.#queue(() => this.#request('GET'))
+    return this.#requests.queue(() => this.#request('GET'))
   }
 
   send(envelope: LabelEnvelope): Promise<LabelCheckpoint> {
-    return this.#queue(() => this.#request('POST', envelope))
+    return this.#requests.queue(() => this.#request('POST', envelope))
   }
 
   async close(): Promise<void> {
-    if (!this.#closed) this.#gateways.release()
-    this.#closed = true
-    for (const abort of this.#aborts) abort.abort(new Error('label link closed'))
-    this.#aborts.clear()
-    this.#closeAgent()
-  }
-
-  // One request after the other; a failure drops those queued behind it (the shipper starts over).
-  #queue<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#closed) return Promise.reject(new Error('label link closed'))
-    const generation = this.#generation
-    const run = this.#tail.then(async () => {
-      if (this.#closed) throw new Error('label link closed')
-      if (generation !== this.#generation)
-        throw new Error('dropped: an earlier request on this link failed')
-      try {
-        return await call()
-      } catch (error) {
-        this.#generation++
-        throw error
-      }
-    })
-    this.#tail = run.catch(() => undefined)
-    return run
+    if (!this.#requests.closed) this.#gateways.release()
+    this.#requests.close()
   }
 
   async #request(method: 'GET' | 'POST', envelope?: LabelEnvelope): Promise<LabelCheckpoint> {
-    const base = this.#gateways.pick()
-    const abort = new AbortController()
-    this.#aborts.add(abort)
-    const timeoutMs = this.#options.timeoutMs ?? 2000
-    const timer = setTimeout(
-      () => abort.abort(new Error(`no answer from ${base} in ${timeoutMs} ms`)),
-      timeoutMs,
-    )
-    const unsubscribe = this.#gateways.onDown(base, () =>
-      abort.abort(new Error(`${base} failed its health check`)),
-    )
-    try {
-      const headers: Record<string, string> = { authorization: `Bearer ${this.#options.secret}` }
-      if (envelope) headers['content-type'] = 'application/json'
-      const res = await this.#fetch(base + this.#path, {
-        method,
-        headers,
-        body: envelope ? JSON.stringify(envelope) : null,
-        signal: abort.signal,
-      })
-      const body = (await res.json().catch(() => undefined)) as
-        | {
-            received?: unknown
-            applied?: unknown
-            stable?: unknown
-            code?: unknown
-            message?: unknown
-          }
-        | undefined
-      if (!res.ok) {
-        const code = typeof body?.code === 'string' ? body.code : undefined
-        const message = typeof body?.message === 'string' ? body.message : res.statusText
-        throw new ShippingRequestError(
-          `${method} ${base}${this.#path}: ${res.status} ${code ?? ''} ${message}`.trim(),
-          res.status,
-          code,
-        )
-      }
-      const counters = (v: unknown) =>
-        Array.isArray(v) &&
-        v.length === this.#options.partitions &&
-        v.every((x) => Number.isSafeInteger(x) && (x as number) >= 0)
-      if (!counters(body?.received) || !counters(body?.applied) || typeof body?.stable !== 'string')
-        throw new ShippingRequestError(`${method} ${base}${this.#path}: no checkpoint in the reply`)
-      return {
-        received: body!.received as number[],
-        applied: body!.applied as number[],
-        stable: body!.stable as Hlc,
-      }
-    } catch (error) {
-      this.#gateways.failed(base)
-      throw error
-    } finally {
-      clearTimeout(timer)
-      unsubscribe()
-      this.#aborts.delete(abort)
+    const reply = await this.#requests.request(method, this.#path, envelope)
+    const counters = (v: unknown) =>
+      Array.isArray(v) &&
+      v.length === this.#partitions &&
+      v.every((x) => Number.isSafeInteger(x) && (x as number) >= 0)
+    const { received, applied, stable } = reply
+    if (!counters(received) || !counters(applied) || typeof stable !== 'string')
+      throw new ShippingRequestError(`${method} ${this.#path}: no checkpoint in the reply`)
+    return {
+      received: received as number[],
+      applied: applied as number[],
+      stable: stable as Hlc,
     }
   }
 }
