@@ -16,6 +16,7 @@ import {
   type WorkloadResult,
 } from '@causeway/history'
 import { afterEach, describe, expect, it, vi } from 'vitest'
+import { crossKeyWorkload, keysOver } from '../support/cross-key-workload.js'
 import { startDevCluster, type DevCluster } from '../../src/dev-server.js'
 
 const PARTITIONS = 4
@@ -26,21 +27,6 @@ afterEach(async () => {
   await dev?.close()
   dev = undefined
 })
-
-/** Keys spread over the partitions: `perPartition` each. */
-function keysOver(perPartition: number, tag: string): string[] {
-  const keys: string[] = []
-  const count = new Array<number>(PARTITIONS).fill(0)
-  for (let i = 0; keys.length < perPartition * PARTITIONS; i++) {
-    const key = `causal:${tag}:${i}`
-    const p = partitionOf(key, PARTITIONS)
-    if (count[p]! < perPartition) {
-      count[p]!++
-      keys.push(key)
-    }
-  }
-  return keys
-}
 
 async function run(
   shipping: 'fifo' | 'causal',
@@ -61,28 +47,14 @@ async function run(
   })
   const running = dev
   const causal = shipping === 'causal'
-  const workload = runWorkload({
-    connect,
-    url: dev.urls,
-    regions: 2,
-    clients: 8,
-    keys: keysOver(1, `${shipping}${seed}`),
-    opsPerClient: 80,
-    durationMs: 8_000,
-    // About 4 s of calls: several times the slow partitions' delay.
-    pauseMs: 50,
-    // Clients stay in their region: only shipping can carry causality between the regions.
-    switchRegionProbability: 0,
-    // Region 0 mostly writes, region 1 mostly reads: a reader that saw a write of a fast
-    // partition then reads a slow one's key, which its writer had written just before.
-    regionMix: [
-      { get: 1, put: 3, delete: 0 },
-      { get: 9, put: 1, delete: 0 },
-    ],
-    level: causal ? { read: 'causal', write: 'causal' } : { read: 'session', write: 'session' },
+  const workload = crossKeyWorkload({
+    urls: dev.urls,
+    causal,
     seed,
+    keys: keysOver(PARTITIONS, 1, `${shipping}${seed}`),
+    durationMs: 8_000,
     timeoutMs: 5_000,
-    convergence: { timeoutMs: 10_000 },
+    convergenceTimeoutMs: 10_000,
   })
   // Both settle before anything is judged (or the cluster closed).
   const [result, step] = await Promise.allSettled([workload, during?.(running)])
@@ -144,7 +116,7 @@ describe('causality across keys, embedded cluster, per-partition WAN delays', ()
       url: dev.urls,
       regions: 3,
       clients: 9,
-      keys: keysOver(1, 'three'),
+      keys: keysOver(PARTITIONS, 1, 'three'),
       opsPerClient: 60,
       durationMs: 8_000,
       pauseMs: 30,

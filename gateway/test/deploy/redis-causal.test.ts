@@ -11,15 +11,10 @@
  */
 import { connect } from '@causeway/client'
 import { partitionOf } from '@causeway/core'
-import {
-  checkHistory,
-  formatReport,
-  isWrite,
-  runWorkload,
-  type WorkloadResult,
-} from '@causeway/history'
+import { checkHistory, formatReport, isWrite, type WorkloadResult } from '@causeway/history'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it, vi } from 'vitest'
+import { crossKeyWorkload, keysOver } from '../support/cross-key-workload.js'
 import { startRedisDevCluster, type RedisDevCluster } from '../../src/dev/redis-dev-cluster.js'
 import { ReplicaKeys } from '../../src/storage/redis/index.js'
 
@@ -48,41 +43,15 @@ async function start(mode: 'fifo' | 'causal'): Promise<RedisDevCluster> {
   return dev
 }
 
-/** Keys spread over the partitions, one each. */
-function keysOver(tag: string): string[] {
-  const keys: string[] = []
-  const seen = new Set<number>()
-  for (let i = 0; keys.length < PARTITIONS; i++) {
-    const key = `causal:${tag}:${i}`
-    const p = partitionOf(key, PARTITIONS)
-    if (!seen.has(p)) {
-      seen.add(p)
-      keys.push(key)
-    }
-  }
-  return keys
-}
-
 function workload(dev: RedisDevCluster, causal: boolean, seed: number): Promise<WorkloadResult> {
-  return runWorkload({
-    connect,
-    url: dev.urls,
-    regions: 2,
-    clients: 8,
-    keys: keysOver(`${causal}${seed}`),
-    opsPerClient: 80,
-    durationMs: 10_000,
-    pauseMs: 50,
-    switchRegionProbability: 0,
-    // Region 0 mostly writes, region 1 mostly reads (see causal-history.test.ts).
-    regionMix: [
-      { get: 1, put: 3, delete: 0 },
-      { get: 9, put: 1, delete: 0 },
-    ],
-    level: causal ? { read: 'causal', write: 'causal' } : { read: 'session', write: 'session' },
+  return crossKeyWorkload({
+    urls: dev.urls,
+    causal,
     seed,
+    keys: keysOver(PARTITIONS, 1, `${causal}${seed}`),
+    durationMs: 10_000,
     timeoutMs: 8_000,
-    convergence: { timeoutMs: 15_000 },
+    convergenceTimeoutMs: 15_000,
   })
 }
 

@@ -9,7 +9,6 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { randomUUID } from 'node:crypto'
 import {
   CausewayError,
   HLC_ZERO,
@@ -19,12 +18,9 @@ import {
   shipEnvelope,
 } from '@causeway/core'
 import { Redis } from 'ioredis'
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest'
-import {
-  RedisPartitionReplica,
-  type RedisPartitionReplicaOptions,
-} from '../../../src/storage/redis/index.js'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { RedisServerAdmin } from '../../../src/storage/redis/server-admin.js'
+import { replicasClosedAfterEach } from '../../support/redis-replicas.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
 import { entry } from '../../support/log-entries.js'
 
@@ -34,27 +30,7 @@ beforeAll(async () => {
 })
 afterAll(stopAllRedis)
 
-const opened: RedisPartitionReplica[] = []
-afterEach(async () => {
-  for (const r of opened.splice(0)) await r.close()
-})
-
-function replicaOn(
-  target: RedisServer,
-  options: Partial<RedisPartitionReplicaOptions> = {},
-): RedisPartitionReplica {
-  const r = new RedisPartitionReplica({
-    url: target.url,
-    namespace: `epochs-${randomUUID()}`,
-    region: 0,
-    partition: 0,
-    replica: 0,
-    regions: 2,
-    ...options,
-  })
-  opened.push(r)
-  return r
-}
+const replicaOn = replicasClosedAfterEach('epochs')
 
 async function runIdOf(target: RedisServer): Promise<string> {
   const admin = new RedisServerAdmin(target.url)

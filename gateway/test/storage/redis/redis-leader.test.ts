@@ -5,13 +5,10 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { randomUUID } from 'node:crypto'
 import { HLC_MAX_COUNTER, HLC_ZERO, hlcFrom, hlcMillis, hlcParts } from '@causeway/core'
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
-import {
-  RedisPartitionReplica,
-  type RedisPartitionReplicaOptions,
-} from '../../../src/storage/redis/index.js'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import type { RedisPartitionReplica } from '../../../src/storage/redis/index.js'
+import { replicasClosedAfterEach } from '../../support/redis-replicas.js'
 import { type RedisServer, startRedis, stopAllRedis } from '../../support/redis-server.js'
 import { entry, ship } from '../../support/log-entries.js'
 
@@ -21,27 +18,7 @@ beforeAll(async () => {
 })
 afterAll(stopAllRedis)
 
-const opened: RedisPartitionReplica[] = []
-afterEach(async () => {
-  for (const r of opened.splice(0)) await r.close()
-})
-
-function replicaOn(
-  target: RedisServer,
-  options: Partial<RedisPartitionReplicaOptions> = {},
-): RedisPartitionReplica {
-  const r = new RedisPartitionReplica({
-    url: target.url,
-    namespace: `leader-${randomUUID()}`,
-    region: 0,
-    partition: 3,
-    replica: 0,
-    regions: 2,
-    ...options,
-  })
-  opened.push(r)
-  return r
-}
+const replicaOn = replicasClosedAfterEach('leader', { partition: 3 })
 
 /** How many times `command` ran on `target` (from INFO commandstats). */
 async function calls(target: RedisServer, command: string): Promise<number> {
