@@ -15,13 +15,14 @@ import {
   type Hlc,
   type SetEntry,
 } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
 import type { AbstractSetReplica } from '../../src/storage/abstract-set-replica.js'
 import type { LogEntry, SetOpEntry } from '../../src/storage/partition-replica.js'
 import type { OpRef, ReplicaWrite } from '../../src/storage/op-records.js'
 import { entry, setEntry, ship } from '../support/log-entries.js'
-import type { ReplicaStore, ReplicaStoreFactory } from './replica-compliance.js'
+import { complianceReplicas } from './compliance-replicas.js'
+import type { ReplicaStoreFactory } from './replica-compliance.js'
 
 const REGIONS = 3
 
@@ -69,38 +70,7 @@ const removeDelta = (element: string, ctx: [number, number][]) =>
 
 export function setCompliance(name: string, factory: ReplicaStoreFactory): void {
   describe.each(['fresh', 'reopened'] as const)(`${name} sets (%s replica)`, (mode) => {
-    const stores: ReplicaStore[] = []
-    const opened: AbstractPartitionReplica[] = []
-    const storeOf = new WeakMap<AbstractPartitionReplica, ReplicaStore>()
-
-    afterEach(async () => {
-      for (const r of opened.splice(0)) await r.close()
-      for (const s of stores.splice(0)) await s.destroy()
-    })
-
-    async function openOn(store: ReplicaStore): Promise<AbstractPartitionReplica> {
-      const r = store.replica()
-      opened.push(r)
-      storeOf.set(r, store)
-      await r.open()
-      return r
-    }
-
-    async function fresh(region = 0): Promise<AbstractPartitionReplica> {
-      const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
-      stores.push(store)
-      const r = await openOn(store)
-      return mode === 'reopened' ? restart(r, true) : r
-    }
-
-    async function restart(
-      r: AbstractPartitionReplica,
-      force = false,
-    ): Promise<AbstractPartitionReplica> {
-      if (mode !== 'reopened' && !force) return r
-      await r.close()
-      return openOn(storeOf.get(r)!)
-    }
+    const { fresh, restart } = complianceReplicas(factory, mode, REGIONS)
 
     it('starts empty', async () => {
       const r = await fresh()

@@ -11,10 +11,11 @@ import {
   encodeCommitWrites,
   hlcFrom,
 } from '@causeway/core'
-import { afterEach, describe, expect, it } from 'vitest'
+import { describe, expect, it } from 'vitest'
 import type { AbstractPartitionReplica } from '../../src/storage/abstract-partition-replica.js'
 import type { TxCommit } from '../../src/storage/partition-replica.js'
-import type { ReplicaStore, ReplicaStoreFactory } from './replica-compliance.js'
+import { complianceReplicas } from './compliance-replicas.js'
+import type { ReplicaStoreFactory } from './replica-compliance.js'
 import { ship } from '../support/log-entries.js'
 
 const REGIONS = 3
@@ -31,35 +32,7 @@ function commit(tid: number, ts: Hlc, writes: Record<string, string | undefined>
 
 export function txCompliance(name: string, factory: ReplicaStoreFactory): void {
   describe.each(['fresh', 'reopened'] as const)(`${name}: transactions (%s replica)`, (mode) => {
-    const stores: ReplicaStore[] = []
-    const opened: AbstractPartitionReplica[] = []
-    const storeOf = new WeakMap<AbstractPartitionReplica, ReplicaStore>()
-
-    afterEach(async () => {
-      for (const r of opened.splice(0)) await r.close()
-      for (const s of stores.splice(0)) await s.destroy()
-    })
-
-    async function openOn(store: ReplicaStore): Promise<AbstractPartitionReplica> {
-      const r = store.replica()
-      opened.push(r)
-      storeOf.set(r, store)
-      await r.open()
-      return r
-    }
-
-    async function fresh(region = 0): Promise<AbstractPartitionReplica> {
-      const store = await factory({ region, partition: 0, replica: 0, regions: REGIONS })
-      stores.push(store)
-      const r = await openOn(store)
-      return mode === 'reopened' ? restart(r, true) : r
-    }
-
-    async function restart(r: AbstractPartitionReplica, always = false) {
-      if (mode !== 'reopened' && !always) return r
-      await r.close()
-      return openOn(storeOf.get(r)!)
-    }
+    const { fresh, restart } = complianceReplicas(factory, mode, REGIONS)
 
     async function valuesAt(r: AbstractPartitionReplica, tid: number, keys: string[]) {
       const { versions } = await r.readAsOf(tid, keys)
