@@ -6,14 +6,8 @@
 import { partitionOf } from '@causeway/core'
 import { startDevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  CausewayError,
-  SessionNotAvailableError,
-  connect,
-  fetchTransport,
-  type Transport,
-  type TransportRequest,
-} from '../src/index.js'
+import { CausewayError, SessionNotAvailableError, connect } from '../src/index.js'
+import { recordingTransport } from './support/recording-transport.js'
 
 const WAN_DELAY_MS = 300
 
@@ -39,18 +33,8 @@ afterAll(async () => {
   await Promise.all([causal?.close(), fifo?.close()])
 })
 
-/** The default transport, recording every kv request. */
-function recording(): Transport & { kv: TransportRequest[] } {
-  const inner = fetchTransport()
-  const kv: TransportRequest[] = []
-  return {
-    kv,
-    request(req) {
-      if (req.url.includes('/v1/kv/')) kv.push({ ...req, headers: { ...req.headers } })
-      return inner.request(req)
-    },
-  }
-}
+/** The default transport, recording the requests the test looks at. */
+const recording = () => recordingTransport((req) => req.url.includes('/v1/kv/'))
 
 let n = 0
 const fresh = (name: string) => `${name}:${Date.now()}:${n++}`
@@ -69,7 +53,7 @@ describe('the SDK on a causal cluster', () => {
     expect(db.session.clock()[0]).toBe(w.ts)
     // The next causal call carries the clock, and a causal write depends on all of it.
     await db.get(fresh('c'))
-    expect(transport.kv[1]!.headers['causeway-clock']).toBe(`${w.ts},0`)
+    expect(transport.sent[1]!.headers['causeway-clock']).toBe(`${w.ts},0`)
     expect(JSON.parse(JSON.stringify(db.session)).vc).toEqual([w.ts, '0000000000000000'])
     await db.close()
   })
@@ -147,7 +131,7 @@ describe('the causal levels on a FIFO cluster', () => {
     await expect(db.put('k', 1, { write: 'causal' })).rejects.toMatchObject({
       code: 'INVALID_LEVEL',
     })
-    expect(transport.kv).toEqual([])
+    expect(transport.sent).toEqual([])
     const res = await fetch(`${fifo.urls[0]}/v1/kv/k?level=causal`)
     expect(res.status).toBe(400)
     expect(((await res.json()) as { code: string }).code).toBe('INVALID_LEVEL')

@@ -4,15 +4,9 @@
  */
 import { startDevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  CausewayError,
-  SessionNotAvailableError,
-  connect,
-  fetchTransport,
-  type Transport,
-  type TransportRequest,
-} from '../src/index.js'
+import { CausewayError, SessionNotAvailableError, connect } from '../src/index.js'
 import { connect as connectNode } from '../src/node.js'
+import { recordingTransport } from './support/recording-transport.js'
 
 const WAN_DELAY_MS = 400
 const REPLICA_LAG_MS = 40
@@ -34,18 +28,8 @@ afterAll(async () => {
   await cluster?.close()
 })
 
-/** The default transport, recording every kv request. */
-function recording(): Transport & { kv: TransportRequest[] } {
-  const inner = fetchTransport()
-  const kv: TransportRequest[] = []
-  return {
-    kv,
-    request(req) {
-      if (req.url.includes('/v1/kv/')) kv.push({ ...req, headers: { ...req.headers } })
-      return inner.request(req)
-    },
-  }
-}
+/** The default transport, recording the requests the test looks at. */
+const recording = () => recordingTransport((req) => req.url.includes('/v1/kv/'))
 
 let n = 0
 /** A key no other test touches. */
@@ -128,7 +112,7 @@ describe('SDK against a real cluster', () => {
     const r = await db.get(key, { region: 1, read: 'read-your-writes', timeoutMs: 300 })
     expect(r).toMatchObject({ found: true, value: 'v', region: 0 })
     expect(r.attempts).toBeGreaterThan(1)
-    const reads = transport.kv.filter((q) => q.method === 'GET')
+    const reads = transport.sent.filter((q) => q.method === 'GET')
     expect(reads.at(-1)!.url.startsWith(cluster.urls[0]!)).toBe(true)
     expect(new Set(reads.map((q) => q.headers['causeway-after'])).size).toBe(1)
     expect(reads[0]!.headers['causeway-after']).toMatch(/^0:\d+@1$/)

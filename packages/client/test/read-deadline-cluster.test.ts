@@ -7,13 +7,8 @@
  */
 import { startDevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import {
-  SessionNotAvailableError,
-  connect,
-  fetchTransport,
-  type Transport,
-  type TransportRequest,
-} from '../src/index.js'
+import { SessionNotAvailableError, connect } from '../src/index.js'
+import { recordingTransport } from './support/recording-transport.js'
 
 /** Longer than any budget below: nothing ships between the regions while a test reads. */
 const WAN_DELAY_MS = 4000
@@ -40,19 +35,9 @@ afterAll(async () => {
   await cluster?.close()
 })
 
-/** The default transport, recording every kv read. */
-function recording(): Transport & { reads: TransportRequest[] } {
-  const inner = fetchTransport()
-  const reads: TransportRequest[] = []
-  return {
-    reads,
-    request(req) {
-      if (req.method === 'GET' && req.url.includes('/v1/kv/'))
-        reads.push({ ...req, headers: { ...req.headers } })
-      return inner.request(req)
-    },
-  }
-}
+/** The default transport, recording the requests the test looks at. */
+const recording = () =>
+  recordingTransport((req) => req.method === 'GET' && req.url.includes('/v1/kv/'))
 
 let n = 0
 const fresh = (name: string) => `${name}:${Date.now()}:${n++}`
@@ -70,11 +55,11 @@ describe('read deadlines on a real cluster with a slow WAN', () => {
     expect(elapsed).toBeLessThan(BUDGET_MS)
     // Region 1 had its half of the wait; home, where the write is, answered at once.
     expect(elapsed).toBeGreaterThan(WAIT_UNTIL_MS / 2 - 50)
-    expect(transport.reads.map((q) => q.url.slice(0, cluster.urls[0]!.length))).toEqual([
+    expect(transport.sent.map((q) => q.url.slice(0, cluster.urls[0]!.length))).toEqual([
       cluster.urls[1],
       cluster.urls[0],
     ])
-    const vectors = transport.reads.map((q) => q.headers['causeway-after'])
+    const vectors = transport.sent.map((q) => q.headers['causeway-after'])
     expect(vectors[0]).toBe(`0:${w.idx}@1`)
     expect(vectors[1]).toBe(vectors[0])
     // The home reply moved the session as any read does.

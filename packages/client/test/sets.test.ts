@@ -5,7 +5,8 @@
  */
 import { startDevCluster } from '@causeway/gateway'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { connect, fetchTransport, type Transport, type TransportRequest } from '../src/index.js'
+import { connect } from '../src/index.js'
+import { recordingTransport } from './support/recording-transport.js'
 
 const WAN_DELAY_MS = 300
 
@@ -26,18 +27,8 @@ afterAll(async () => {
   await cluster?.close()
 })
 
-/** The default transport, recording every set request. */
-function recording(): Transport & { sent: TransportRequest[] } {
-  const inner = fetchTransport()
-  const sent: TransportRequest[] = []
-  return {
-    sent,
-    request(req) {
-      if (req.url.includes('/v1/sets/')) sent.push({ ...req, headers: { ...req.headers } })
-      return inner.request(req)
-    },
-  }
-}
+/** The default transport, recording the requests the test looks at. */
+const recording = () => recordingTransport((req) => req.url.includes('/v1/sets/'))
 
 let n = 0
 const fresh = (prefix: string) => `${prefix}-${++n}-${Date.now()}`
