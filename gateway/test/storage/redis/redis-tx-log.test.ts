@@ -37,7 +37,9 @@ async function logOn(namespace: string): Promise<RedisTxLog> {
     regions: 1,
     replicas: 1,
     durability: 'majority',
-    waitTimeoutMs: 400,
+    // Short, since the paused-replica cases wait it out; not so short that a busy machine's
+    // WAIT misses it (at 400 ms a full CI run once got 1 of 2 servers).
+    waitTimeoutMs: 2000,
   })
   opened.push(log)
   await log.open()
