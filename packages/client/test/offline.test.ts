@@ -98,6 +98,8 @@ async function countChanges(
 }
 
 /** Resolves when `predicate` holds, polling the SDK's cheap state (bounded). */
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
 async function until(predicate: () => boolean | Promise<boolean>, timeoutMs = 10_000) {
   const end = Date.now() + timeoutMs
   while (!(await predicate())) {
@@ -166,16 +168,34 @@ describe('offline writes and reads', () => {
     expect(await db.pending()).toEqual([])
   })
 
-  it('online with persist (classic-level): one store batch per write (its removal rides with the next), no read of the outbox', async () => {
+  it('writes made while a replay ends are applied at once, not left queued until their deadline', async () => {
+    // A client that starts replays what it finds as it takes the outbox over; the writes made
+    // meanwhile queue behind that replay, and one queued as it read the outbox for the last time
+    // was left there (its call said pending after its whole timeout, online).
+    const p = fresh('race')
+    for (let round = 0; round < 3; round++) {
+      const db = await client(store())
+      for (let i = 0; i < 8; i++) {
+        const w = await db.put(`${p}${round}:${i}`, i)
+        expect(w, `round ${round}, write ${i}`).toMatchObject({ pending: false })
+      }
+      expect(await db.pending()).toEqual([])
+    }
+  })
+
+  it('online with persist (classic-level): one store batch per write, their removals together every few ms, no read of the outbox', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'causeway-batches-'))
     onTestFinished(() => rm(dir, { recursive: true, force: true }))
     const db = new ClassicLevel(dir)
-    const batches: { sublevel: { prefix: string } }[][] = []
+    const batches: { type: string; sublevel: { prefix: string } }[][] = []
     let iterators = 0
     const batch = db.batch.bind(db) as (ops: unknown[]) => Promise<void>
     const iterator = db.iterator.bind(db)
     Object.assign(db, {
-      batch: (ops: { sublevel: { prefix: string } }[]) => (batches.push(ops), batch(ops)),
+      batch: (ops: { type: string; sublevel: { prefix: string } }[]) => (
+        batches.push(ops),
+        batch(ops)
+      ),
       iterator: (...args: Parameters<typeof iterator>) => (iterators++, iterator(...args)),
     })
     const c = await client(db as unknown as PersistStore)
@@ -183,18 +203,86 @@ describe('offline writes and reads', () => {
     await c.sync() // what a client does as it starts (counting and replaying what it finds)
     const [batchesBefore, iteratorsBefore] = [batches.length, iterators]
     const writes = 40
+    const started = performance.now()
     for (let i = 0; i < writes; i++) await c.put(`${p}${i % 5}`, i)
-    // The whole session's saves (every 50 ms at most) come besides; they queue no op.
-    const outboxBatches = batches
-      .slice(batchesBefore)
-      .filter((ops) => ops.some((op) => op.sublevel.prefix.endsWith('!outbox!')))
-    expect(outboxBatches.length).toBeGreaterThanOrEqual(writes)
-    expect(outboxBatches.length).toBeLessThanOrEqual(writes + 1)
+    const elapsedMs = performance.now() - started
+    expect(iterators - iteratorsBefore).toBe(0)
+    await c.sync() // records what waits (AppliedOps.defer), reading the outbox
+    const iteratorsSynced = iterators
+    const outbox = (ops: { type: string; sublevel: { prefix: string } }[], type: string) =>
+      ops.some((op) => op.type === type && op.sublevel.prefix.endsWith('!outbox!'))
+    const after = batches.slice(batchesBefore)
+    // Each write is queued by a batch of its own before its call returns...
+    expect(after.filter((ops) => outbox(ops, 'put')).length).toBe(writes)
+    // ...and the removals of those applied within 10 ms of each other go in one batch (with
+    // their cache entries and session rows), alone or with the next write's.
+    const removals = after.filter((ops) => outbox(ops, 'del') && !outbox(ops, 'put'))
+    expect(removals.length).toBeLessThanOrEqual(Math.ceil(elapsedMs / 10) + 2)
+    const removed = after.flatMap((ops) =>
+      ops.filter((op) => op.type === 'del' && op.sublevel.prefix.endsWith('!outbox!')),
+    )
+    expect(removed.length).toBe(writes)
     // Writes at once (each sent alone, queued together): still no read of the outbox.
     await Promise.all(Array.from({ length: 20 }, (_, i) => c.put(`${p}at-once-${i}`, i)))
-    expect(iterators - iteratorsBefore).toBe(0)
+    expect(iterators - iteratorsSynced).toBe(0)
     expect(await c.pending()).toEqual([])
     await c.close()
+  })
+
+  // An online write's removal from the outbox, its cache entry and its session row are written a
+  // few milliseconds later, with the writes around it (AppliedOps.defer): what reads the cache,
+  // and close(), record what waits first.
+  it('a local read right after an online write sees it (its recording waits a few ms)', async () => {
+    const p = fresh('rw')
+    const db = await client(store())
+    await db.put(p + 'k', 1)
+    await sleep(50)
+    await db.put(p + 'k', 2)
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(p + 'k')).toMatchObject({ source: 'local', pending: false, value: 2 })
+    } finally {
+      proxy.setOffline(false)
+    }
+  })
+
+  it('a siblings key read right after it was written keeps one version (no sibling of itself)', async () => {
+    const key = `cart:${fresh('rs')}item`
+    const db = await client(store())
+    const conflicts: string[] = []
+    db.on('conflict', (e) => conflicts.push(e.key))
+    await db.put(key, { v: 1 })
+    expect((await db.get(key)).siblings).toEqual([{ v: 1 }])
+    await sleep(50)
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(key)).toMatchObject({ source: 'local', siblings: [{ v: 1 }] })
+    } finally {
+      proxy.setOffline(false)
+    }
+    expect(conflicts).toEqual([])
+  })
+
+  it('close() records the writes whose recording waits: reopened offline, nothing is pending and the session holds them', async () => {
+    // A store the app passes in stays open after close(): the next client opens it at once.
+    const shared = store()
+    const p = fresh('cl')
+    const db = await connect({ url: proxy.url, persist: shared, defaults: { timeoutMs: 3000 } })
+    let last = await db.put(p + 'k', 0)
+    for (let i = 1; i < 5; i++) last = await db.put(p + 'k', i)
+    if (last.pending) throw new Error('the write was meant to be applied online')
+    const partition = db.partitionOf(p + 'k')
+    await db.close()
+    proxy.setOffline(true)
+    try {
+      const again = await client(shared)
+      expect(await again.pending()).toEqual([])
+      expect(again.session.row(partition)?.hwm[last.dc] ?? 0).toBeGreaterThanOrEqual(last.idx)
+      expect(await again.get(p + 'k')).toMatchObject({ source: 'local', pending: false, value: 4 })
+      await again.close()
+    } finally {
+      proxy.setOffline(false)
+    }
   })
 
   it('connect() resolves offline from a persisted topology, and what was cached is readable', async () => {

@@ -9,6 +9,7 @@ import type { CacheRecords } from './cache-records.js'
 import type { EngineContext } from './engine-context.js'
 import type { StoreChange } from './local-store.js'
 import type { StoredOp } from './outbox-types.js'
+import { asCausewayError } from './outcome.js'
 
 /** An op applied, with its outbox key and result. */
 export interface AppliedOp {
@@ -36,11 +37,31 @@ export interface RecordOptions {
   soon?: boolean
 }
 
+/**
+ * How long the recording of an op applied on the fast path may wait for others to join it, ms.
+ * A client writing one value after another records tens of writes in one go: their outbox
+ * removals, one read-cache entry per key and one session row per partition, in one batch, done
+ * while later writes are on the wire rather than between a reply and the next call.
+ */
+const DEFER_MS = 10
+/** Deferred recordings beyond which they are recorded at once. */
+const DEFER_MAX = 256
+
+/** An op whose recording waits, and what to call once it is recorded. */
+interface Deferred {
+  applied: AppliedOp
+  done: () => void
+}
+
 export class AppliedOps {
   readonly #ctx: EngineContext
   readonly #cache: CacheRecords
   /** Result contexts of ops applied lately, for a write made over one of them. */
   readonly #contexts = new Map<string, string | undefined>()
+  #deferred: Deferred[] = []
+  #deferTimer: ReturnType<typeof setTimeout> | undefined
+  /** The deferred recordings started, one after the other (each reads what the last wrote). */
+  #recording: Promise<void> = Promise.resolve()
 
   constructor(ctx: EngineContext, cache: CacheRecords) {
     this.#ctx = ctx
@@ -52,6 +73,47 @@ export class AppliedOps {
     this.#ctx.session.observeWrite(op.partition, result)
     this.#contexts.set(op.opId, result.context ?? op.context)
     this.#ctx.host.parts.changed()
+  }
+
+  /**
+   * Records an applied op later (see {@link DEFER_MS}), with the others applied meanwhile; `done`
+   * is called once that is written (or failed). Its result is in the session already
+   * ({@link observe}) and the op in the outbox until then, so a crash in between leaves it queued:
+   * the replay finds it applied by its op id. What reads the read cache, the replay and `close()`
+   * call {@link settle} first.
+   */
+  defer(applied: AppliedOp, done: () => void): void {
+    this.#deferred.push({ applied, done })
+    if (this.#deferred.length >= DEFER_MAX) void this.settle()
+    else if (this.#deferTimer === undefined) {
+      // Not unref'd: a script that writes and ends without close() still records its writes.
+      this.#deferTimer = setTimeout(() => void this.settle(), DEFER_MS)
+    }
+  }
+
+  /** Records the deferred ops now; resolves once every recording asked for so far is written. */
+  settle(): Promise<void> {
+    clearTimeout(this.#deferTimer)
+    this.#deferTimer = undefined
+    const batch = this.#deferred
+    if (batch.length > 0) {
+      this.#deferred = []
+      this.#recording = this.#recording
+        .then(() =>
+          this.record(
+            batch.map((d) => d.applied),
+            { observed: true, soon: true },
+          ),
+        )
+        // Left queued: a replay finds them applied by their op ids.
+        .catch((error: unknown) =>
+          this.#ctx.host.events.emit('error', { error: asCausewayError(error) }),
+        )
+        .finally(() => {
+          for (const d of batch) d.done()
+        })
+    }
+    return this.#recording
   }
 
   /**

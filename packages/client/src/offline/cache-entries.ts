@@ -33,24 +33,29 @@ export function entryAfter(
     return op.kind === 'set-add' ? setWithAdds(set, elements) : setWithRemoves(set, elements)
   }
   const prev = (old as KeyEntry | undefined)?.t === 'k' ? (old as KeyEntry) : undefined
+  const put = op.kind === 'put'
+  if (mode !== 'siblings') {
+    // Built field by field: this runs for every write a persisted client makes.
+    const next: KeyEntry = {
+      t: 'k',
+      found: put,
+      ts: result.ts,
+      dc: result.dc,
+      idx: result.idx,
+      epoch: result.epoch,
+      region: result.region,
+      replica: 0,
+    }
+    if (put) next.value = op.value
+    return isAtLeastAsNew(prev, next) ? next : prev
+  }
   const version = {
-    ...(op.kind === 'put' ? { value: op.value } : {}),
-    deleted: op.kind === 'delete',
+    ...(put ? { value: op.value } : {}),
+    deleted: !put,
     ts: result.ts,
     dc: result.dc,
   }
   const base = { t: 'k' as const, epoch: result.epoch, region: result.region, replica: 0 }
-  if (mode !== 'siblings') {
-    const next: KeyEntry = {
-      ...base,
-      found: op.kind === 'put',
-      ...(op.kind === 'put' ? { value: op.value } : {}),
-      ts: result.ts,
-      dc: result.dc,
-      idx: result.idx,
-    }
-    return isAtLeastAsNew(prev, next) ? next : prev
-  }
   // Exact when the write superseded what the cache holds: then it is the only version. Otherwise
   // it is one more, and the sync reads the key again to learn the rest.
   const exact = result.context !== undefined && (prev === undefined || prev.context === op.context)

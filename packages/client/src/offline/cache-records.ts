@@ -35,12 +35,14 @@ export class CacheRecords {
 
   /** The cache entry of a key, or undefined. */
   async key(key: string): Promise<KeyEntry | undefined> {
+    await this.#ctx.settleApplied()
     const entry = (await this.#ctx.store.get('cache', keyEntryId(key))) as KeyEntry | undefined
     return entry?.t === 'k' ? entry : undefined
   }
 
   /** The cache entry of a set, or undefined. */
   async set(name: string): Promise<SetEntry | undefined> {
+    await this.#ctx.settleApplied()
     const entry = (await this.#ctx.store.get('cache', setEntryId(name))) as SetEntry | undefined
     return entry?.t === 's' ? entry : undefined
   }
@@ -52,6 +54,8 @@ export class CacheRecords {
     const previous = this.#chains.get(id) ?? Promise.resolve()
     const chained = previous.then(async () => {
       if (this.#ctx.closed) return
+      // A write applied before this read was made is in the entry first (`AppliedOps.defer`).
+      await this.#ctx.settleApplied()
       const old = (await store.get('cache', id)) as KeyEntry | undefined
       if (!isAtLeastAsNew(old?.t === 'k' ? old : undefined, next)) return
       await store.commit([{ type: 'put', in: 'cache', key: id, value: next }])
@@ -86,6 +90,7 @@ export class CacheRecords {
     const tail = previous
       .then(async () => {
         if (this.#ctx.closed) return
+        await this.#ctx.settleApplied()
         const old = (await store.get('cache', id)) as SetEntry | undefined
         await store.commit([
           { type: 'put', in: 'cache', key: id, value: update(old?.t === 's' ? old : undefined) },

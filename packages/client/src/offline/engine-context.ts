@@ -38,6 +38,11 @@ export interface EngineContext {
   readonly inflight: Map<string, Promise<unknown>>
   /** Ops applied whose removal from the outbox is being written: no longer pending. */
   readonly removing: Set<string>
+  /**
+   * Records the applied ops whose recording was deferred (`AppliedOps.defer`); resolves once
+   * every recording asked for so far is written. Whatever reads the read cache calls it first.
+   */
+  settleApplied(): Promise<void>
   /** Set once, by `close()`. */
   closed: boolean
 }

@@ -79,6 +79,7 @@ export class OfflineEngine {
       count: new OutboxCount(opened.local, host.events, channel, () => ctx.closed),
       inflight: new Map(),
       removing: new Set(),
+      settleApplied: () => this.#applied.settle(),
       closed: false,
     }
     this.#ctx = ctx
@@ -273,6 +274,7 @@ export class OfflineEngine {
     this.connectivity.close()
     clearTimeout(this.#sessionSave)
     this.#waiters.close()
+    await this.#applied.settle()
     await this.#replay.finished()
     await this.#cache.settled()
     await this.#saveSession().catch(() => {})

@@ -241,7 +241,8 @@ export class LocalStore {
     while (this.#queue.length > 0) {
       const group = this.#queue
       this.#queue = []
-      const changes = lastOfEach(group)
+      // One caller's changes go as they are (a batch applies them in order: the last one stays).
+      const changes = group.length === 1 ? group[0]!.changes : lastOfEach(group)
       const ops: PersistBatchOp[] = changes.map((c) =>
         c.type === 'put'
           ? { type: 'put', key: c.key, value: c.value, sublevel: this.#levels[c.in] }

@@ -109,26 +109,44 @@ export async function sendBatch(
   const reply = res.body as {
     results?: unknown
     error?: Partial<ErrorBody> & { index?: unknown }
-  }
+  } | null
+  // A reply that does not account for every op (results for some, then the error that stopped
+  // the rest) tells nothing sure: the replay stops and tries again later rather than loop on it.
+  const raw: unknown[] | undefined = Array.isArray(reply?.results) ? reply.results : undefined
+  const stoppedAt = reply?.error?.index
+  const accounted =
+    raw !== undefined &&
+    (reply?.error === undefined
+      ? raw.length === batch.length
+      : raw.length < batch.length && (stoppedAt === undefined || stoppedAt === raw.length))
+  if (!accounted)
+    return {
+      kind: 'transient',
+      error: new CausewayError('INTERNAL', 'the gateway sent a malformed ops reply', {
+        body: res.body,
+      }),
+    }
   const results: WriteResult[] = []
-  const raw = Array.isArray(reply?.results) ? reply.results : []
-  for (const [i, r] of raw.entries()) {
-    const checked = checkWriteReply(r, parts.regions.length)
-    results.push({
-      pending: false,
-      opId: batch[i]![1].opId,
-      ts: checked.ts,
-      dc: checked.dc,
-      idx: checked.idx,
-      epoch: checked.epoch,
-      region: checked.region,
-      context: checked.context,
-    })
+  try {
+    for (const [i, r] of raw.entries()) {
+      const checked = checkWriteReply(r, parts.regions.length)
+      results.push({
+        pending: false,
+        opId: batch[i]![1].opId,
+        ts: checked.ts,
+        dc: checked.dc,
+        idx: checked.idx,
+        epoch: checked.epoch,
+        region: checked.region,
+        context: checked.context,
+      })
+    }
+  } catch (error) {
+    return { kind: 'transient', error: error as CausewayError }
   }
-  if (reply.error !== undefined) {
-    const index = typeof reply.error.index === 'number' ? reply.error.index : results.length
+  if (reply?.error !== undefined) {
     const error = CausewayError.fromBody(reply.error, reply.error.statusCode)
-    return { kind: 'done', results, error: { index, error } }
+    return { kind: 'done', results, error: { index: results.length, error } }
   }
   return { kind: 'done', results }
 }

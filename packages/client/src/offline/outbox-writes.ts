@@ -106,16 +106,21 @@ export class OutboxWrites {
     send: SendOne,
   ): Promise<WriteResult | PendingWrite> {
     const scope = writeScope(this.#ctx.host.parts, options)
+    // Built field by field (no spreads): this runs for every write.
     const op: StoredOp = {
-      ...fields,
       opId: this.nextOpId(),
+      kind: fields.kind,
+      key: fields.key,
+      partition: fields.partition,
       level: scope.level,
       dt: this.#ctx.session.writeDependency(scope.level),
       durability: scope.durability,
       region: scope.region.id,
       queuedAt: Date.now(),
     }
-    if (op.kind !== 'put') delete op.value
+    if (fields.kind === 'put') op.value = fields.value
+    if (fields.context !== undefined) op.context = fields.context
+    if (fields.afterOp !== undefined) op.afterOp = fields.afterOp
     return this.write(op, send, scope.timeoutMs)
   }
 
@@ -155,11 +160,12 @@ export class OutboxWrites {
 
   /**
    * The owner's fast path: queued and sent at once, side by side, and removed with its result
-   * (read cache, session) in the background, in one batch, often the one that queues the next
-   * write. The session records the result before the call returns, and the call returns only once
-   * the op is in the outbox (by then it nearly always is), so a crash after the call leaves either
-   * the op queued (the replay finds it applied by its op id and records its result then) or its
-   * removal written with the session that holds it: never neither.
+   * (read cache, session) in the background, in one batch with the other writes applied within a
+   * few milliseconds (`AppliedOps.defer`). The session records the result before the call
+   * returns, and the call returns only once the op is in the outbox (by then it nearly always
+   * is), so a crash after the call leaves either the op queued (the replay finds it applied by its
+   * op id and records its result then) or its removal written with the session that holds it:
+   * never neither.
    */
   async #sendAhead(key: string, op: StoredOp, send: SendOne): Promise<WriteResult | PendingWrite> {
     const { store, count, connectivity, host, inflight, removing } = this.#ctx
@@ -210,15 +216,16 @@ export class OutboxWrites {
     }
     this.#applied.observe(op, result)
     removing.add(op.opId)
-    void queued
-      .then(
-        () => this.#applied.record([{ key, op, result }], { observed: true, soon: true }),
-        () => {},
-      )
-      .finally(() => {
-        removing.delete(op.opId)
-        release()
-      })
+    const done = () => {
+      removing.delete(op.opId)
+      release()
+    }
+    // Its removal, read-cache entry and session row are written later, with the writes around
+    // it (`AppliedOps.defer`), off the path of the next call; it stays queued until then.
+    void queued.then(
+      () => this.#applied.defer({ key, op, result }, done),
+      () => done(),
+    )
     // A store that refused it (STORAGE_FULL) does not fail a write the gateway applied.
     await queued.catch(() => {})
     return result

@@ -28,6 +28,13 @@ export class Replay {
   /** Callers of `sync()` in a client that does not own the outbox, waiting for the owner's. */
   readonly #syncWaiters: ((result: SyncResult) => void)[] = []
   #maxBatch = MAX_BATCH_OPS
+  /**
+   * A kick came while a replay ran: what was queued meanwhile may be behind its last read of the
+   * outbox, so another replay follows it (unless it stopped at a failure: then the connectivity's
+   * retry, with its backoff, replays again).
+   */
+  #again = false
+  #stopped = false
 
   constructor(ctx: EngineContext, waiters: OpWaiters, applied: AppliedOps, cache: CacheRecords) {
     this.#ctx = ctx
@@ -63,7 +70,12 @@ export class Replay {
         channel.post({ t: 'kick' })
       })
     }
-    this.#syncing ??= this.#replay().finally(() => (this.#syncing = undefined))
+    this.#syncing ??= this.#replay().finally(() => {
+      this.#syncing = undefined
+      const again = this.#again && !this.#stopped
+      this.#again = false
+      if (again) this.kick()
+    })
     return this.#syncing
   }
 
@@ -72,6 +84,10 @@ export class Replay {
     if (this.#ctx.closed) return
     if (!this.#ctx.lock.owner) {
       if (this.#ctx.count.value > 0) this.#ctx.channel.post({ t: 'kick' })
+      return
+    }
+    if (this.#syncing !== undefined) {
+      this.#again = true
       return
     }
     if (this.#ctx.count.value > 0 || this.#waiters.size > 0) void this.sync().catch(() => {})
@@ -118,6 +134,7 @@ export class Replay {
 
   async #replay(): Promise<SyncResult> {
     const { store, count, host, connectivity, channel } = this.#ctx
+    await this.#applied.settle()
     await Promise.allSettled([...this.#ctx.inflight.values()])
     let applied = 0
     let failedCount = 0
@@ -179,6 +196,7 @@ export class Replay {
       this.#waiters.report(outcomes)
       if (stopped !== undefined) break
     }
+    this.#stopped = stopped !== undefined
     if (stopped !== undefined) {
       if (isUnreachable(stopped)) connectivity.markOffline(stopped)
       else connectivity.retryLater()
