@@ -22,6 +22,7 @@ import {
   type PersistStore,
 } from '../src/node.js'
 import { startProxy, type NetProxy } from './support/net-proxy.js'
+import { recordingTransport } from './support/recording-transport.js'
 
 const WAN_DELAY_MS = 100
 
@@ -181,6 +182,25 @@ describe('offline writes and reads', () => {
       }
       expect(await db.pending()).toEqual([])
     }
+  })
+
+  it('a client writing one value after another from its start sends them alone, not through the replay', async () => {
+    // Its first writes race the replay it starts as it takes the outbox over; were the replay to
+    // send each next write (made as the last one's outcome arrived), it would go on sending them
+    // one by one through POST /v1/ops for as long as the client writes.
+    const transport = recordingTransport((req) => req.method !== 'GET')
+    const db = await connect({
+      url: proxy.url,
+      transport,
+      persist: store(),
+      defaults: { timeoutMs: 3000 },
+    })
+    open.push(db)
+    const p = fresh('seq')
+    for (let i = 0; i < 40; i++)
+      expect(await db.put(`${p}${i}`, i)).toMatchObject({ pending: false })
+    const viaReplay = transport.sent.filter((r) => r.url.includes('/v1/ops')).length
+    expect(viaReplay).toBeLessThanOrEqual(3)
   })
 
   it('online with persist (classic-level): one store batch per write, their removals together every few ms, no read of the outbox', async () => {

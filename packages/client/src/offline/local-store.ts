@@ -210,6 +210,11 @@ export class LocalStore {
     return this.#ask(changes, true)
   }
 
+  /** Whether changes are asked for that are not written yet (`entries` does not see them). */
+  get busy(): boolean {
+    return this.#writing !== undefined || this.#queue.length > 0
+  }
+
   /** Resolves once everything asked for so far is written (or failed). */
   async flush(): Promise<void> {
     while (this.#writing !== undefined || this.#queue.length > 0) {

@@ -87,7 +87,7 @@ export class OutboxWrites {
     }
     const key = this.#outboxKey(op.opId)
     const online = connectivity.online
-    if (online && op.afterOp === undefined && !this.#replay.running && this.#queuedBehind() === 0) {
+    if (online && op.afterOp === undefined && !this.#replay.sending && this.#queuedBehind() === 0) {
       if (lock.owner) return this.#sendAhead(key, op, send)
       if (count.value === 0 && (await store.entries('outbox', { limit: 1 })).length === 0)
         return this.#sendUnqueued(key, op, send)

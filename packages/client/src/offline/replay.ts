@@ -35,6 +35,7 @@ export class Replay {
    */
   #again = false
   #stopped = false
+  #sending = false
 
   constructor(ctx: EngineContext, waiters: OpWaiters, applied: AppliedOps, cache: CacheRecords) {
     this.#ctx = ctx
@@ -43,9 +44,13 @@ export class Replay {
     this.#cache = cache
   }
 
-  /** Whether a replay runs now. */
-  get running(): boolean {
-    return this.#syncing !== undefined
+  /**
+   * Whether a replay is sending the outbox: a write made meanwhile queues behind it, and the
+   * replay sends it too (it reads the outbox until it finds it empty with nothing being written
+   * to it). Once it found it so, writes go at once again, though the replay has its ending to do.
+   */
+  get sending(): boolean {
+    return this.#sending
   }
 
   /** Replays the outbox now (see `db.sync()`). */
@@ -72,6 +77,7 @@ export class Replay {
     }
     this.#syncing ??= this.#replay().finally(() => {
       this.#syncing = undefined
+      this.#sending = false
       const again = this.#again && !this.#stopped
       this.#again = false
       if (again) this.kick()
@@ -140,15 +146,28 @@ export class Replay {
     let failedCount = 0
     const refresh = new Set<string>()
     let stopped: CausewayError | undefined
+    // The outcomes of the last batch sent are told after the next read of the outbox, or once
+    // the replay found it empty and stopped sending: a caller who writes again as soon as its
+    // write is applied then goes at once, rather than queue behind this replay, be sent by it,
+    // and keep it sending for as long as it writes.
+    let told: OpOutcome[] = []
+    this.#sending = true
     for (;;) {
       if (this.#ctx.closed) break
       const rows = await store.entries('outbox', { limit: this.#maxBatch })
+      if (rows.length === 0 && store.busy) {
+        // A write queued meanwhile may be among what is being written: read again after it.
+        await store.flush()
+        continue
+      }
       if (rows.length === 0) {
         // Empty, whatever was counted: another client replayed them (a second owner of the
         // lease fallback, for a moment). Say so, or the app's badge keeps the old count.
         if (!count.changing) count.set(0)
         break
       }
+      this.#waiters.report(told)
+      told = []
       if (rows.length > count.value && !count.changing) count.set(rows.length)
       const batch = cutBatch(rows as OutboxRow[], host.topology)
       const outcome = await sendBatch(host.parts, this.#ctx.session, batch)
@@ -193,9 +212,11 @@ export class Replay {
         const failedOp: FailedOp = { ...publicOp(op), error, failedAt: Date.now() }
         host.events.emit('error', { error, op: failedOp })
       }
-      this.#waiters.report(outcomes)
+      told = outcomes
       if (stopped !== undefined) break
     }
+    this.#sending = false
+    this.#waiters.report(told)
     this.#stopped = stopped !== undefined
     if (stopped !== undefined) {
       if (isUnreachable(stopped)) connectivity.markOffline(stopped)
