@@ -24,6 +24,14 @@ import { isTransient, isUnreachable } from './outcome.js'
 import type { Replay } from './replay.js'
 import { withObservedContexts } from './set-local.js'
 
+/** Runs `f` in the loop's check phase, after what was scheduled there before (a request's write). */
+function afterRequest<T>(f: () => Promise<T>): Promise<T> {
+  if (typeof globalThis.setImmediate !== 'function') return f()
+  return new Promise<T>((resolve, reject) =>
+    globalThis.setImmediate(() => void f().then(resolve, reject)),
+  )
+}
+
 /** Sends one op alone, with its op id. */
 export type SendOne = (op: StoredOp) => Promise<WriteResult>
 
@@ -172,7 +180,19 @@ export class OutboxWrites {
     // Counted from now (silently: an online write that succeeds never shows as pending).
     count.begin()
     count.adjustSilently(+1)
-    const queued = store.commit([{ type: 'put', in: 'outbox', key, value: op }]).then(
+    let settle!: () => void
+    inflight.set(op.opId, new Promise<void>((resolve) => (settle = resolve)))
+    const release = () => {
+      inflight.delete(op.opId)
+      settle()
+    }
+    let result: WriteResult
+    const sent = send(op)
+    // Queued once the request is on its way (the HTTP client writes it in the loop's check
+    // phase, as this does): the store's batch runs while the request is on the network.
+    const queued = afterRequest(() =>
+      store.commit([{ type: 'put', in: 'outbox', key, value: op }]),
+    ).then(
       () => count.end(),
       (error: unknown) => {
         count.adjustSilently(-1)
@@ -181,15 +201,8 @@ export class OutboxWrites {
       },
     )
     queued.catch(() => {})
-    let settle!: () => void
-    inflight.set(op.opId, new Promise<void>((resolve) => (settle = resolve)))
-    const release = () => {
-      inflight.delete(op.opId)
-      settle()
-    }
-    let result: WriteResult
     try {
-      result = await send(op)
+      result = await sent
     } catch (error) {
       try {
         await queued
