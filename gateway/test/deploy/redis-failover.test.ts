@@ -394,8 +394,18 @@ describe('without Sentinel', { timeout: TIMEOUT }, () => {
     const db = await connect({ url })
     for (let i = 0; i < 10; i++) await db.put(`k${i}`, i, { durability: 'majority' })
     const follower = server(h, 0, 0, 1)
-    const before = await withRedis(follower.url, (r) => r.dbsize())
     const leader = server(h, 0, 0, 0)
+    // Majority durability waits for one follower; the read below may go to either, and with the
+    // leader gone (no Sentinel here) one that lagged would never catch up: let both catch up.
+    const size = await withRedis(leader.url, (r) => r.dbsize())
+    await vi.waitFor(
+      async () => {
+        for (const f of [follower, server(h, 0, 0, 2)])
+          expect(await withRedis(f.url, (r) => r.dbsize())).toBeGreaterThanOrEqual(size)
+      },
+      { timeout: 10_000, interval: 50 },
+    )
+    const before = await withRedis(follower.url, (r) => r.dbsize())
     await killNow(leader.pid)
     for (const entry of await readdir(leader.dir))
       await rm(join(leader.dir, entry), { recursive: true })
