@@ -14,20 +14,15 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { DEFAULT_LIMITS, type Topology, hlcFrom } from '@causeway/core'
-import {
-  connect,
-  type PersistStore,
-  type Transport,
-  type TransportRequest,
-  type TransportResponse,
-} from '@causeway/client/node'
-import { ClassicLevel } from 'classic-level'
-import { MemoryLevel } from 'memory-level'
+import type { Transport, TransportRequest, TransportResponse } from '@causeway/client/node'
 import { fixed, table } from '../report/markdown.js'
+import {
+  PERSIST_RUNS as RUNS,
+  type PersistRun as Run,
+  persistClients,
+  persistRounds,
+} from './persist-rounds.js'
 import { median } from './sdk-writes.js'
-
-const RUNS = ['persist off', 'memory-level', 'classic-level'] as const
-type Run = (typeof RUNS)[number]
 
 const TOPOLOGY: Topology = {
   cluster: 'outbox-client-cpu',
@@ -69,36 +64,14 @@ async function main(): Promise<void> {
     return
   }
   const dir = await mkdtemp(join(tmpdir(), 'causeway-outbox-client-cpu-'))
-  const url = 'http://r0.invalid'
-  const clients = {
-    'persist off': await connect({ url, transport: answeringTransport() }),
-    'memory-level': await connect({
-      url,
-      transport: answeringTransport(),
-      persist: new MemoryLevel() as unknown as PersistStore,
-    }),
-    'classic-level': await connect({
-      url,
-      transport: answeringTransport(),
-      persist: new ClassicLevel(dir) as unknown as PersistStore,
-    }),
-  }
-  const cpu = Object.fromEntries(RUNS.map((r) => [r, [] as number[]])) as Record<Run, number[]>
+  const clients = await persistClients('http://r0.invalid', dir, answeringTransport)
+  let cpu: Record<Run, number[]>
   try {
-    for (let r = 0; r < rounds; r++) {
-      for (let i = 0; i < RUNS.length; i++) {
-        const run = RUNS[(i + r) % RUNS.length]!
-        const db = clients[run]
-        const before = process.cpuUsage()
-        for (let w = 0; w < writes; w++) await db.put(`k${w % 100}`, { w, at: 'x'.repeat(32) })
-        const used = process.cpuUsage(before)
-        cpu[run].push((used.user + used.system) / writes)
-      }
-      console.error(
-        `round ${r + 1}/${rounds}: ` +
-          RUNS.map((run) => `${run} ${cpu[run].at(-1)!.toFixed(1)} µs`).join(', '),
-      )
-    }
+    ;({ cpu } = await persistRounds(clients, rounds, writes, async (db) => {
+      const started = performance.now()
+      for (let w = 0; w < writes; w++) await db.put(`k${w % 100}`, { w, at: 'x'.repeat(32) })
+      return (writes / (performance.now() - started)) * 1000
+    }))
   } finally {
     for (const db of Object.values(clients)) await db.close()
     await rm(dir, { recursive: true, force: true })

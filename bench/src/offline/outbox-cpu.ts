@@ -14,14 +14,14 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { connect, type PersistStore } from '@causeway/client/node'
-import { ClassicLevel } from 'classic-level'
-import { MemoryLevel } from 'memory-level'
 import { fixed, table, times } from '../report/markdown.js'
+import {
+  PERSIST_RUNS as RUNS,
+  type PersistRun as Run,
+  persistClients,
+  persistRounds,
+} from './persist-rounds.js'
 import { median, sequentialPuts, withCluster } from './sdk-writes.js'
-
-const RUNS = ['persist off', 'memory-level', 'classic-level'] as const
-type Run = (typeof RUNS)[number]
 
 /** Writes per `sequentialPuts` call (its `WRITES`). */
 const WRITES = 1000
@@ -36,41 +36,14 @@ async function main(): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'causeway-outbox-cpu-'))
   try {
     const measured = await withCluster('memory', async (url) => {
-      const clients = {
-        'persist off': await connect({ url }),
-        'memory-level': await connect({
-          url,
-          persist: new MemoryLevel() as unknown as PersistStore,
-        }),
-        'classic-level': await connect({
-          url,
-          persist: new ClassicLevel(dir) as unknown as PersistStore,
-        }),
-      }
-      const perS = Object.fromEntries(RUNS.map((r) => [r, [] as number[]])) as Record<Run, number[]>
-      const cpu = Object.fromEntries(RUNS.map((r) => [r, [] as number[]])) as Record<Run, number[]>
+      const clients = await persistClients(url, dir)
       try {
-        for (let r = 0; r < rounds; r++) {
-          for (let i = 0; i < RUNS.length; i++) {
-            const run = RUNS[(i + r) % RUNS.length]!
-            const db = clients[run]
-            const before = process.cpuUsage()
-            perS[run].push(await sequentialPuts((k, v) => db.put(k, v), `${run}${r}:`))
-            const used = process.cpuUsage(before)
-            cpu[run].push((used.user + used.system) / WRITES)
-          }
-          console.error(
-            `round ${r + 1}/${rounds}: ` +
-              RUNS.map(
-                (run) =>
-                  `${run} ${perS[run].at(-1)!.toFixed(0)}/s ${cpu[run].at(-1)!.toFixed(0)} µs`,
-              ).join(', '),
-          )
-        }
+        return await persistRounds(clients, rounds, WRITES, (db, run, r) =>
+          sequentialPuts((k, v) => db.put(k, v), `${run}${r}:`),
+        )
       } finally {
         for (const db of Object.values(clients)) await db.close()
       }
-      return { perS, cpu }
     })
     const m = (run: Run) => median(measured.perS[run])
     const c = (run: Run) => median(measured.cpu[run])
