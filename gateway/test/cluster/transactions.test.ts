@@ -122,7 +122,15 @@ describe.each([10_000, false] as const)('transactions in one region (commit cach
     expect((await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })).snapshot).toBe(last)
     // An honest read of the current version still commits; so does 0 for a key that has none.
     expect(
-      await commit(tx, last, [['acct:x', 2], ['acct:z', 0]], { 'acct:x': 51 }),
+      await commit(
+        tx,
+        last,
+        [
+          ['acct:x', 2],
+          ['acct:z', 0],
+        ],
+        { 'acct:x': 51 },
+      ),
     ).toMatchObject({ tid: last + 1, outcome: 'applied' })
   })
 

@@ -98,7 +98,11 @@ describe('transactions on Redis across regions', () => {
       return { status: res.status, body: (await res.json()) as Record<string, any> }
     }
     const key = 'acct:forged'
-    const base = await post('/v1/tx/commit', { snapshot: 0, reads: [], writes: [{ key, value: 100 }] })
+    const base = await post('/v1/tx/commit', {
+      snapshot: 0,
+      reads: [],
+      writes: [{ key, value: 100 }],
+    })
     expect(base.body['outcome']).toBe('applied')
     const s1 = await post('/v1/tx/read', { keys: [key], minTid: base.body['tid'] })
     const v1 = s1.body['items'][0].tid as number

@@ -300,7 +300,10 @@ export class RegionTransactions implements TransactionService {
   }
 
   /** The tid of each key's version at `tid` (0: none); undefined when `tid` is collected. */
-  async #versionTids(tid: number, keys: readonly string[]): Promise<Map<string, number> | undefined> {
+  async #versionTids(
+    tid: number,
+    keys: readonly string[],
+  ): Promise<Map<string, number> | undefined> {
     const byPartition = new Map<number, string[]>()
     for (const key of keys) {
       const p = partitionOf(key, this.#options.replicas.length)
@@ -312,9 +315,7 @@ export class RegionTransactions implements TransactionService {
     try {
       await Promise.all(
         [...byPartition].map(async ([p, group]) => {
-          const { versions } = await this.#router
-            .leader(p)
-            .readAsOf(tid, group, { values: false })
+          const { versions } = await this.#router.leader(p).readAsOf(tid, group, { values: false })
           group.forEach((key, i) => out.set(key, versions[i]?.tid ?? 0))
         }),
       )
