@@ -146,10 +146,51 @@ export async function totalBalance(
   return { sum, accounts: found, snapshot: tx.snapshot ?? 0 }
 }
 
+/**
+ * The same transfers done the wrong way, for the control run that shows why the bank needs
+ * transactions: each transfer reads both balances with plain `get`s and writes them back with
+ * plain `put`s (in a namespace that is not transactional). Two workers moving money from one
+ * account at once both read the same balance, and one write is lost: the sum drifts from zero.
+ */
+export async function moveMoneyWithoutTransactions(
+  db: Causeway,
+  random: () => number,
+  options: BankOptions & { movements?: number } = {},
+): Promise<void> {
+  const accounts = options.accounts ?? 30_000
+  for (let i = 0; i < (options.movements ?? 5); i++) {
+    const from = Math.floor(random() * accounts)
+    let to = Math.floor(random() * (accounts - 1))
+    if (to >= from) to++
+    const amount = 1 + Math.floor(random() * 100)
+    const [a, b] = await Promise.all(
+      [from, to].map((n) =>
+        db.get<Account>(accountKey(n, options.namespace), { replica: 'leader' }),
+      ),
+    )
+    await Promise.all([
+      db.put(accountKey(from, options.namespace), {
+        ...a!.value!,
+        balance: a!.value!.balance - amount,
+      }),
+      db.put(accountKey(to, options.namespace), {
+        ...b!.value!,
+        balance: b!.value!.balance + amount,
+      }),
+    ])
+  }
+}
+
 /** What a run of workers did. */
 export interface RunReport {
   transactions: number
+  /** Runs of the movements' functions: one per transaction, and one per retry after a conflict. */
   attempts: number
+  /**
+   * Movements that ran more than once (a conflict, or a snapshot collected under them, made
+   * `runTransaction` run them again).
+   */
+  retried: number
   /** Transactions that failed with an error (the cluster unreachable, ...), not a conflict. */
   failed: number
   /** Applied transactions per second. */
@@ -181,6 +222,7 @@ export async function runWorkers(
   const report: RunReport = {
     transactions: 0,
     attempts: 0,
+    retried: 0,
     failed: 0,
     throughput: 0,
     latencies: [],
@@ -196,6 +238,7 @@ export async function runWorkers(
           const moved = await moveMoney(db, random, options)
           report.transactions++
           report.attempts += moved.attempts
+          if (moved.attempts > 1) report.retried++
           report.latencies.push(moved.latencyMs)
           options.onApplied?.()
         } catch (error) {

@@ -125,6 +125,9 @@ describe('the banking app on Redis', () => {
     // leader and the SDK resends a commit to the killed gateway under its id, and since the
     // failover merge a run with no failure at all has been seen, so failures are not required.
     expect(report.transactions).toBeGreaterThan(120)
+    // Conflicts did happen, and the workers ran those transfers again.
+    expect(report.retried).toBeGreaterThan(0)
+    expect(report.attempts).toBeGreaterThan(report.transactions)
     const total = await totalBalance(admin!, bank)
     expect(total).toMatchObject({ sum: 0, accounts: 400 })
   }, 300_000)

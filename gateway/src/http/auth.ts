@@ -203,6 +203,20 @@ export function checkRequestScope(
   if (key) checkKeyAccess(key, dataKey, needs)
 }
 
+/**
+ * Throws `OUT_OF_SCOPE` when the API key that authenticated `request` may not write at all: for
+ * requests that append to a log whatever keys they name (a transaction commit takes a tid even
+ * when it only read, issue 23). Requests without a key (open gateways) may.
+ */
+export function checkRequestWrites(request: FastifyRequest): void {
+  const key = (request as unknown as Record<symbol, KnownKey | null>)[kScope]
+  if (key && key.access === 'read')
+    throw new CausewayError('OUT_OF_SCOPE', `this API key may only ${key.access}`, {
+      needs: 'write',
+      access: key.access,
+    })
+}
+
 /** The bearer token of a request, `undefined` when there is none, `null` when malformed. */
 function bearerOf(request: FastifyRequest): string | undefined | null {
   const header = request.headers.authorization

@@ -25,6 +25,7 @@ import type { FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { ClusterShape, WriteOp } from '../cluster/cluster-service.js'
 import type { TxCommitRequest, TxReadRequest } from '../cluster/transactions/transaction-service.js'
+import { checkRequestWrites } from './auth.js'
 import { checkDataScope } from './data-scope.js'
 import { encodeValue } from './kv-request.js'
 
@@ -84,6 +85,8 @@ export function parseTxCommit(
   headers: IncomingHttpHeaders,
   shape: ClusterShape,
 ): TxCommitRequest {
+  // A commit appends to the region's log, even one that only read: it needs write access.
+  checkRequestWrites(request)
   const reads = checkReadSet(body.reads, body.snapshot)
   const keys = new Set<string>()
   for (const [key] of reads) {

@@ -4,12 +4,19 @@
  *
  * - the applied ones are serializable in tid order: replayed one after the other on a model, each
  *   read what the model held just before its tid, and the partitions end as the model does;
- * - the outcomes are exactly the rule: applied if and only if no key it read was written by an
- *   applied transaction after its snapshot and before its tid;
+ * - the outcomes are exactly the rule: applied if and only if, for every key it read, the tid its
+ *   read names is at most its snapshot and is the newest applied version of the key before its
+ *   tid (0: none). Commits are honest or forged (issue 22): a later snapshot than the reads were
+ *   made at, a stale version's tid, a tid that never made a version of the key, 0 for a key that
+ *   has one, a tid above the snapshot; the log takes them all (the route's checks are bypassed), so
+ *   the applier alone must decide them;
  * - every replica decides the same: the same log replayed by an applier without the commit cache,
  *   by one with a cache of a single transaction, and by one that starts after a crash left some
  *   partitions ahead of the recorded outcomes, records the same outcomes and ends in the same state;
  * - followers applying their leader's log read the same at every snapshot.
+ *
+ * Negative controls: the same checker, given an applier that ignores conflicts or one that trusts
+ * the snapshot a commit names (the bug of issue 22), reports a violation.
  */
 import { HLC_ZERO, type TxRead, type TxWrite, partitionOf, sortWrites } from '@causeway/core'
 import fc from 'fast-check'
@@ -24,13 +31,17 @@ const KEYS = ['acct:a', 'acct:b', 'acct:c', 'acct:d', 'acct:e']
 
 /** A region's machinery in memory: its log, its partition leaders, an applier. */
 class Region {
-  readonly log = new LevelTxLog({ region: 0, regions: 1, sync: false })
+  readonly log: LevelTxLog
   readonly leaders = Array.from(
     { length: PARTITIONS },
     (_, p) =>
       new LevelPartitionReplica({ region: 0, partition: p, replica: 0, regions: 1, sync: false }),
   )
   applier: TxApplier | undefined
+
+  constructor(log?: LevelTxLog) {
+    this.log = log ?? new LevelTxLog({ region: 0, regions: 1, sync: false })
+  }
 
   async open(): Promise<this> {
     await this.log.open()
@@ -83,16 +94,33 @@ class Region {
   }
 }
 
+/** How a commit lies about its reads (issue 22). */
+type Forgery = 'honest' | 'later-snapshot' | 'stale-tid' | 'any-tid' | 'zero-tid' | 'above-snapshot'
+
 interface GeneratedTx {
   lag: number
   reads: string[]
   writes: string[]
+  forge: Forgery
+  /** Which read it forges, and the tid an `any-tid` read names (both modulo what fits). */
+  pick: number
 }
 
 const txArb = fc.record({
   lag: fc.nat(3),
   reads: fc.subarray(KEYS),
   writes: fc.subarray(KEYS, { minLength: 1 }),
+  forge: fc.constantFrom<Forgery>(
+    'honest',
+    'honest',
+    'honest',
+    'later-snapshot',
+    'stale-tid',
+    'any-tid',
+    'zero-tid',
+    'above-snapshot',
+  ),
+  pick: fc.nat(1000),
 })
 
 // A history: transactions, and an order in which each begins (reads) before it commits.
@@ -156,16 +184,112 @@ async function runHistory(
       }
       begun[i] = { snapshot, reads }
     } else {
-      const { snapshot, reads } = begun[i]!
-      const readSet: TxRead[] = [...reads].map(([k, { tid }]) => [k, tid] as const)
+      const { snapshot: readAt, reads } = begun[i]!
+      const readSet: [string, number][] = [...reads].map(([k, { tid }]) => [k, tid])
       readSet.sort(([a], [b]) => (a < b ? -1 : 1))
+      const snapshot = await forge(region, tx, readAt, readSet)
       const writes: TxWrite[] = sortWrites(tx.writes.map((k) => [k, JSON.stringify(`t${i}:${k}`)]))
       // Not awaited for its outcome: commits pile up while the applier works.
-      await region.log.append({ snapshot, reads: readSet, writes, dt: HLC_ZERO })
+      await region.log.append({ snapshot, reads: readSet as TxRead[], writes, dt: HLC_ZERO })
     }
   }
   await region.settle()
   return begun
+}
+
+/**
+ * Makes the commit `tx.forge` says out of an honest one (read at `readAt`): changes `readSet` in
+ * place and resolves to the snapshot the commit names. Every forgery but `above-snapshot` names
+ * the newest tid of the log as its snapshot, as a client that wants its stale reads to pass would.
+ */
+async function forge(
+  region: Region,
+  tx: GeneratedTx,
+  readAt: number,
+  readSet: [string, number][],
+): Promise<number> {
+  if (tx.forge === 'honest') return readAt
+  const later = Math.max(readAt, region.log.lastTid())
+  if (tx.forge === 'later-snapshot' || readSet.length === 0) return later
+  const read = readSet[tx.pick % readSet.length]!
+  switch (tx.forge) {
+    case 'stale-tid': {
+      // The version before the one read: a tid that did make a version of the key.
+      if (read[1] > 0) {
+        const leader = region.leaders[partitionOf(read[0], PARTITIONS)]!
+        read[1] = (await leader.readAsOf(read[1] - 1, [read[0]])).versions[0]?.tid ?? 0
+      }
+      return later
+    }
+    case 'any-tid':
+      read[1] = tx.pick % (later + 1)
+      return later
+    case 'zero-tid':
+      read[1] = 0
+      return later
+    case 'above-snapshot':
+      read[1] = readAt + 1 + (tx.pick % 3)
+      return readAt
+  }
+}
+
+/**
+ * The checker: the applied transactions are serializable in tid order, each outcome is exactly
+ * the rule, and the partitions end as the model does. Throws on the first violation.
+ */
+async function checkModel(region: Region): Promise<void> {
+  const log = region.log
+  const records = await (log instanceof BrokenLog ? log.truth() : log.read(0, 10_000))
+  const outcomes = await region.outcomes()
+  expect(outcomes).toHaveLength(records.length)
+  const model = new Map<string, { tid: number; value: string | undefined }>()
+  records.forEach((r, n) => {
+    const valid = r.reads.every(
+      ([key, seen]) => seen <= r.snapshot && (model.get(key)?.tid ?? 0) === seen,
+    )
+    expect(outcomes[n], `tid ${r.tid}`).toBe(valid ? 'applied' : 'conflict')
+    if (outcomes[n] !== 'applied') return
+    for (const [key, seen] of r.reads)
+      expect(model.get(key)?.tid ?? 0, `tid ${r.tid} read ${key}`).toBe(seen)
+    for (const [key, value] of r.writes) model.set(key, { tid: r.tid, value })
+  })
+  expect(await region.state(region.log.appliedTid())).toEqual(KEYS.map((k) => model.get(k)?.value))
+}
+
+/**
+ * A log that hands its applier altered records, making of the real {@link TxApplier} a broken one
+ * for the negative controls (production code untouched): `ignore-conflicts` drops every read set
+ * (nothing ever conflicts), `trust-snapshot` replaces each read's tid with the version its key had
+ * at the snapshot the commit names (what deciding against the client's snapshot does: issue 22).
+ */
+class BrokenLog extends LevelTxLog {
+  leaders: readonly LevelPartitionReplica[] = []
+
+  constructor(readonly broken: 'ignore-conflicts' | 'trust-snapshot') {
+    super({ region: 0, regions: 1, sync: false })
+  }
+
+  /** The records as they were appended, for the checker. */
+  truth(): Promise<TxRecord[]> {
+    return super.read(0, 10_000)
+  }
+
+  override async read(afterTid: number, limit: number): Promise<TxRecord[]> {
+    const records = await super.read(afterTid, limit)
+    if (this.broken === 'ignore-conflicts') return records.map((r) => ({ ...r, reads: [] }))
+    return Promise.all(
+      records.map(async (r) => {
+        const at = Math.min(r.snapshot, r.tid - 1)
+        const reads = await Promise.all(
+          r.reads.map(async ([key]): Promise<TxRead> => {
+            const leader = this.leaders[partitionOf(key, PARTITIONS)]!
+            return [key, (await leader.readAsOf(at, [key])).versions[0]?.tid ?? 0]
+          }),
+        )
+        return { ...r, reads }
+      }),
+    )
+  }
 }
 
 // Copies the records of `from` into the log of `to`, one by one with the same tids.
@@ -190,28 +314,10 @@ describe('the applier on generated histories', () => {
             const others: Region[] = []
             try {
               await runHistory(main, txs, steps)
-              const records = await main.log.read(0, 10_000)
-              const outcomes = await main.outcomes()
-              expect(outcomes).toHaveLength(records.length)
-
               // Serializable in tid order, and exactly the rule.
-              const model = new Map<string, { tid: number; value: string | undefined }>()
-              const writer = new Map<string, number[]>()
-              records.forEach((r, n) => {
-                const changedAfter = r.reads.some(([key]) =>
-                  (writer.get(key) ?? []).some((t) => t > r.snapshot && t < r.tid),
-                )
-                expect(outcomes[n], `tid ${r.tid}`).toBe(changedAfter ? 'conflict' : 'applied')
-                if (outcomes[n] !== 'applied') return
-                for (const [key, seen] of r.reads)
-                  expect(model.get(key)?.tid ?? 0, `tid ${r.tid} read ${key}`).toBe(seen)
-                for (const [key, value] of r.writes) {
-                  model.set(key, { tid: r.tid, value })
-                  writer.set(key, [...(writer.get(key) ?? []), r.tid])
-                }
-              })
+              await checkModel(main)
+              const outcomes = await main.outcomes()
               const last = main.log.appliedTid()
-              expect(await main.state(last)).toEqual(KEYS.map((k) => model.get(k)?.value))
 
               // The same log, decided by other appliers: no cache, a one-transaction cache.
               for (const commitCache of [false, 1] as const) {
@@ -276,4 +382,50 @@ describe('the applier on generated histories', () => {
     },
     Number(process.env.TMO ?? 120_000),
   )
+})
+
+describe('negative controls: the checker catches a broken applier', () => {
+  it.each(['ignore-conflicts', 'trust-snapshot'] as const)(
+    'reports a violation when the applier is made to %s',
+    async (broken) => {
+      const result = await fc.check(
+        fc.asyncProperty(historyArb, async ({ txs, steps }) => {
+          const log = new BrokenLog(broken)
+          const region = new Region(log)
+          log.leaders = region.leaders
+          await region.open()
+          region.start(10_000)
+          try {
+            await runHistory(region, txs, steps)
+            await checkModel(region)
+          } finally {
+            await region.close()
+          }
+        }),
+        { numRuns: 200, endOnFailure: true, seed: Number(process.env.SEED ?? 22) },
+      )
+      expect(result.failed, 'the checker found no violation').toBe(true)
+    },
+    Number(process.env.TMO ?? 120_000),
+  )
+
+  it('reports the lost update of issue 22 when the applier trusts the snapshot', async () => {
+    const log = new BrokenLog('trust-snapshot')
+    const region = new Region(log)
+    log.leaders = region.leaders
+    await region.open()
+    region.start(10_000)
+    try {
+      const x = 'acct:a'
+      await region.log.append({ snapshot: 0, reads: [], writes: [[x, '100']], dt: HLC_ZERO })
+      await region.log.append({ snapshot: 1, reads: [[x, 1]], writes: [[x, '50']], dt: HLC_ZERO })
+      // The stale read of tid 1, sent with snapshot 2.
+      await region.log.append({ snapshot: 2, reads: [[x, 1]], writes: [[x, '200']], dt: HLC_ZERO })
+      await region.settle()
+      expect(await region.outcomes()).toEqual(['applied', 'applied', 'applied'])
+      await expect(checkModel(region)).rejects.toThrow(/tid 3/)
+    } finally {
+      await region.close()
+    }
+  })
 })

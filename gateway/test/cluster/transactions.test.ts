@@ -84,6 +84,56 @@ describe.each([10_000, false] as const)('transactions in one region (commit cach
     expect(await commit(tx, 0, [], { 'acct:a': 9 })).toMatchObject({ outcome: 'applied' })
   })
 
+  it('conflicts a stale read committed with a forged later snapshot (issue 22: lost update)', async () => {
+    const { tx } = await start({ commitCache: cache })
+    const first = await commit(tx, 0, [], { 'acct:x': 100 })
+    const s1 = (await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })).snapshot
+    expect([s1, first.tid]).toEqual([1, 1])
+    // A second client read at s1 too and commits first.
+    const t2 = await commit(tx, s1, [['acct:x', 1]], { 'acct:x': 50 })
+    expect(t2).toMatchObject({ tid: 2, outcome: 'applied' })
+    // The first client's stale read, sent with the later snapshot: its read is no longer current.
+    const forged = await commit(tx, t2.tid, [['acct:x', 1]], { 'acct:x': 200 })
+    expect(forged.outcome).toBe('conflict')
+    // Sent honestly, the same stale read conflicts as well.
+    expect((await commit(tx, s1, [['acct:x', 1]], { 'acct:x': 300 })).outcome).toBe('conflict')
+    const now = await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })
+    expect(now.items[0]!.version?.value).toBe('50')
+  })
+
+  it('refuses a read naming a tid that never made a version of the key (INVALID_READ_SET)', async () => {
+    const { tx } = await start({ commitCache: cache })
+    await commit(tx, 0, [], { 'acct:x': 100, 'acct:y': 1 })
+    await commit(tx, 1, [['acct:x', 1]], { 'acct:x': 50 })
+    const conflicted = await commit(tx, 1, [['acct:x', 1]], { 'acct:x': 60 })
+    expect(conflicted).toMatchObject({ tid: 3, outcome: 'conflict' })
+    await commit(tx, 3, [], { 'acct:y': 2 })
+    const last = 4
+    const cases: [string, number, [string, number][]][] = [
+      ['a conflicted transaction’s tid', last, [['acct:x', 3]]],
+      ['0 for a key that exists at the snapshot', last, [['acct:x', 0]]],
+      ['the tid of a transaction that wrote another key', last, [['acct:x', 4]]],
+    ]
+    for (const [what, snapshot, reads] of cases)
+      await expect(commit(tx, snapshot, reads, { 'acct:x': 999 }), what).rejects.toMatchObject({
+        code: 'INVALID_READ_SET',
+      })
+    // Nothing of them reached the log.
+    expect((await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })).snapshot).toBe(last)
+    // An honest read of the current version still commits; so does 0 for a key that has none.
+    expect(
+      await commit(
+        tx,
+        last,
+        [
+          ['acct:x', 2],
+          ['acct:z', 0],
+        ],
+        { 'acct:x': 51 },
+      ),
+    ).toMatchObject({ tid: last + 1, outcome: 'applied' })
+  })
+
   it('refuses keys outside transactional namespaces, and plain writes of transactional keys', async () => {
     const { cluster, tx } = await start({ commitCache: cache })
     await expect(commit(tx, 0, [], { 'plain:x': 1 })).rejects.toMatchObject({

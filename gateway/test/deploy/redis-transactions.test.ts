@@ -87,4 +87,54 @@ describe('transactions on Redis across regions', () => {
       n: 2,
     })
   }, 60_000)
+
+  it('conflicts a stale read committed with a forged later snapshot; refuses tids that made no version', async () => {
+    interface Reply {
+      tid: number
+      outcome?: string
+      code?: string
+      snapshot: number
+      items: { tid: number; value?: unknown }[]
+    }
+    const post = async (path: string, body: unknown) => {
+      const res = await fetch(`${urls[0]}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      })
+      return { status: res.status, body: (await res.json()) as Reply }
+    }
+    const key = 'acct:forged'
+    const base = await post('/v1/tx/commit', {
+      snapshot: 0,
+      reads: [],
+      writes: [{ key, value: 100 }],
+    })
+    expect(base.body.outcome).toBe('applied')
+    const s1 = await post('/v1/tx/read', { keys: [key], minTid: base.body.tid })
+    const v1 = s1.body.items[0]!.tid
+    expect(v1).toBe(base.body.tid)
+    const second = await post('/v1/tx/commit', {
+      snapshot: s1.body.snapshot,
+      reads: [[key, v1]],
+      writes: [{ key, value: 50 }],
+    })
+    expect(second.body.outcome).toBe('applied')
+    const forged = await post('/v1/tx/commit', {
+      snapshot: second.body.tid,
+      reads: [[key, v1]],
+      writes: [{ key, value: 200 }],
+    })
+    expect([forged.status, forged.body.outcome]).toEqual([200, 'conflict'])
+    for (const tid of [forged.body.tid, 0]) {
+      const bad = await post('/v1/tx/commit', {
+        snapshot: forged.body.tid,
+        reads: [[key, tid]],
+        writes: [{ key, value: 300 }],
+      })
+      expect([bad.status, bad.body.code], `tid ${tid}`).toEqual([400, 'INVALID_READ_SET'])
+    }
+    const now = await post('/v1/tx/read', { keys: [key], minTid: forged.body.tid })
+    expect(now.body.items[0]).toMatchObject({ value: 50, tid: second.body.tid })
+  }, 30_000)
 })

@@ -302,6 +302,52 @@ describe('transaction routes', () => {
     expect(await balances('acct:50', 'acct:k0')).toEqual([undefined, undefined])
   })
 
+  it('conflicts a stale read sent with a forged later snapshot, and refuses reads of tids that made no version', async () => {
+    const base = await commit({ snapshot: 0, reads: [], writes: [{ key: 'acct:x', value: 100 }] })
+    expect(base.body.outcome).toBe('applied')
+    const s1 = await read({ keys: ['acct:x'] })
+    const v1 = s1.body.items[0].tid as number
+    expect(v1).toBe(base.body.tid)
+    // A second client read at s1 and commits 50 first.
+    const second = await commit({
+      snapshot: s1.body.snapshot,
+      reads: [['acct:x', v1]],
+      writes: [{ key: 'acct:x', value: 50 }],
+    })
+    expect(second.body.outcome).toBe('applied')
+    // The first client sends its stale read with the second's tid as its snapshot.
+    const forged = await commit({
+      snapshot: second.body.tid,
+      reads: [['acct:x', v1]],
+      writes: [{ key: 'acct:x', value: 200 }],
+    })
+    expect([forged.status, forged.body.outcome]).toEqual([200, 'conflict'])
+    expect(await balances('acct:x')).toEqual([50])
+    // Tids that never made a version of acct:x: the forged commit's (a conflict), and 0.
+    const last = cluster.txLog(0)!.lastTid()
+    for (const tid of [forged.body.tid, 0]) {
+      const bad = await commit({
+        snapshot: last,
+        reads: [['acct:x', tid]],
+        writes: [{ key: 'acct:x', value: 300 }],
+      })
+      expect([bad.status, bad.body.code], `tid ${tid}`).toEqual([400, 'INVALID_READ_SET'])
+    }
+    expect(cluster.txLog(0)!.lastTid()).toBe(last)
+    expect(await balances('acct:x')).toEqual([50])
+  })
+
+  it('refuses a commit of reads only from a key without write access, before the log (issue 23)', async () => {
+    const last = cluster.txLog(0)!.lastTid()
+    const res = await commit({ snapshot: last, reads: [['acct:ro', 0]], writes: [] }, OTHER)
+    expect([res.status, res.body.code]).toEqual([403, 'OUT_OF_SCOPE'])
+    const empty = await commit({ snapshot: last, reads: [], writes: [] }, OTHER)
+    expect([empty.status, empty.body.code]).toEqual([403, 'OUT_OF_SCOPE'])
+    expect(cluster.txLog(0)!.lastTid()).toBe(last)
+    // Its reads still work.
+    expect((await read({ keys: ['acct:ro'] }, OTHER)).status).toBe(200)
+  })
+
   it('refuses keys outside transactional namespaces, and plain writes of transactional keys', async () => {
     const open = buildGateway({
       service: cluster.service(0),

@@ -176,6 +176,7 @@ export class RegionTransactions implements TransactionService {
       await this.#checkReachable(request.snapshot, 'snapshot')
     }
     const deadline = Date.now() + request.timeoutMs
+    await this.#checkReads(request, deadline)
     const op = request.op && {
       namespace: '',
       id: request.op.id,
@@ -264,6 +265,65 @@ export class RegionTransactions implements TransactionService {
       }
     })()
     return this.#collecting
+  }
+
+  /**
+   * Refuses, before the log, a read set that no read at its snapshot answered (issue 22): a read
+   * naming a tid that never made a version of its key (a conflicted transaction's tid, another
+   * key's writer, or 0 for a key that has a version at the snapshot). A read naming a version that
+   * a later one had replaced by the snapshot is a stale read sent with a later snapshot: it goes to
+   * the log and the applier decides it a conflict. The applier checks every read again from the
+   * log alone; this check gives a client its clear 4xx, and where old versions are collected (it
+   * cannot tell) it leaves the verdict to the applier.
+   */
+  async #checkReads(request: TxCommitRequest, deadline: number): Promise<void> {
+    if (request.reads.length === 0) return
+    const { snapshot } = request
+    await this.#awaitApplied(snapshot, deadline, request.timeoutMs)
+    const held = await this.#versionTids(
+      snapshot,
+      request.reads.map(([key]) => key),
+    )
+    if (held === undefined) return
+    for (const [key, tid] of request.reads) {
+      if (held.get(key) === tid) continue
+      if (tid !== 0) {
+        const made = await this.#versionTids(tid, [key])
+        if (made === undefined || made.get(key) === tid) continue
+      }
+      throw new CausewayError(
+        'INVALID_READ_SET',
+        `the read of ${JSON.stringify(key)} names tid ${tid}, which made no version of it; at snapshot ${snapshot} its version is ${held.get(key) ?? 0}`,
+        { key, tid, snapshot },
+      )
+    }
+  }
+
+  /** The tid of each key's version at `tid` (0: none); undefined when `tid` is collected. */
+  async #versionTids(
+    tid: number,
+    keys: readonly string[],
+  ): Promise<Map<string, number> | undefined> {
+    const byPartition = new Map<number, string[]>()
+    for (const key of keys) {
+      const p = partitionOf(key, this.#options.replicas.length)
+      let list = byPartition.get(p)
+      if (list === undefined) byPartition.set(p, (list = []))
+      list.push(key)
+    }
+    const out = new Map<string, number>()
+    try {
+      await Promise.all(
+        [...byPartition].map(async ([p, group]) => {
+          const { versions } = await this.#router.leader(p).readAsOf(tid, group, { values: false })
+          group.forEach((key, i) => out.set(key, versions[i]?.tid ?? 0))
+        }),
+      )
+    } catch (error) {
+      if (error instanceof CausewayError && error.code === 'SNAPSHOT_TOO_OLD') return undefined
+      throw error
+    }
+    return out
   }
 
   // Keys of a transactional namespace only.

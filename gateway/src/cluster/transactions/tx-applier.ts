@@ -4,10 +4,13 @@
  * records the outcomes in the log, which advances the region's snapshot watermark.
  *
  * The decision is a function of the log alone, so any applier that replays it decides the same:
- * a transaction of this region is `applied` when no key it read changed winner after its snapshot
- * and before its tid (its reads validated at `tid - 1`), else `conflict`; another region's
- * transaction is always applied (key by key, its version wins only by `(ts, dc)`). Whether a key
- * changed is answered by the {@link CommitCache} when it can, else by the partition leader's
+ * a transaction of this region is `applied` when every read names, as the version it saw, the
+ * key's newest version before the transaction's tid (its reads validated at `tid - 1`: the tid it
+ * lists made that version, and no write to the key lies between it and the commit), and no read
+ * names a tid above the snapshot; else `conflict`. The snapshot the client sends decides nothing
+ * else: a stale read sent with a forged later snapshot conflicts (issue 22). Another region's
+ * transaction is always applied (key by key, its version wins only by `(ts, dc)`). A key's newest
+ * version is answered by the {@link CommitCache} when it can, else by the partition leader's
  * versions at `tid - 1` (`readAsOf`), which are exact whatever the partition has applied since.
  *
  * With the cache, a round decides a run of transactions in memory (the cache holds the changes of
@@ -272,24 +275,32 @@ export class TxApplier {
     return true
   }
 
-  /** Whether `record` is applied: no key it read changed winner in (snapshot, tid). */
+  /**
+   * Whether `record` is applied: each key it read has, as its newest version before `tid`, the
+   * version the read names (0: none), and no read names a tid above the snapshot.
+   */
   async #decide(record: TxRecord): Promise<boolean> {
     if (record.foreign) return true
-    const snapshot = Math.min(record.snapshot, record.tid - 1)
     const unknown: string[] = []
-    for (const [key] of record.reads) {
-      const changed = this.#cache?.changedSince(key, snapshot)
-      if (changed === true) {
+    for (const [key, seen] of record.reads) {
+      if (seen > record.snapshot) return false
+      const newest = this.#cache?.newestTid(key)
+      if (newest !== undefined) {
+        this.stats.cacheHits++
+        if (newest !== seen) return false
+      } else if (this.#cache !== undefined && seen >= this.#cache.start) {
+        // The window lists every change from `start` on, and none by `seen` to this key: that tid
+        // never made a version of it.
         this.stats.cacheHits++
         return false
-      }
-      if (changed === false) this.stats.cacheHits++
-      else unknown.push(key)
+      } else unknown.push(key)
     }
     if (unknown.length === 0) return true
     this.stats.cacheMisses += unknown.length
     const versions = await this.#versionsAt(record.tid - 1, unknown)
-    return [...versions.values()].every((v) => v === undefined || v.tid <= snapshot)
+    for (const key of unknown) this.#cache?.learn(key, versions.get(key))
+    const seen = new Map(record.reads)
+    return unknown.every((key) => (versions.get(key)?.tid ?? 0) === seen.get(key))
   }
 
   /**

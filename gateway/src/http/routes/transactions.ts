@@ -115,7 +115,7 @@ export const transactionRoutes: FastifyPluginAsyncTypebox<TransactionRoutesOptio
       schema: {
         summary: 'Commit a transaction',
         description:
-          'Appended to the region’s transaction log (its position is the `tid`) and decided in log order: `applied` when no key of the read set changed after `snapshot`, else `conflict` (nothing written; start again). With an `id`, a commit sent again is decided once and answered the same (`replayed`); the same id with another body is OP_ID_REUSED.',
+          'Appended to the region’s transaction log (its position is the `tid`) and decided in log order: `applied` when each read names the version its key still has just before the commit’s tid (no write to the key since the version read), else `conflict` (nothing written; start again); a read naming a tid that made no version of its key at `snapshot` is INVALID_READ_SET. Needs write access, even with no writes. With an `id`, a commit sent again is decided once and answered the same (`replayed`); the same id with another body is OP_ID_REUSED.',
         operationId: 'txCommit',
         tags: ['transactions'],
         querystring: withTimeoutMaximum(TxCommitQuerySchema, shape.limits.maxTimeoutMs),
