@@ -329,8 +329,8 @@ export class ReplicaRouter {
   /**
    * Where `written` cannot tell, asks each other region whose part of `need` the replica lacks how
    * far it has written (`writtenElsewhere`): resolves to `VECTOR_UNREACHABLE` when one has written
-   * less than the vector needs, in the epoch the vector names (an older epoch is for the epoch
-   * checks: the position may have been lost), else to undefined (the read waits as it would).
+   * less than the vector needs, in the epoch the vector names (or, naming none, in the first), else
+   * to undefined (the read waits as it would).
    * Undefined at once when nothing is to be asked.
    */
   #unreachableElsewhere(
@@ -350,8 +350,10 @@ export class ReplicaRouter {
         ask(d, p, idx, since).then(
           (there) => {
             if (there === undefined || idx <= there.written) return undefined
-            const epoch = need.epochs?.[d]
-            if (epoch !== undefined && epoch !== 0 && epoch !== there.epoch) return undefined
+            // Only in the epoch the vector names: a position of an older one may have been lost
+            // (the epoch checks judge it); without one, only where no failover ever lost any.
+            const epoch = need.epochs?.[d] ?? 0
+            if (epoch === 0 ? there.epoch !== 1 : epoch !== there.epoch) return undefined
             return new CausewayError(
               'VECTOR_UNREACHABLE',
               `the read needs entry ${idx} of region ${d} in partition ${p}, but that region has written only ${there.written}`,

@@ -127,6 +127,14 @@ describe('hostile input on the Redis deployment', () => {
       'causeway-after': afterWrite(put),
     })
     expect([near.status, near.body.value]).toEqual([200, 'v'])
+    // What region 0 asks: an internal route, with the cluster secret only.
+    const bare = await call(`${r1}/v1/internal/written/0`)
+    expect(bare.status).toBe(401)
+    const asked = await call(`${r1}/v1/internal/written/0`, {
+      headers: { authorization: `Bearer ${deployment.config.auth.clusterSecret!}` },
+    })
+    expect(asked.status).toBe(200)
+    expect(asked.body).toEqual({ written: expect.any(Number), epoch: 1 })
   }, 70_000)
 
   it('survives fuzzed contexts, vectors, HLCs and shipping envelopes, and keeps replicating', async () => {
