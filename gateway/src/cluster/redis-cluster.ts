@@ -12,7 +12,9 @@
  * Other processes write the same leaders, so this process knows how far its own region's leader
  * has written (`written`, for `VECTOR_UNREACHABLE`) only from its view of that leader's `sv`,
  * which the region service re-reads before refusing (the replicas declare `supports.refresh`).
- * Other regions' leaders are not known here: reads needing more of them wait out their deadline.
+ * Other regions' leaders are asked over HTTP, when a read needs more of them than this region
+ * holds (`replication/region-written.ts`): a vector naming an index never written is refused at
+ * once, as on the embedded cluster; a region that cannot be asked leaves such reads waiting.
  *
  * A replica whose server is down at start (or whose first connection fails) is opened again in
  * the background with backoff until it succeeds; meanwhile requests that need it fail fast with
@@ -38,6 +40,7 @@ import type { LabelLink } from '../replication/causal/label-link.js'
 import { recoverFromRegions } from '../replication/region-log.js'
 import type { ShippingFetch } from '../replication/keep-alive-fetch.js'
 import type { ShippingReceiver } from '../replication/shipping-receiver.js'
+import { OtherRegionsWritten } from '../replication/region-written.js'
 import type { TxReceiver } from '../replication/tx-link.js'
 import { HttpTxLink, receiveShipment } from '../replication/tx-links.js'
 import { TxShipper } from '../replication/tx-shipper.js'
@@ -107,6 +110,8 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
   /** `replicas[p][i]`. */
   readonly replicas: readonly (readonly RedisPartitionReplica[])[]
   readonly #shipping: LeasedShipping | undefined
+  /** How far the other regions' leaders have written, asked when a read vector needs more. */
+  readonly #elsewhere: OtherRegionsWritten | undefined
   /** The region's transaction log, when the cluster has transactional namespaces. */
   readonly txLog: RedisTxLog | undefined
   /** The lease to run the region's applier (one process at a time). */
@@ -237,6 +242,16 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
               ),
           })
         : undefined
+    this.#elsewhere =
+      config.regions.length > 1 && secret !== undefined
+        ? new OtherRegionsWritten({
+            gateways: config.regions.map((r) => (r.id === region ? [] : r.gateways)),
+            secret,
+            timeoutMs: config.shipping.requestTimeoutMs,
+            ...(options.fetch ? { fetch: options.fetch } : {}),
+          })
+        : undefined
+    const elsewhere = this.#elsewhere
     const replicas = this.replicas
     const txUrls = here.transactions
     this.txLog =
@@ -281,6 +296,13 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
         // behind does not).
         return d === region && leader?.available && leader.leading ? leader.sv()[d] : undefined
       },
+      // Other regions' leaders are asked (issue 23.6).
+      ...(elsewhere === undefined
+        ? {}
+        : {
+            writtenElsewhere: (d: number, p: number, need: number, since: number) =>
+              elsewhere.lookUp(d, p, need, since),
+          }),
       leadership: () => this.leadership(),
       divergence: () => this.#divergence(),
       shippers: async () => (await this.#shipping?.status()) ?? [],
@@ -585,6 +607,18 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
     return copy.readLog(origin, after, limit)
   }
 
+  async written(partition: number): Promise<{ written: number; epoch: number }> {
+    const leader = this.#leader(partition)
+    // Only a leader that holds its claim knows how far the region wrote.
+    if (!leader.leading)
+      throw new CausewayError(
+        'BACKEND_UNAVAILABLE',
+        `partition ${partition} of region ${this.region} has no leader holding its claim now`,
+      )
+    const sv = await leader.refresh()
+    return { written: sv[this.region] ?? 0, epoch: leader.epoch() }
+  }
+
   txCheckpoint(origin: number): Promise<number> {
     if (this.txLog === undefined)
       return Promise.reject(new CausewayError('NOT_FOUND', 'this region has no transaction log'))
@@ -608,6 +642,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       await this.#causalStore?.close()
       await this.#failover.close()
       await this.#shipping?.close()
+      this.#elsewhere?.close()
       await this.#applierLease?.close()
       await this.#stopApplier()
       await this.service.close()

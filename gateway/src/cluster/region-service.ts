@@ -45,7 +45,13 @@ import {
 } from '../storage/sibling-set.js'
 import { type ChangeFeedService, RegionChanges } from './change-feed.js'
 import { RegionSets, type SetService } from './region-sets.js'
-import { ReplicaRouter, keptPosition, keptVector, positionEpoch } from './replica-router.js'
+import {
+  ReplicaRouter,
+  type ReplicaRouterOptions,
+  keptPosition,
+  keptVector,
+  positionEpoch,
+} from './replica-router.js'
 import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
 import { RegionTransactions } from './transactions/region-transactions.js'
 import type {
@@ -80,6 +86,8 @@ export interface RegionServiceOptions {
    * @default unknown (such reads wait out their deadline)
    */
   written?: (d: number, p: number) => number | undefined
+  /** See `ReplicaRouterOptions.writtenElsewhere`. @default never asked */
+  writtenElsewhere?: ReplicaRouterOptions['writtenElsewhere']
   /**
    * How far follower `i` of partition `p` is behind its leader (when its replication knows, as the
    * embedded cluster's follower feeds do).

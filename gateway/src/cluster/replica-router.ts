@@ -35,6 +35,12 @@ export const DEFAULT_SKEW_WAIT_MS = 2000
 /** The default {@link ReplicaRouterOptions.maxClockOffsetMs}: an hour. */
 export const DEFAULT_MAX_CLOCK_OFFSET_MS = 3_600_000
 
+/** How far a region's leader of a partition has written, and in which epoch. */
+export interface RegionWritten {
+  written: number
+  epoch: number
+}
+
 /** What a {@link ReplicaRouter} routes over (a subset of `RegionServiceOptions`). */
 export interface ReplicaRouterOptions {
   region: number
@@ -50,6 +56,20 @@ export interface ReplicaRouterOptions {
   leaderOf?: (p: number) => number
   /** The highest idx region `d`'s leader of partition `p` has written, when known. */
   written?: (d: number, p: number) => number | undefined
+  /**
+   * Asks another region `d` how far its leader of partition `p` has written, and in which epoch,
+   * as of a moment after `since` (`Date.now()`), or at least `need`; undefined when it cannot
+   * tell. For a deployment
+   * where `written` knows only this region (Redis): a read needing more of `d` than `d` has written
+   * is `VECTOR_UNREACHABLE` at once instead of waiting out its deadline (issue 23.6).
+   * @default never asked
+   */
+  writtenElsewhere?: (
+    d: number,
+    p: number,
+    need: number,
+    since: number,
+  ) => Promise<RegionWritten | undefined>
   /**
    * How long a `majority` write waits for the followers' confirmation, in ms.
    * @default limits.defaultTimeoutMs
@@ -270,7 +290,19 @@ export class ReplicaRouter {
     const started = performance.now()
     if (need === undefined) return 0
     const deadline = Date.now() + timeoutMs
-    if (!(await replica.waitFor(need.need, deadline))) {
+    const waiting = replica.waitFor(need.need, deadline)
+    const refusal = this.#unreachableElsewhere(p, replica, need)
+    const covered =
+      refusal === undefined
+        ? await waiting
+        : await Promise.race([
+            waiting,
+            refusal.then((error) => {
+              if (error) throw error
+              return waiting
+            }),
+          ])
+    if (!covered) {
       if (Date.now() < deadline) {
         throw new CausewayError(
           'SHUTTING_DOWN',
@@ -292,6 +324,48 @@ export class ReplicaRouter {
       )
     }
     return performance.now() - started
+  }
+
+  /**
+   * Where `written` cannot tell, asks each other region whose part of `need` the replica lacks how
+   * far it has written (`writtenElsewhere`): resolves to `VECTOR_UNREACHABLE` when one has written
+   * less than the vector needs, in the epoch the vector names (or, naming none, in the first), else
+   * to undefined (the read waits as it would).
+   * Undefined at once when nothing is to be asked.
+   */
+  #unreachableElsewhere(
+    p: number,
+    replica: AbstractPartitionReplica,
+    need: ReadNeed,
+  ): Promise<CausewayError | undefined> | undefined {
+    const ask = this.#options.writtenElsewhere
+    if (ask === undefined) return undefined
+    const sv = replica.sv()
+    const since = Date.now()
+    const asked: Promise<CausewayError | undefined>[] = []
+    need.need.forEach((idx, d) => {
+      if (d === this.region || idx <= (sv[d] ?? 0)) return
+      if (this.#options.written?.(d, p) !== undefined) return
+      asked.push(
+        ask(d, p, idx, since).then(
+          (there) => {
+            if (there === undefined || idx <= there.written) return undefined
+            // Only in the epoch the vector names: a position of an older one may have been lost
+            // (the epoch checks judge it); without one, only where no failover ever lost any.
+            const epoch = need.epochs?.[d] ?? 0
+            if (epoch === 0 ? there.epoch !== 1 : epoch !== there.epoch) return undefined
+            return new CausewayError(
+              'VECTOR_UNREACHABLE',
+              `the read needs entry ${idx} of region ${d} in partition ${p}, but that region has written only ${there.written}`,
+              { partition: p, region: d, need: idx, written: there.written },
+            )
+          },
+          () => undefined,
+        ),
+      )
+    })
+    if (asked.length === 0) return undefined
+    return Promise.all(asked).then((answers) => answers.find((a) => a !== undefined))
   }
 
   /**

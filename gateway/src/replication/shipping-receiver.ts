@@ -21,4 +21,10 @@ export interface ShippingReceiver {
    * order: what a new leader of `origin` recovers (`region-log.ts`). Absent: not served.
    */
   readLog?(partition: number, origin: number, after: number, limit: number): Promise<LogEntry[]>
+  /**
+   * How far this region's leader of `partition` has written (its `sv` of this region, read from
+   * its store) and its epoch: what another region checks a read vector against (issue 23.6).
+   * Absent: not served.
+   */
+  written?(partition: number): Promise<{ written: number; epoch: number }>
 }

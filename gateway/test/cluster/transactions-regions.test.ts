@@ -83,6 +83,30 @@ describe('transactions across regions', () => {
     await db.close()
   })
 
+  it('reads a transactional key after the other region wrote a plain key of its partition (issue 22.7)', async () => {
+    // Region 1 relays region 0's transaction (a commit entry of region 1, shipped back here), then
+    // takes a plain write of the same partition: a session that saw the plain write needs region
+    // 1's log up to it, relay included, which region 0 holds already as its own transaction.
+    const key = 'acct:echo'
+    let plain = ''
+    for (let i = 0; plain === ''; i++)
+      if (partitionOf(`user:echo${i}`, PARTITIONS) === partitionOf(key, PARTITIONS))
+        plain = `user:echo${i}`
+    const db = await connect({ url: dev.urls[0]! })
+    await db.runTransaction((tx) => tx.put(key, 100))
+    // The relay is made in region 1 before the plain write there.
+    await vi.waitUntil(
+      async () =>
+        (await dev.cluster.service(1).transactions!.read({ keys: [key], timeoutMs: 1000 }))
+          .items[0]!.version?.value === '100',
+      { timeout: 10_000, interval: 20 },
+    )
+    await db.put(plain, 'x', { region: 1 })
+    const read = await db.get(key, { timeoutMs: 3000 })
+    expect(read.value).toBe(100)
+    await db.close()
+  })
+
   it('converges on one value of a key written by transactions in both regions', async () => {
     const key = 'acct:both'
     const [a, b] = await Promise.all(

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { ReplicaKeys } from '../../src/storage/redis/index.js'
 import { expectBadInputTable } from '../support/bad-input-table.js'
 import { expectForgedContextHarmless } from '../support/forged-context.js'
-import { call } from '../support/http-calls.js'
+import { afterWrite, call, getKey, putKey } from '../support/http-calls.js'
 import {
   type HostileTarget,
   expectPoisonedEntryPasses,
@@ -107,6 +107,35 @@ describe('hostile input on the Redis deployment', () => {
   it('answers every row of the bad-input table as it says, and writes nothing', async () => {
     await expectBadInputTable(target.urls)
   })
+
+  it('answers VECTOR_UNREACHABLE at once for an index another region never wrote (issue 23.6)', async () => {
+    const [r0, r1] = deployment.urls
+    // Before, region 0 waited the whole timeoutMs for region 1's entry, then answered 503.
+    const far = await getKey(r0, 'lww:far', '?timeoutMs=30000', {
+      'causeway-after': '1:1020909456',
+    })
+    expect([far.status, far.body.code]).toEqual([400, 'VECTOR_UNREACHABLE'])
+    expect(far.body.details).toMatchObject({ partition: expect.any(Number), region: 1 })
+    // With the epoch named, and on a siblings key.
+    const epoch = await getKey(r0, 'cart:far', '?timeoutMs=30000', {
+      'causeway-after': '1@1:1020909456',
+    })
+    expect([epoch.status, epoch.body.code]).toEqual([400, 'VECTOR_UNREACHABLE'])
+    // What region 1 did write is waited for and served, however fresh.
+    const put = await putKey(r1, 'lww:near', 'v')
+    const near = await getKey(r0, 'lww:near', '?timeoutMs=30000', {
+      'causeway-after': afterWrite(put),
+    })
+    expect([near.status, near.body.value]).toEqual([200, 'v'])
+    // What region 0 asks: an internal route, with the cluster secret only.
+    const bare = await call(`${r1}/v1/internal/written/0`)
+    expect(bare.status).toBe(401)
+    const asked = await call(`${r1}/v1/internal/written/0`, {
+      headers: { authorization: `Bearer ${deployment.config.auth.clusterSecret!}` },
+    })
+    expect(asked.status).toBe(200)
+    expect(asked.body).toEqual({ written: expect.any(Number), epoch: 1 })
+  }, 70_000)
 
   it('survives fuzzed contexts, vectors, HLCs and shipping envelopes, and keeps replicating', async () => {
     await fuzzCluster(target, 300, 12)

@@ -137,4 +137,28 @@ describe('transactions on Redis across regions', () => {
     const now = await post('/v1/tx/read', { keys: [key], minTid: forged.body.tid })
     expect(now.body.items[0]).toMatchObject({ value: 50, tid: second.body.tid })
   }, 30_000)
+
+  it('reads a transactional key after the other region wrote a plain key of its partition (issue 22.7)', async () => {
+    // Region 1 relays region 0's transaction (a commit entry of region 1, shipped back to region
+    // 0), then takes a plain write of the same partition: the session's read in region 0 needs
+    // region 1's log up to the plain write, relay included, which region 0 holds as its own.
+    const key = 'acct:echo'
+    let plain = ''
+    for (let i = 0; plain === ''; i++)
+      if (partitionOf(`user:echo${i}`, partitions) === partitionOf(key, partitions))
+        plain = `user:echo${i}`
+    const db = await client(0)
+    const other = await client(1)
+    await db.runTransaction((tx) => tx.put(key, 100))
+    // The relay is made in region 1 before the plain write there (a read in region 1 by another
+    // session, with no vector, sees the transaction only once it is relayed).
+    const deadline = Date.now() + 20_000
+    while ((await other.get(key, { read: 'eventual' })).value !== 100) {
+      if (Date.now() > deadline) throw new Error('region 1 never relayed the transaction')
+      await new Promise((resolve) => setTimeout(resolve, 20))
+    }
+    await db.put(plain, 'x', { region: 1 })
+    const read = await db.get(key, { timeoutMs: 5000 })
+    expect(read.value).toBe(100)
+  }, 60_000)
 })

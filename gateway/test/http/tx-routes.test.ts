@@ -292,6 +292,19 @@ describe('transaction routes', () => {
         400,
         'INVALID_VECTOR',
       ],
+      [
+        // Issue 23.3: a key that is not a partition number reached the code (500 INTERNAL).
+        'a vector keyed by something that is not a partition',
+        () => read({ keys: ['acct:1'], after: { x: 5 } }),
+        400,
+        'INVALID_VECTOR',
+      ],
+      [
+        'a vector keyed by a partition with a leading zero',
+        () => read({ keys: ['acct:1'], after: { '01': '0:1' } }),
+        400,
+        'INVALID_VECTOR',
+      ],
     ]
     for (const [label, send, status, code] of cases) {
       const res = await send()

@@ -182,6 +182,37 @@ export function txCompliance(name: string, factory: ReplicaStoreFactory): void {
       expect(r.committedTid()).toBe(4)
     })
 
+    it('does not wait for a relay of another region’s relay: its own transaction is visible, a third region’s once relayed here (issue 22.7)', async () => {
+      let r = await fresh()
+      await r.commit([commit(5, tsIn(0), { a: '"mine"' })])
+      // Region 1 relays this region's transaction 5 (its commit entry idx 1 here), then region 2's
+      // transaction 4 (region 2's commit entry idx 2).
+      const echo = commitEntry(
+        { origin: 1, idx: 1, key: 'a', ts: tsIn(0, 1), at: Date.now() },
+        3,
+        encodeCommitWrites([['a', '"mine"']]),
+        [0, 5, 1],
+      )
+      const third = commitEntry(
+        { origin: 1, idx: 2, key: 'b', ts: tsIn(0, 2), at: Date.now() },
+        4,
+        encodeCommitWrites([['b', '"from 2"']]),
+        [2, 4, 2],
+      )
+      await r.receive(ship(1, [echo, third]))
+      expect(await r.visibleAt([0, 1, 0])).toBe(5)
+      expect(await r.visibleAt([0, 2, 0])).toBeUndefined()
+      r = await restart(r)
+      expect(await r.visibleAt([0, 2, 0])).toBeUndefined()
+      // Once this region relays region 2's commit entry, the third region's relay is visible too.
+      await r.commit([{ ...commit(6, tsIn(0, 3), { b: '"from 2"' }), relay: [2, 4, 2] }])
+      expect(await r.visibleAt([0, 2, 0])).toBe(6)
+      r = await restart(r)
+      expect(await r.visibleAt([0, 2, 0])).toBe(6)
+      expect(await r.visibleAt([0, 1, 0])).toBeGreaterThanOrEqual(5)
+      expect(await r.visibleAt([0, 1, 0])).toBeLessThanOrEqual(6)
+    })
+
     it('applies commit entries of its own region from its leader’s log like the leader did', async () => {
       const leader = await fresh()
       const made = [

@@ -17,6 +17,9 @@ const Hlc = Type.String({
 })
 const RegionId = Type.Integer({ minimum: 0, maximum: 254 })
 
+// A partition number as a record key: no leading zero, at most five digits.
+const PARTITION_KEY = '^(0|[1-9][0-9]{0,4})$'
+
 /** Body of `POST /v1/tx/read`. */
 export const TxReadBodySchema = Type.Object(
   {
@@ -40,7 +43,11 @@ export const TxReadBodySchema = Type.Object(
       }),
     ),
     after: Type.Optional(
-      Type.Record(Type.String({ pattern: '^(0|[1-9][0-9]{0,4})$' }), Type.String(), {
+      Type.Record(Type.String({ pattern: PARTITION_KEY }), Type.String(), {
+        // A pattern-keyed record lets other keys through unless told not to (issue 23.3); said
+        // with `propertyNames`, which the OpenAPI document keeps (it turns `patternProperties`
+        // into `additionalProperties`, dropping the pattern).
+        propertyNames: { pattern: PARTITION_KEY },
         description:
           'the session’s read vector of each partition read, by partition, as `causeway-after` (`epoch@d:idx,...`): the snapshot reflects at least that much',
       }),

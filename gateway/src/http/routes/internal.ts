@@ -234,6 +234,33 @@ export const internalRoutes: FastifyPluginAsyncTypebox<InternalRoutesOptions> = 
     },
   )
 
+  // Another region checking a read vector: how far this region has written (issue 23.6).
+  app.get(
+    '/v1/internal/written/:partition',
+    {
+      ...common,
+      schema: {
+        hide: true,
+        params: Type.Object({ partition: Type.Integer({ minimum: 0 }) }),
+        response: {
+          200: Type.Object({
+            written: Type.Integer({ minimum: 0, description: "the local leader's sv[region]" }),
+            epoch: Type.Integer({ minimum: 1, description: "the local leader's epoch" }),
+          }),
+          ...errors,
+        },
+      },
+    },
+    async (request) => {
+      const { partition } = request.params
+      if (partition >= partitions)
+        throw new CausewayError('INVALID_REQUEST', `no partition ${partition} (${partitions})`)
+      if (receiver.written === undefined)
+        throw new CausewayError('NOT_FOUND', 'this gateway does not say how far it has written')
+      return receiver.written(partition)
+    },
+  )
+
   // A new leader of `origin` recovering what this region received from the one it replaced.
   app.get(
     '/v1/internal/log/:partition/:origin',

@@ -44,6 +44,14 @@ function txValidationError(
   if (part !== 'body' || first === undefined) return validationError(errors, part)
   const path = first.instancePath
   const why = `${path === '' ? 'the body' : path.slice(1)} ${first.message ?? 'is invalid'}`
+  // A key of `after` that is not a partition number (`propertyNames`, issue 23.3).
+  const named = (first as { propertyName?: string }).propertyName
+  if (path === '/after' && named !== undefined)
+    return new CausewayError(
+      'INVALID_VECTOR',
+      `after is keyed by partition number; ${JSON.stringify(named)} is not one`,
+      { field: `after.${named}` },
+    )
   if (first.keyword === 'additionalProperties') {
     const field = String(first.params['additionalProperty'] ?? '')
     return new CausewayError('INVALID_REQUEST', `unknown body field ${JSON.stringify(field)}`, {

@@ -14,6 +14,13 @@
  * region); until a relay has made one visible it is pending, and a transactional read for a
  * session that has seen it waits (`visibleAt`). For the snapshot such a read needs, the replica
  * keeps which tid each recent commit entry of its own region (and each relay) was made at.
+ *
+ * Another region's commit entry that is itself a relay is not waited for as that region's: this
+ * region never relays a relay (its shipper sends only the transactions a region committed itself).
+ * A relay of this region's own transaction (an echo) is visible here already, at the tid it has
+ * here (`relay[1]`); a relay of a third region's is visible once this region has relayed that
+ * region's commit entry (`rel[relay[0]] >= relay[2]`). Waiting for the relaying region's own
+ * next transaction instead left such a read stuck until that region committed one (issue 22.7).
  */
 import { CausewayError, type CommitEntry, commitWritesOf } from '@causeway/core'
 import type { AsOfRead, TxVersion } from '../partition-replica.js'
@@ -91,6 +98,16 @@ class TidIndex {
   }
 }
 
+/**
+ * Another region's commit entry logged here and not visible yet: visible once this region has
+ * relayed the commit entry `at` of region `on` (for a plain commit entry of that region, itself).
+ */
+interface PendingCommit {
+  idx: number
+  on: number
+  at: number
+}
+
 /** What a batch being committed changes, until it is stored. */
 interface Staged {
   ctid: number
@@ -117,11 +134,15 @@ export class LevelTxVersions {
   #ctid = 0
   #floor = 0
   #rel: number[]
-  /** By origin: idx of its commit entries logged here that no relay has made visible yet. */
-  #pending: number[][]
+  /** By origin, in idx order: its commit entries logged here that are not visible yet. */
+  #pending: PendingCommit[][]
   /** The tids of this region's commit entries, by idx; of each other region's relayed ones. */
   #own = new TidIndex()
   #relayed: TidIndex[] = []
+  /** By origin: its relays of this region's transactions (echoes), by its idx, at their tid here. */
+  #echoes: TidIndex[] = []
+  /** By origin: the lowest idx of its relays of a third region's transactions logged here. */
+  #thirdFrom: number[] = []
   /** What the batch being committed changes, applied by {@link committed}. */
   #staged: Staged | undefined
 
@@ -129,6 +150,8 @@ export class LevelTxVersions {
     this.#host = host
     this.#rel = new Array<number>(host.regions).fill(0)
     this.#pending = Array.from({ length: host.regions }, () => [])
+    this.#echoes = Array.from({ length: host.regions }, () => new TidIndex())
+    this.#thirdFrom = new Array<number>(host.regions).fill(Infinity)
   }
 
   /** Loads the persisted state, and the pending commit entries of other regions from the log. */
@@ -141,6 +164,12 @@ export class LevelTxVersions {
     // What came before this run is known only as a bound: tids at most the committed one.
     this.#own = new TidIndex(this.#ctid)
     this.#relayed = Array.from({ length: this.#host.regions }, () => new TidIndex(this.#ctid))
+    this.#echoes = Array.from({ length: this.#host.regions }, () => new TidIndex(this.#ctid))
+    // Relays of a third region's transactions below `rel` are not read again: any of them may be
+    // covered (visible by now, at a tid at most `ctid`).
+    this.#thirdFrom = new Array<number>(this.#host.regions).fill(
+      this.#host.regions > 2 && this.#ctid > 0 ? 0 : Infinity,
+    )
     for (let origin = 0; origin < this.#host.regions; origin++) {
       if (origin === this.#host.region || (sv[origin] ?? 0) <= (this.#rel[origin] ?? 0)) continue
       const rows = this.#host.db.iterator({
@@ -148,7 +177,24 @@ export class LevelTxVersions {
         lte: logKey(origin, sv[origin]!),
       })
       for await (const [key, text] of rows)
-        if (isCommitRow(text)) this.#pending[origin]!.push(Number(key.slice(6)))
+        if (isCommitRow(text)) {
+          const entry = decodeEntry(origin, Number(key.slice(6)), text)
+          if (entry.kind === 'commit') this.#logged(entry)
+        }
+    }
+  }
+
+  // Notes another region's commit entry, logged here: pending until it is visible (see above).
+  #logged(entry: CommitEntry): void {
+    const { origin, idx, relay } = entry
+    if (relay === undefined) {
+      if (idx > (this.#rel[origin] ?? 0)) this.#pending[origin]!.push({ idx, on: origin, at: idx })
+    } else if (relay[0] === this.#host.region) {
+      this.#echoes[origin]!.add(idx, relay[1])
+    } else {
+      this.#thirdFrom[origin] = Math.min(this.#thirdFrom[origin]!, idx)
+      if (relay[2] > (this.#rel[relay[0]] ?? 0))
+        this.#pending[origin]!.push({ idx, on: relay[0], at: relay[2] })
     }
   }
 
@@ -180,8 +226,11 @@ export class LevelTxVersions {
       const idx = need[origin] ?? 0
       if (origin === region || idx === 0) continue
       const first = this.#pending[origin]![0]
-      if (first !== undefined && first <= idx) return undefined
-      tid = Math.max(tid, this.#relayed[origin]!.tidAt(idx))
+      if (first !== undefined && first.idx <= idx) return undefined
+      tid = Math.max(tid, this.#relayed[origin]!.tidAt(idx), this.#echoes[origin]!.tidAt(idx))
+      // A relay of a third region's transaction it covers is visible (not pending): at a tid at
+      // most the one committed here now.
+      if (this.#thirdFrom[origin]! <= idx) tid = Math.max(tid, this.#ctid)
     }
     return tid
   }
@@ -284,14 +333,11 @@ export class LevelTxVersions {
       this.#own.add(entry.idx, entry.tid)
       if (entry.relay) this.#relayed[entry.relay[0]]!.add(entry.relay[2], entry.tid)
     }
-    for (const entry of s.logged) {
-      if (entry.idx > (this.#rel[entry.origin] ?? 0)) this.#pending[entry.origin]!.push(entry.idx)
-    }
+    for (const entry of s.logged) this.#logged(entry)
     for (let origin = 0; origin < this.#pending.length; origin++) {
       const pending = this.#pending[origin]!
-      const rel = this.#rel[origin] ?? 0
-      if (pending.length > 0 && pending[0]! <= rel)
-        this.#pending[origin] = pending.filter((idx) => idx > rel)
+      if (pending.some(({ on, at }) => at <= (this.#rel[on] ?? 0)))
+        this.#pending[origin] = pending.filter(({ on, at }) => at > (this.#rel[on] ?? 0))
     }
   }
 

@@ -184,13 +184,21 @@ return { string.format('%d', floor), more }
  * and its relay index (`rl`). ARGV: regions, region, need[0..regions-1].
  * Reply: ctid, then for this region the tid of the newest commit entry at most need[region]
  * ('' when the log holds none, '?' when it was not found within the scan), then per other region
- * '' (nothing to wait for), 'wait' (a commit entry it covers is not relayed yet) or the tid of
- * the relay of the newest relayed one it covers.
+ * '' (nothing to wait for), 'wait' (a commit entry it covers is not visible yet) or the tid
+ * from which on what it covers is visible.
+ *
+ * Another region d's commit entries it covers are read from the newest one a relay of this
+ * region made visible (`rl:d`, at most need[d]) up to need[d]. A plain one there is not relayed
+ * yet. One that is itself a relay is never relayed here (a region ships only its own
+ * transactions), so it is not waited for as d's (issue 22.7): a relay of this region's own
+ * transaction is visible at its tid here; a relay of a third region's once this region relayed
+ * that region's commit entry (its `rl`).
  */
 export const VISIBLE_SCRIPT = new LuaScript(`#!lua flags=no-writes
 local regions = tonumber(ARGV[1])
 local region = tonumber(ARGV[2])
 local reply = { redis.call('HGET', KEYS[1], 'ctid') or '0' }
+local ctid = tonumber(reply[1])
 local function need(d) return tonumber(ARGV[3 + d]) end
 -- This region: the newest commit entry at or below need, among the last 256 entries there.
 local own = ''
@@ -219,20 +227,39 @@ for d = 0, regions - 1 do
     local n = need(d)
     local out = ''
     if n > 0 then
-      local rel = tonumber(redis.call('HGET', KEYS[1], 'rel:' .. d) or '0')
-      -- A commit entry of d above the relayed idx, at or below n, is not visible yet.
-      if n > rel then
-        local rows = redis.call('XRANGE', KEYS[k], '(' .. rel .. '-0', n .. '-0')
+      local tid = -1
+      local from = 0
+      local r = redis.call('ZREVRANGEBYSCORE', KEYS[k + 1], n, '-inf', 'LIMIT', 0, 1)
+      if r[1] then
+        local colon = string.find(r[1], ':', 1, true)
+        from = tonumber(string.sub(r[1], 1, colon - 1))
+        tid = tonumber(string.sub(r[1], colon + 1))
+      end
+      if n > from then
+        local rows = redis.call('XRANGE', KEYS[k], '(' .. from .. '-0', n .. '-0')
         for _, row in ipairs(rows) do
           local f = row[2]
-          for i = 1, #f, 2 do if f[i] == 'c' then out = 'wait' end end
-          if out == 'wait' then break end
+          local commit, relay = false, nil
+          for i = 1, #f, 2 do
+            if f[i] == 'c' then commit = true elseif f[i] == 'r' then relay = f[i + 1] end
+          end
+          if commit then
+            if not relay then out = 'wait'; break end
+            local rfrom, rtid, ridx = string.match(relay, '^(%d+):(%d+):(%d+)$')
+            if tonumber(rfrom) == region then
+              if tonumber(rtid) > tid then tid = tonumber(rtid) end
+            else
+              local rel = tonumber(redis.call('HGET', KEYS[1], 'rel:' .. rfrom) or '0')
+              if tonumber(ridx) > rel then out = 'wait'; break end
+              local seen = redis.call('ZREVRANGEBYSCORE', KEYS[1] .. ':rl:' .. rfrom, ridx, '-inf', 'LIMIT', 0, 1)
+              local t = ctid
+              if seen[1] then t = tonumber(string.sub(seen[1], string.find(seen[1], ':', 1, true) + 1)) end
+              if t > tid then tid = t end
+            end
+          end
         end
       end
-      if out ~= 'wait' then
-        local r = redis.call('ZREVRANGEBYSCORE', KEYS[k + 1], n, '-inf', 'LIMIT', 0, 1)
-        if r[1] then out = string.sub(r[1], string.find(r[1], ':', 1, true) + 1) end
-      end
+      if out ~= 'wait' and tid >= 0 then out = string.format('%d', tid) end
     end
     reply[#reply + 1] = out
     k = k + 2
