@@ -37,7 +37,7 @@ import {
 } from '../header-schemas.js'
 import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
-import { opIdHeader, writeOpOf } from '../op-request.js'
+import { opIdHeader, opTenantOf, writeOpOf } from '../op-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
 
 /** Options of the kv routes plugin. */
@@ -154,7 +154,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
           key: write.key,
           value: value.json,
           context: request.headers[HEADER_CONTEXT],
-        })
+        }, opTenantOf(request))
       return writeReply(await service.write(write), service.region, reply)
     },
   )
@@ -189,7 +189,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
           kind: 'delete',
           key: write.key,
           context: request.headers[HEADER_CONTEXT],
-        })
+        }, opTenantOf(request))
       return writeReply(await service.write(write), service.region, reply)
     },
   )
