@@ -203,6 +203,20 @@ export function checkRequestScope(
   if (key) checkKeyAccess(key, dataKey, needs)
 }
 
+/**
+ * Throws `OUT_OF_SCOPE` when the API key that authenticated `request` may not write at all (a
+ * read-only key): for requests that write without naming a key, such as a commit of reads only,
+ * which still takes a tid in the transaction log.
+ */
+export function checkWriteAccess(request: FastifyRequest): void {
+  const key = (request as unknown as Record<symbol, KnownKey | null>)[kScope]
+  if (key && key.access === 'read')
+    throw new CausewayError('OUT_OF_SCOPE', 'this API key may only read', {
+      needs: 'write',
+      access: key.access,
+    })
+}
+
 /** The bearer token of a request, `undefined` when there is none, `null` when malformed. */
 function bearerOf(request: FastifyRequest): string | undefined | null {
   const header = request.headers.authorization

@@ -26,6 +26,7 @@ import type { FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { ClusterShape, WriteOp } from '../cluster/cluster-service.js'
 import type { TxCommitRequest, TxReadRequest } from '../cluster/transactions/transaction-service.js'
+import { checkWriteAccess } from './auth.js'
 import { checkDataScope } from './data-scope.js'
 import { encodeValue } from './kv-request.js'
 
@@ -85,6 +86,9 @@ export function parseTxCommit(
   headers: IncomingHttpHeaders,
   shape: ClusterShape,
 ): TxCommitRequest {
+  // A commit appends to the region's transaction log (it takes a tid) even without writes: a key
+  // that may only read may not commit.
+  checkWriteAccess(request)
   const reads = checkReadSet(body.reads, body.snapshot)
   const keys = new Set<string>()
   for (const [key] of reads) {
