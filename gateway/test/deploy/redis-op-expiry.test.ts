@@ -7,12 +7,7 @@
 import { parseClusterConfig } from '../../src/config/cluster-config.js'
 import { startGateway } from '../../src/gateway-server.js'
 import { freePort, startRedis, stopAllRedis } from '../support/redis-server.js'
-import {
-  ADMIN_KEY,
-  RETENTION_MS,
-  TENANT_KEY,
-  opExpirySuite,
-} from '../http/op-expiry-suite.js'
+import { ADMIN_KEY, RETENTION_MS, TENANT_KEY, opExpirySuite } from '../http/op-expiry-suite.js'
 import { gridConfig, startRedisGrid } from './redis-grid.js'
 
 opExpirySuite('gateway over Redis', async () => {

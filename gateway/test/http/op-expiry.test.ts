@@ -19,7 +19,12 @@ opExpirySuite('embedded cluster (LevelDB)', async () => {
     service: cluster.service(0),
     regionUrls: ['http://a'],
     processMetrics: false,
-    auth: { apiKeys: [{ key: ADMIN_KEY, name: 'admin' }, { key: TENANT_KEY, name: 'tenant-a' }] },
+    auth: {
+      apiKeys: [
+        { key: ADMIN_KEY, name: 'admin' },
+        { key: TENANT_KEY, name: 'tenant-a' },
+      ],
+    },
   })
   return {
     async request(key, method, path, init = {}) {

@@ -1132,7 +1132,10 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         }
         // The four latest are replays; below them, OP_EXPIRED; nothing is applied again.
         for (const seq of [7, 8, 9, 10])
-          expect('replayed' in (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO))).toBe(true)
+          expect(
+            'replayed' in
+              (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO)),
+          ).toBe(true)
         for (const seq of [1, 6])
           await expect(
             r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO),
@@ -1140,7 +1143,10 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect(r.sv()).toEqual([10, 0, 0])
         // A gap above the mark (an id that went to another partition, or is late) still applies.
         for (const seq of [20, 12, 11])
-          expect('entry' in (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO))).toBe(true)
+          expect(
+            'entry' in
+              (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO)),
+          ).toBe(true)
         expect(await count('bounded01.1')).toBe(4)
         // Records are per client: another client and another tenant have their own.
         await r.writeOnce(op('bounded02.1'), put('cart:b', '"b"'), HLC_ZERO)

@@ -149,12 +149,16 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       })
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
-        write.op = writeOpOf(opId, {
-          kind: 'put',
-          key: write.key,
-          value: value.json,
-          context: request.headers[HEADER_CONTEXT],
-        }, opTenantOf(request))
+        write.op = writeOpOf(
+          opId,
+          {
+            kind: 'put',
+            key: write.key,
+            value: value.json,
+            context: request.headers[HEADER_CONTEXT],
+          },
+          opTenantOf(request),
+        )
       return writeReply(await service.write(write), service.region, reply)
     },
   )
@@ -185,11 +189,15 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       )
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
-        write.op = writeOpOf(opId, {
-          kind: 'delete',
-          key: write.key,
-          context: request.headers[HEADER_CONTEXT],
-        }, opTenantOf(request))
+        write.op = writeOpOf(
+          opId,
+          {
+            kind: 'delete',
+            key: write.key,
+            context: request.headers[HEADER_CONTEXT],
+          },
+          opTenantOf(request),
+        )
       return writeReply(await service.write(write), service.region, reply)
     },
   )

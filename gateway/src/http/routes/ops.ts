@@ -155,10 +155,10 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
       write.op = writeOpOf(
         opId,
         {
-        kind: raw.kind,
-        key: write.key,
-        ...(value === undefined ? {} : { value: value.json }),
-        ...(fields.context === undefined ? {} : { context: fields.context }),
+          kind: raw.kind,
+          key: write.key,
+          ...(value === undefined ? {} : { value: value.json }),
+          ...(fields.context === undefined ? {} : { context: fields.context }),
         },
         opTenantOf(request),
       )

@@ -274,8 +274,7 @@ export class RedisTxLog extends AbstractTxLog {
     }
     const script = op === undefined ? APPEND_SCRIPT : APPEND_OP_SCRIPT
     const reply = (await this.#run(writer, 'append', (r) => script.run(r, keys, args))) as
-      | string[]
-      | unknown[]
+      string[] | unknown[]
     if (String(reply[0]) === TX_EXPIRED) throw opExpired(op!, Number(reply[1]))
     if (String(reply[0]) === TX_REPLAY) {
       const record = decodeOpRecord(String(reply[1]))
