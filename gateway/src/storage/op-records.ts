@@ -82,7 +82,7 @@ export interface OpRecord {
   ts: Hlc
   /** The partition epoch the write was applied in. */
   epoch: number
-  /** Wall-clock ms of the write (the log entry's `at`): the retention window counts from it. */
+  /** Wall-clock ms of the write (the log entry's `at`). */
   at: number
   /** A sibling write: the counter of the leader's region in the key's set after it (its dot). */
   dot?: number
