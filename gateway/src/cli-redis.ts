@@ -38,7 +38,7 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call this
                          gateway; repeatable; * for any origin          [default: none]
                          (the region's public URL is the config's regions[].url)
-  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --op-retention-ms MS   how long an idle op-id client's records are kept [default: 86400000]
   --strict               refuse to start when the Redis servers cannot keep the
                          config's redis.durability (else: a warning)
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]

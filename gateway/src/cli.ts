@@ -81,7 +81,7 @@ Options of dev:
   --public-url URL       the URL clients reach a region's gateway at (a proxy, another
                          host), published in the topology; one per region, in
                          region order                      [default: http://HOST:PORT]
-  --op-retention-ms MS   how long a write's causeway-op-id is remembered [default: 86400000]
+  --op-retention-ms MS   how long an idle op-id client's records are kept [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]

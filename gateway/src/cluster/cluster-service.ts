@@ -97,8 +97,8 @@ export interface WriteRequest {
    */
   need?: ReadNeed
   /**
-   * The write's operation id (`causeway-op-id`) and request fingerprint: applied at most once
-   * per namespace within the retention window; a repeat answers the first result.
+   * The write's operation id (`causeway-op-id`), request fingerprint and tenant: applied at most
+   * once; a repeat answers the first result (or `OP_EXPIRED`, see `storage/op-records.ts`).
    */
   op?: WriteOp
   /**
@@ -112,6 +112,8 @@ export interface WriteRequest {
 export interface WriteOp {
   id: string
   fingerprint: string
+  /** Who sent it (the API key's principal); ids are remembered per tenant. @default '' */
+  tenant?: string
 }
 
 /** What a write returns (NuKV PutReply). */

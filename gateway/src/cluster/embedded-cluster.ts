@@ -131,7 +131,9 @@ export interface EmbeddedClusterOptions {
    */
   namespaces?: Namespaces
   /**
-   * How long a partition leader remembers an operation id (`causeway-op-id`) after its write, ms.
+   * How long an op-id client (`causeway-op-id`) may be idle at a partition leader or transaction
+   * log before its records are dropped; its mark stays, so a resend is `OP_EXPIRED`, never
+   * applied again (`storage/op-records.ts`), ms.
    * @default 24 hours
    */
   opRetentionMs?: number

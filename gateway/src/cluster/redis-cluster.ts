@@ -76,8 +76,10 @@ export interface RedisClusterOptions {
    */
   leaseToken?: string
   /**
-   * How long a partition leader remembers an operation id (`causeway-op-id`) after its write, ms
-   * (the expiry of its record in Redis). Every gateway of a cluster should use the same.
+   * How long an op-id client (`causeway-op-id`) may be idle at a partition leader or transaction
+   * log before its records are dropped (their expiry in Redis); its mark stays, so a resend is
+   * `OP_EXPIRED`, never applied again (`storage/op-records.ts`), ms. Every gateway of a cluster
+   * should use the same.
    * @default 24 hours
    */
   opRetentionMs?: number

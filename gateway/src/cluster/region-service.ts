@@ -358,7 +358,12 @@ export class RegionService implements ClusterService {
   ): Promise<WriteResult> {
     const op = request.op!
     const outcome = await leader.writeOnce(
-      { namespace: namespaceOf(request.key) ?? '', id: op.id, fingerprint: op.fingerprint },
+      {
+        namespace: namespaceOf(request.key) ?? '',
+        id: op.id,
+        fingerprint: op.fingerprint,
+        ...(op.tenant === undefined ? {} : { tenant: op.tenant }),
+      },
       siblings
         ? {
             kind: 'sibling',

@@ -167,9 +167,9 @@ export class RegionSets implements SetService {
       await this.#router.wait(partition, leader, request.need, request.timeoutMs)
     }
     if (request.opId !== undefined) {
-      const { id, fingerprint } = request.opId
+      const { id, fingerprint, tenant } = request.opId
       const outcome = await leader.writeOnce(
-        { namespace: namespaceOf(name) ?? '', id, fingerprint },
+        { namespace: namespaceOf(name) ?? '', id, fingerprint, ...(tenant ? { tenant } : {}) },
         { kind: 'set', name, write: { op: request.op, elements } },
         request.dt,
         observe,

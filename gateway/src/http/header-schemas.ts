@@ -72,7 +72,7 @@ export const OP_ID_HEADER = Type.String({
   pattern: '^[A-Za-z0-9_-]{8,64}\\.[1-9][0-9]{0,15}$',
   maxLength: MAX_OP_ID_LENGTH,
   description:
-    'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED',
+    'the operation id `<client>.<seq>`: applied at most once; a repeat with the same request answers the first result with `causeway-op-replayed: 1`, another request under the same id is 409 OP_ID_REUSED; an id at or below what the gateway still remembers of its client (per API key) is 409 OP_EXPIRED, never applied again',
   examples: ['phone-7f3a9c21.42'],
 })
 

@@ -10,7 +10,9 @@
  */
 import { createHash } from 'node:crypto'
 import { CausewayError, HEADER_OP_ID, parseOpId } from '@causeway/core'
+import type { FastifyRequest } from 'fastify'
 import type { IncomingHttpHeaders } from 'node:http'
+import { principalOf } from './auth.js'
 import type { WriteOp } from '../cluster/cluster-service.js'
 
 /** What a write's fingerprint is made of. */
@@ -38,10 +40,21 @@ export function opFingerprint(input: OpFingerprintInput): string {
   return createHash('sha256').update(JSON.stringify(parts)).digest('base64url')
 }
 
-/** An operation id as given (header or op field) with its request's fingerprint. */
-export function writeOpOf(id: unknown, input: OpFingerprintInput): WriteOp {
+/** An operation id as given (header or op field) with its request's fingerprint and tenant. */
+export function writeOpOf(id: unknown, input: OpFingerprintInput, tenant: string): WriteOp {
   parseOpId(id)
-  return { id: id as string, fingerprint: opFingerprint(input) }
+  const op: WriteOp = { id: id as string, fingerprint: opFingerprint(input) }
+  if (tenant !== '') op.tenant = tenant
+  return op
+}
+
+/**
+ * Whose operation ids a request's are: the API key's principal (`key:<name>`), `''` without
+ * keys. Ids are remembered per tenant, so a tenant reusing another's id never sees its result.
+ */
+export function opTenantOf(request: FastifyRequest): string {
+  const id = principalOf(request)?.id
+  return id !== undefined && id.startsWith('key:') ? id : ''
 }
 
 /** The `causeway-op-id` of a request, or `undefined` when it has none. */

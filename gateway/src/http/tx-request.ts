@@ -4,6 +4,7 @@
  * the read set, the vectors, the operation id, the API key's scope) is checked here, before the
  * service is called, so a bad transaction is refused whole and nothing of it is written.
  */
+import { opTenantOf } from './op-request.js'
 import { createHash } from 'node:crypto'
 import {
   CausewayError,
@@ -147,6 +148,8 @@ export function parseTxCommit(
   if (body.id !== undefined) {
     parseOpId(body.id)
     const op: WriteOp = { id: body.id, fingerprint: fingerprintOf(body.snapshot, reads, sorted) }
+    const tenant = opTenantOf(request)
+    if (tenant !== '') op.tenant = tenant
     commit.op = op
   }
   return commit

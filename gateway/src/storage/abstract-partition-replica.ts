@@ -214,8 +214,9 @@ export abstract class AbstractPartitionReplica {
   /**
    * Leader only: `write` (a key, a siblings key or a set write, as {@link write},
    * {@link writeSibling} and `sets.write` do it) remembered under operation id `op`, in the same
-   * atomic step as the write (`op-records.ts`). When `op` was already applied (and is within the
-   * retention window) nothing is written and its record is the outcome; a record made by another
+   * atomic step as the write (`op-records.ts`). When `op` was already applied nothing is written
+   * and its record is the outcome (`OP_EXPIRED` when its client's records no longer reach it:
+   * below the window kept, or the client was idle past the retention); a record made by another
    * request is `OP_ID_REUSED`. Concurrent calls with one `op` apply it once. `check` runs once the
    * op is known to be new, before it is applied (for checks a replay must not repeat).
    */

@@ -1,21 +1,50 @@
 /**
- * Operation records: how a partition leader remembers the writes it applied under an operation id
- * (`causeway-op-id`), so that a repeat of the same write is answered with its first result instead
- * of being applied again (issue 14, offline replay).
+ * Operation records: how a store (a partition leader, a region's transaction log) applies a write
+ * that carries an operation id (`causeway-op-id`, `<client>.<seq>`) at most once, for ever, and
+ * answers a repeat with its first result (issue 14, offline replay; issue 22, no time window).
  *
- * A record is keyed by the write's namespace (the text before its key's or set name's first `:`,
- * `''` without one) and the id, and is stored in the same atomic step as the write it stands for
- * (the LevelDB batch, the Redis script), so a write is never applied without its record or the
- * reverse, and a restart keeps both. It holds the request's fingerprint (a repeat with another one
- * is `OP_ID_REUSED`) and what the reply is made of. Records are forgotten after a retention window.
+ * Per tenant (the API key that sent the write; `''` on a gateway without keys) and client, the
+ * store keeps, in the same atomic step as each write (the LevelDB batch, the Redis script):
+ *
+ * - the record of each of the client's last {@link OP_WINDOW} ids applied here: the request's
+ *   fingerprint (a repeat with another one is `OP_ID_REUSED`) and what the reply is made of;
+ * - the client's mark: `low` (every seq at or below it that has no record is refused with
+ *   `OP_EXPIRED`), `high` (the highest seq applied here) and `seen` (when the last one was).
+ *
+ * A seq above `low` without a record is new and applied. When a write leaves more than the
+ * window's records, the lowest is dropped and `low` rises to it, so records stay bounded per
+ * client and a late op of the client is refused rather than applied when more than a window of
+ * its later ops reached this store first (the SDK sends in seq order, at most a batch of
+ * `MAX_BATCH_OPS` or its request concurrency out of order, far below the window).
+ *
+ * A client idle here for the retention window (`seen` older) keeps only its mark: its records
+ * count as gone (and are deleted), `low` counts as `high`, so a resend of anything it sent before
+ * is `OP_EXPIRED` and only ids above what it used are applied. The mark itself is never
+ * forgotten: one small record per client, so no op of a client can ever be confused with a new
+ * one. Ids are numbered per client across partitions and the transaction log, so a store sees
+ * gaps; that is why a mark is not a "next expected seq".
  */
-import { type CausalContext, CausewayError, type Hlc, isHlc, namespaceOf } from '@causeway/core'
+import {
+  type CausalContext,
+  CausewayError,
+  type Hlc,
+  isHlc,
+  isOpId,
+  namespaceOf,
+  parseOpId,
+} from '@causeway/core'
 import type { LogEntry } from './partition-replica.js'
 import type { SetWrite } from './set-replica.js'
 import { decodeSiblingSet } from './sibling-set.js'
 
-/** How long a leader remembers an operation id, by default: a day. */
+/**
+ * How long a client may stay idle at a store before its records are dropped (its mark stays), by
+ * default: a day.
+ */
 export const DEFAULT_OP_RETENTION_MS = 24 * 60 * 60 * 1000
+
+/** How many ids of one client above its mark a store keeps records of, by default. */
+export const OP_WINDOW = 1024
 
 /** An operation id as a leader checks and records it. */
 export interface OpRef {
@@ -25,7 +54,25 @@ export interface OpRef {
   id: string
   /** What identifies the request (method, route, key, body, context): 1 to 64 of `[A-Za-z0-9_-]`. */
   fingerprint: string
+  /**
+   * Who sent it: the API key's principal (`key:<name>`), `''` (or absent) on a gateway without
+   * keys. Records are kept per tenant, so no tenant sees another's.
+   */
+  tenant?: string
 }
+
+/** What a store remembers of a client besides its records (see the module comment). */
+export interface OpMark {
+  /** Seqs at or below it without a record are `OP_EXPIRED`. */
+  low: number
+  /** The highest seq applied here. */
+  high: number
+  /** Wall-clock ms of the client's last write here. */
+  seen: number
+}
+
+/** A mark of a client never seen. */
+export const NO_MARK: OpMark = { low: 0, high: 0, seen: 0 }
 
 /** What a leader remembers of a write it applied under an operation id. */
 export interface OpRecord {
@@ -35,7 +82,7 @@ export interface OpRecord {
   ts: Hlc
   /** The partition epoch the write was applied in. */
   epoch: number
-  /** Wall-clock ms of the write (the log entry's `at`): the retention window counts from it. */
+  /** Wall-clock ms of the write (the log entry's `at`). */
   at: number
   /** A sibling write: the counter of the leader's region in the key's set after it (its dot). */
   dot?: number
@@ -65,10 +112,9 @@ export function checkOpRef(op: OpRef): void {
     typeof op.namespace === 'string' &&
     !op.namespace.includes(':') &&
     op.namespace.isWellFormed() &&
-    typeof op.id === 'string' &&
-    op.id.length > 0 &&
-    op.id.length <= 96 &&
-    /^[A-Za-z0-9_.-]+$/.test(op.id) &&
+    isOpId(op.id) &&
+    (op.tenant === undefined ||
+      (typeof op.tenant === 'string' && op.tenant.length <= 256 && op.tenant.isWellFormed())) &&
     typeof op.fingerprint === 'string' &&
     FINGERPRINT.test(op.fingerprint)
   if (!ok) throw new CausewayError('INVALID_REQUEST', 'malformed operation reference')
@@ -150,10 +196,55 @@ export function replayOf(op: OpRef, record: OpRecord): { replayed: OpRecord } {
   if (record.fingerprint !== op.fingerprint)
     throw new CausewayError(
       'OP_ID_REUSED',
-      `operation id ${JSON.stringify(op.id)} was already used for another request in namespace ${JSON.stringify(op.namespace)}`,
+      `operation id ${JSON.stringify(op.id)} was already used for another request`,
       { opId: op.id, namespace: op.namespace, idx: record.idx },
     )
   return { replayed: record }
+}
+
+/** The client (tenant-qualified) and seq of `op`. */
+export function opClientOf(op: OpRef): { tenant: string; client: string; seq: number } {
+  const { client, seq } = parseOpId(op.id)
+  return { tenant: op.tenant ?? '', client, seq }
+}
+
+/** Whether a client last seen at `mark.seen` is idle past the window at `now`. */
+export function isIdle(mark: OpMark, now: number, retentionMs: number): boolean {
+  return mark.high > 0 && now - mark.seen >= retentionMs
+}
+
+/** The mark in force at `now`: an idle client's `low` is its `high` (its records are gone). */
+export function markAt(mark: OpMark, now: number, retentionMs: number): OpMark {
+  return isIdle(mark, now, retentionMs) ? { ...mark, low: Math.max(mark.low, mark.high) } : mark
+}
+
+/** `OP_EXPIRED` for `op`, below the mark `low`. */
+export function opExpired(op: OpRef, low: number): CausewayError {
+  return new CausewayError(
+    'OP_EXPIRED',
+    `operation ${JSON.stringify(op.id)} is at or below what this gateway remembers of its client ` +
+      `(seq ${low}): it may have been applied already and its result is no longer known; it was not applied again`,
+    { opId: op.id, remembered: low },
+  )
+}
+
+/** The mark's text: `low US high US seen`. */
+export function encodeOpMark(mark: OpMark): string {
+  return [mark.low, mark.high, mark.seen].join(US)
+}
+
+/** Inverse of {@link encodeOpMark}; `undefined` for text that is not a mark. */
+export function decodeOpMark(text: string): OpMark | undefined {
+  const [low, high, seen] = text.split(US).map(Number)
+  const ok = [low, high, seen].every((n) => Number.isSafeInteger(n) && n! >= 0)
+  return ok ? { low: low!, high: high!, seen: seen! } : undefined
+}
+
+/** Throws `RangeError` unless `n` is a usable window (records kept per client). */
+export function checkOpWindow(n: number): number {
+  if (!Number.isSafeInteger(n) || n < 1 || n > 1_000_000)
+    throw new RangeError('opWindow must be a whole number from 1 to 1,000,000')
+  return n
 }
 
 /** Throws `INVALID_OPTION` unless `ms` is a usable retention window. */

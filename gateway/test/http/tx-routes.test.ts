@@ -189,6 +189,18 @@ describe('transaction routes', () => {
       ],
       ['a write with read rights only', () => commit(ok, OTHER), 403, 'OUT_OF_SCOPE'],
       [
+        'a commit of reads only with read rights only (it would take a tid in the log)',
+        () => commit({ snapshot: 0, reads: [['acct:1', 0]], writes: [] }, OTHER),
+        403,
+        'OUT_OF_SCOPE',
+      ],
+      [
+        'an empty commit with read rights only',
+        () => commit({ snapshot: 0, reads: [], writes: [] }, OTHER),
+        403,
+        'OUT_OF_SCOPE',
+      ],
+      [
         'minTid in the future',
         () => read({ keys: ['acct:1'], minTid: 10_000 }),
         400,

@@ -142,7 +142,7 @@ describe('LevelPartitionReplica', () => {
     expect(r.sv()).toEqual([0, 0])
   })
 
-  it('prunes operation records past their window, in the background and on demand', async () => {
+  it('drops an idle client’s records at its next write and keeps its mark for ever', async () => {
     const { db } = memory()
     let now = Date.now()
     const r = new LevelPartitionReplica({ ...shape, db, now: () => now, opRetentionMs: HOUR })
@@ -151,17 +151,24 @@ describe('LevelPartitionReplica', () => {
     const op = (id: string) => ({ namespace: 'cart', id, fingerprint: 'fp' })
     const write = { kind: 'kv', key: 'cart:1', value: '1' } as const
     for (let i = 1; i <= 3; i++) await r.writeOnce(op(`client-01.${i}`), write, HLC_ZERO)
-    const records = async () => (await db.keys({ gte: 'o/', lt: 'o0' }).all()).length
-    const index = async () => (await db.keys({ gte: 't/', lt: 't0' }).all()).length
-    expect([await records(), await index()]).toEqual([3, 3])
-    expect(await r.pruneOpRecords()).toBe(0) // nothing is past its window yet
+    const records = async () => (await db.keys({ gte: 'or/', lt: 'or0' }).all()).length
+    const marks = async () => (await db.keys({ gte: 'oc/', lt: 'oc0' }).all()).length
+    expect([await records(), await marks()]).toEqual([3, 1])
     now += 2 * HOUR
-    // Past the window an id counts as new at once, before any sweep: its record is rewritten.
-    const again = await r.writeOnce(op('client-01.1'), write, HLC_ZERO)
-    expect('entry' in again).toBe(true)
-    expect(await r.pruneOpRecords()).toBe(3) // three old index rows looked at
-    expect([await records(), await index()]).toEqual([1, 1]) // the rewritten record stays
-    expect('replayed' in (await r.writeOnce(op('client-01.1'), write, HLC_ZERO))).toBe(true)
+    // Idle past the window: what it sent is OP_EXPIRED at once, before anything is deleted.
+    await expect(r.writeOnce(op('client-01.2'), write, HLC_ZERO)).rejects.toMatchObject({
+      code: 'OP_EXPIRED',
+    })
+    expect(await records()).toBe(3)
+    // Its next write deletes the old records in its batch; the mark stays, one per client.
+    expect('entry' in (await r.writeOnce(op('client-01.4'), write, HLC_ZERO))).toBe(true)
+    expect([await records(), await marks()]).toEqual([1, 1])
+    expect('replayed' in (await r.writeOnce(op('client-01.4'), write, HLC_ZERO))).toBe(true)
+    await expect(r.writeOnce(op('client-01.3'), write, HLC_ZERO)).rejects.toMatchObject({
+      code: 'OP_EXPIRED',
+      details: { remembered: 3 },
+    })
+    expect(r.sv()).toEqual([4, 0])
   })
 
   it('refuses a store made for another replica', async () => {

@@ -52,6 +52,7 @@ export interface ReplicaStore {
     now?: () => number
     quarantine?: QuarantineSink
     opRetentionMs?: number
+    opWindow?: number
   }): AbstractPartitionReplica
   /**
    * Overwrites the stored value of `key` behind the replica's back, as a damaged store or an
@@ -102,11 +103,13 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
       store: ReplicaStore,
       now?: () => number,
       opRetentionMs?: number,
+      opWindow?: number,
     ): Promise<AbstractPartitionReplica> {
       const r = store.replica({
         quarantine,
         ...(now ? { now } : {}),
         ...(opRetentionMs === undefined ? {} : { opRetentionMs }),
+        ...(opWindow === undefined ? {} : { opWindow }),
       })
       opened.push(r)
       storeOf.set(r, store)
@@ -986,22 +989,24 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect((await r.read('cart:1')).version?.value).toBe('"c"')
       })
 
-      it('remembers ids per namespace and refuses one reused by another request', async () => {
+      it('remembers ids per tenant and client, and refuses one reused by another request', async () => {
         const { r } = await fresh()
-        await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
+        const first = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
         await expect(
           r.writeOnce(op('client-01.1', 'fp-b'), put('cart:2', '"x"'), HLC_ZERO),
         ).rejects.toMatchObject({ code: 'OP_ID_REUSED' })
-        // The same id in another namespace (and in none) is another operation.
-        const other = await r.writeOnce(
-          op('client-01.1', 'fp-b', 'list'),
-          put('list:1', '"x"'),
-          HLC_ZERO,
-        )
-        expect('entry' in other).toBe(true)
-        const none = await r.writeOnce(op('client-01.1', 'fp-c', ''), put('plain', '"y"'), HLC_ZERO)
-        expect('entry' in none).toBe(true)
-        expect(r.sv()).toEqual([3, 0, 0])
+        // Seqs are per client, whatever the namespace: the id in another namespace is reused too.
+        await expect(
+          r.writeOnce(op('client-01.1', 'fp-b', 'list'), put('list:1', '"x"'), HLC_ZERO),
+        ).rejects.toMatchObject({ code: 'OP_ID_REUSED' })
+        // Another tenant's same id (even the same request) is its own: applied, never the first's.
+        const tenant = { ...op('client-01.1'), tenant: 'key:tenant-a' }
+        const other = await r.writeOnce(tenant, put('cart:1', '"a"'), HLC_ZERO)
+        if (!('entry' in other) || !('entry' in first)) throw new Error('both must apply')
+        expect(other.record.idx).not.toBe(first.record.idx)
+        const again = await r.writeOnce(tenant, put('cart:1', '"a"'), HLC_ZERO)
+        expect(again).toEqual({ replayed: other.record })
+        expect(r.sv()).toEqual([2, 0, 0])
         expect((await r.read('cart:2')).version).toBeUndefined()
       })
 
@@ -1066,19 +1071,89 @@ export function replicaCompliance(name: string, factory: ReplicaStoreFactory): v
         expect('entry' in kvDelete && kvDelete.record.dot).toBeUndefined()
       })
 
-      it('forgets an id once its retention window has passed', async () => {
+      it('never applies an id again once its client was idle past the window: OP_EXPIRED', async () => {
         const { r: opened, store } = await fresh()
         await opened.close()
-        const r = await openOn(store, undefined, 150)
-        const first = await r.writeOnce(op('client-01.1'), put('cart:1', '"a"'), HLC_ZERO)
-        expect('entry' in first).toBe(true)
-        await new Promise((resolve) => setTimeout(resolve, 400))
-        const later = await r.writeOnce(
-          op('client-01.1', 'fp-other'),
-          put('cart:1', '"b"'),
-          HLC_ZERO,
-        )
-        expect('entry' in later && later.entry.idx).toBe(2)
+        let r = await openOn(store, undefined, 150)
+        const sibling: ReplicaWrite = { kind: 'sibling', key: 'cart:s', value: '"p"', context: [] }
+        const add: ReplicaWrite = {
+          kind: 'set',
+          name: 'cart:set',
+          write: { op: 'add', elements: [{ element: 'x' }] },
+        }
+        const writes: [string, ReplicaWrite][] = [
+          ['phone-0001.7', put('cart:1', '"from phone"')],
+          ['phone-0001.8', sibling],
+        ]
+        if (r.supports.sets) writes.push(['phone-0001.9', add])
+        for (const [id, write] of writes)
+          expect('entry' in (await r.writeOnce(op(id), write, HLC_ZERO))).toBe(true)
+        // Another writer, then the phone's first replies are lost and it resends after the window.
+        await r.write('cart:1', '"from laptop"', HLC_ZERO)
+        const log = (await r.readLog(0, 0, 100)).length
+        const idle = Date.now() + 400
+        while (Date.now() < idle) await new Promise((resolve) => setTimeout(resolve, 100))
+        if (mode === 'reopened') {
+          await r.close()
+          r = await openOn(store, undefined, 150)
+        }
+        for (const [id, write] of writes)
+          await expect(r.writeOnce(op(id), write, HLC_ZERO), id).rejects.toMatchObject({
+            code: 'OP_EXPIRED',
+            details: { opId: id, remembered: writes.length + 6 },
+          })
+        expect(await r.readLog(0, 0, 100)).toHaveLength(log)
+        expect((await r.read('cart:1')).version?.value).toBe('"from laptop"')
+        const { siblings } = await r.readSiblings('cart:s')
+        expect(listSiblings(siblings).map((v) => v.value)).toEqual(['"p"'])
+        // Ids above what the client used are new and applied.
+        const next = await r.writeOnce(op('phone-0001.12'), put('cart:1', '"next"'), HLC_ZERO)
+        expect('entry' in next).toBe(true)
+        expect(await r.readLog(0, 0, 100)).toHaveLength(log + 1)
+      })
+
+      it('keeps a bounded window of records per client and refuses ids below it', async () => {
+        const { r: opened, store } = await fresh()
+        await opened.close()
+        let r = await openOn(store, undefined, undefined, 4)
+        const count = (id: string, tenant?: string) =>
+          (
+            r as unknown as {
+              opRecordCount(op: { id: string; tenant?: string }): Promise<number>
+            }
+          ).opRecordCount(tenant === undefined ? { id } : { id, tenant })
+        // Out of order within the window: 3 before 2, then 1.
+        for (const seq of [3, 2, 1, 4, 5, 6, 7, 8, 9, 10])
+          await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO)
+        expect(await count('bounded01.1')).toBe(4)
+        if (mode === 'reopened') {
+          await r.close()
+          r = await openOn(store, undefined, undefined, 4)
+        }
+        // The four latest are replays; below them, OP_EXPIRED; nothing is applied again.
+        for (const seq of [7, 8, 9, 10])
+          expect(
+            'replayed' in
+              (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO)),
+          ).toBe(true)
+        for (const seq of [1, 6])
+          await expect(
+            r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO),
+          ).rejects.toMatchObject({ code: 'OP_EXPIRED', details: { remembered: 6 } })
+        expect(r.sv()).toEqual([10, 0, 0])
+        // A gap above the mark (an id that went to another partition, or is late) still applies.
+        for (const seq of [20, 12, 11])
+          expect(
+            'entry' in
+              (await r.writeOnce(op(`bounded01.${seq}`), put('cart:b', String(seq)), HLC_ZERO)),
+          ).toBe(true)
+        expect(await count('bounded01.1')).toBe(4)
+        // Records are per client: another client and another tenant have their own.
+        await r.writeOnce(op('bounded02.1'), put('cart:b', '"b"'), HLC_ZERO)
+        await r.writeOnce({ ...op('bounded01.1'), tenant: 'key:t' }, put('cart:b', '"t"'), HLC_ZERO)
+        expect(await count('bounded02.1')).toBe(1)
+        expect(await count('bounded01.1', 'key:t')).toBe(1)
+        expect(await count('bounded01.1')).toBe(4)
       })
 
       it('refuses an operation whose namespace is not the key’s, before taking an idx', async () => {

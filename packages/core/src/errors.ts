@@ -56,6 +56,13 @@ export const ERROR_CODES = {
   INVALID_OP_ID: 400,
   /** An operation id was already used for another request (method, key, body or context). */
   OP_ID_REUSED: 409,
+  /**
+   * An operation id at or below what the gateway still remembers of its client (the client's
+   * low-water mark, or everything of a client idle past the op-record retention): it may have
+   * been applied, and its first result is no longer known. Nothing was written; never applied
+   * twice. `details.opId`, `details.remembered` (the client's mark).
+   */
+  OP_EXPIRED: 409,
   /** A change-feed cursor (`since`, `Last-Event-ID`) is malformed or from another cluster shape. */
   INVALID_CURSOR: 400,
   /** The gateway serves as many change feeds as it may; retry after `retry-after` seconds. */

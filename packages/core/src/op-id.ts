@@ -2,8 +2,9 @@
  * Operation ids: what makes a write idempotent. The SDK gives every write it sends an id
  * `<client>.<seq>` (a client id of 8 to 64 characters of `[A-Za-z0-9_-]`, then a decimal sequence
  * number from 1, without leading zeros) in the `causeway-op-id` header (or a batch op's `opId`).
- * The gateway remembers applied ids per namespace for a retention window and answers a repeat with
- * the first result, so a replay after an unknown outcome never applies a write twice.
+ * The gateway remembers applied ids per API key and client (a window of records above a mark that
+ * never expires) and answers a repeat with the first result, or `OP_EXPIRED` once it no longer
+ * knows it, so a replay after an unknown outcome never applies a write twice.
  */
 import { CausewayError } from './errors.js'
 

@@ -140,7 +140,7 @@ export const TxCommitBodySchema = Type.Object(
       Type.String({
         maxLength: 96,
         description:
-          'the transaction’s operation id (`<client>.<seq>`, as `causeway-op-id`): a commit sent again with it is decided once and answered the same; with another body it is OP_ID_REUSED',
+          'the transaction’s operation id (`<client>.<seq>`, as `causeway-op-id`): a commit sent again with it is decided once and answered the same; with another body it is OP_ID_REUSED; below what the region remembers of its client (per API key), OP_EXPIRED',
       }),
     ),
     snapshot: Type.Integer({ minimum: 0, description: 'the snapshot the reads were made at' }),

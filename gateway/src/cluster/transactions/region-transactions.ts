@@ -181,6 +181,7 @@ export class RegionTransactions implements TransactionService {
       namespace: '',
       id: request.op.id,
       fingerprint: request.op.fingerprint,
+      ...(request.op.tenant === undefined ? {} : { tenant: request.op.tenant }),
     }
     const appended = await this.#log.append(
       { snapshot: request.snapshot, reads: request.reads, writes: request.writes, dt: request.dt },

@@ -37,7 +37,7 @@ import {
 } from '../header-schemas.js'
 import { withTimeoutMaximum } from '../query-limits.js'
 import { encodeValue, parseRead, parseWrite } from '../kv-request.js'
-import { opIdHeader, writeOpOf } from '../op-request.js'
+import { opIdHeader, opTenantOf, writeOpOf } from '../op-request.js'
 import { contextHeader, readReplyJson } from '../read-reply.js'
 
 /** Options of the kv routes plugin. */
@@ -149,12 +149,16 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       })
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
-        write.op = writeOpOf(opId, {
-          kind: 'put',
-          key: write.key,
-          value: value.json,
-          context: request.headers[HEADER_CONTEXT],
-        })
+        write.op = writeOpOf(
+          opId,
+          {
+            kind: 'put',
+            key: write.key,
+            value: value.json,
+            context: request.headers[HEADER_CONTEXT],
+          },
+          opTenantOf(request),
+        )
       return writeReply(await service.write(write), service.region, reply)
     },
   )
@@ -185,11 +189,15 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       )
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
-        write.op = writeOpOf(opId, {
-          kind: 'delete',
-          key: write.key,
-          context: request.headers[HEADER_CONTEXT],
-        })
+        write.op = writeOpOf(
+          opId,
+          {
+            kind: 'delete',
+            key: write.key,
+            context: request.headers[HEADER_CONTEXT],
+          },
+          opTenantOf(request),
+        )
       return writeReply(await service.write(write), service.region, reply)
     },
   )

@@ -40,7 +40,7 @@ import type { ClusterService, WriteResult } from '../../cluster/cluster-service.
 import { checkDataScope } from '../data-scope.js'
 import { toCausewayError, validationError } from '../errors.js'
 import { encodeValue, parseWrite } from '../kv-request.js'
-import { writeOpOf } from '../op-request.js'
+import { opTenantOf, writeOpOf } from '../op-request.js'
 import { parseSetWrite } from '../set-request.js'
 
 /** Options of the batch route. */
@@ -152,12 +152,16 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
         route: 'a batch of ops (it carries no vector clock)',
       })
       checkDataScope(request, write.key, 'write')
-      write.op = writeOpOf(opId, {
-        kind: raw.kind,
-        key: write.key,
-        ...(value === undefined ? {} : { value: value.json }),
-        ...(fields.context === undefined ? {} : { context: fields.context }),
-      })
+      write.op = writeOpOf(
+        opId,
+        {
+          kind: raw.kind,
+          key: write.key,
+          ...(value === undefined ? {} : { value: value.json }),
+          ...(fields.context === undefined ? {} : { context: fields.context }),
+        },
+        opTenantOf(request),
+      )
       write.dt = hlcMax(write.dt, after)
       return service.write(write)
     }
@@ -170,7 +174,11 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
     const op = raw.kind === 'set-add' ? 'add' : 'remove'
     const write = parseSetWrite(raw.name, op, raw.elements, query, headers, shape)
     checkDataScope(request, write.name, 'write')
-    write.opId = writeOpOf(opId, { kind: raw.kind, key: write.name, elements: write.elements })
+    write.opId = writeOpOf(
+      opId,
+      { kind: raw.kind, key: write.name, elements: write.elements },
+      opTenantOf(request),
+    )
     write.dt = hlcMax(write.dt, after)
     return sets.write(write)
   }

@@ -37,7 +37,7 @@ import type { ClusterService } from '../../cluster/cluster-service.js'
 import type { SetReadMeta, SetScanResult, SetService } from '../../cluster/region-sets.js'
 import { toCausewayError } from '../errors.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
-import { opIdHeader, writeOpOf } from '../op-request.js'
+import { opIdHeader, opTenantOf, writeOpOf } from '../op-request.js'
 import { DT_HEADER, OP_ID_HEADER, afterHeader } from '../header-schemas.js'
 import { withTimeoutMaximum } from '../query-limits.js'
 import {
@@ -164,11 +164,11 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
         )
         const opId = opIdHeader(request.headers)
         if (opId !== undefined)
-          write.opId = writeOpOf(opId, {
-            kind: `set-${op}`,
-            key: write.name,
-            elements: write.elements,
-          })
+          write.opId = writeOpOf(
+            opId,
+            { kind: `set-${op}`, key: write.name, elements: write.elements },
+            opTenantOf(request),
+          )
         const result = await sets.write(write)
         if (result.replayed === true) reply.header(HEADER_OP_REPLAYED, '1')
         return {

@@ -134,10 +134,13 @@ export interface LevelReplicaOptions {
    */
   onFailure?: (error: CausewayError) => void
   /**
-   * How long an operation id is remembered after its write (`writeOnce`), in ms.
+   * How long a client of operation ids (`writeOnce`) may be idle before its records are dropped
+   * (its mark stays: see `op-records.ts`), in ms.
    * @default 24 hours
    */
   opRetentionMs?: number
+  /** How many operation records are kept per client above its mark. @default OP_WINDOW (1024) */
+  opWindow?: number
   /**
    * Where keys whose stored value does not decode, and entries whose sibling set does not, are
    * reported (`quarantine.ts`).
@@ -310,6 +313,7 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
       db: this.#db,
       now: this.#now,
       retentionMs: options.opRetentionMs ?? DEFAULT_OP_RETENTION_MS,
+      ...(options.opWindow === undefined ? {} : { window: options.opWindow }),
       isOpen: () => this.state === 'open' && this.#failure === undefined,
       region: this.region,
       epoch: () => this.#epoch,
@@ -449,9 +453,9 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
     return this.#enqueue<void>((settle) => ({ kind: 'collect', floor, settle }))
   }
 
-  /** Prunes operation records whose window has passed (a bounded run of the periodic sweep). */
-  pruneOpRecords(): Promise<number> {
-    return this.#ops.sweep()
+  /** How many operation records this replica holds of the client of `op` (for tests). */
+  opRecordCount(op: Pick<OpRef, 'id' | 'tenant'>): Promise<number> {
+    return this.#ops.recordCount(op)
   }
 
   // Stamps a checked write (HLC, idx) now; its commit makes its body and its entry.

@@ -7,7 +7,7 @@
  * - `r/<tid:16>`: a record: a JSON header line (`ts`, `at`, snapshot, reads, foreign), then its
  *   writes (`encodeCommitWrites`), so a value is never escaped twice.
  * - `q/<tid:16>`: an outcome: `[outcome, ts, parts]`.
- * - `o/...`, `t/...`: operation records of commits with an id (`level-op-records.ts`).
+ * - `oc/...`, `or/...`: operation records of commits with an id (`level-op-records.ts`).
  *
  * Appends are group-committed like a replica's writes: each is stamped (tid, ts) when called, and
  * everything stamped in one turn of the event loop is written as one batch with `{ sync }`, then
@@ -54,8 +54,13 @@ export interface LevelTxLogOptions {
   sync?: boolean
   /** The wall clock of the log's HLC, in ms. @default Date.now */
   now?: () => number
-  /** How long a commit's operation id is remembered, in ms. @default 24 hours */
+  /**
+   * How long a client of commit operation ids may be idle before its records are dropped (its
+   * mark stays: see `op-records.ts`), in ms. @default 24 hours
+   */
   opRetentionMs?: number
+  /** How many operation records are kept per client above its mark. @default OP_WINDOW (1024) */
+  opWindow?: number
   /** Told once when a batch fails to be written (the log then refuses everything). */
   onFailure?: (error: CausewayError) => void
 }
@@ -134,6 +139,7 @@ export class LevelTxLog extends AbstractTxLog {
       db: this.#db,
       now: this.#now,
       retentionMs: options.opRetentionMs ?? DEFAULT_OP_RETENTION_MS,
+      ...(options.opWindow === undefined ? {} : { window: options.opWindow }),
       isOpen: () => this.available && this.#failure === undefined,
       region: this.region,
       epoch: () => 1,

@@ -14,7 +14,9 @@
  * | `<prefix>s:<encoded key>`    | string | sibling set of a siblings-namespace key (text form of `sibling-set.ts`) |
  * | `<prefix>b:<encoded set>:…`  | (several) | a set (Bigsets): clock, elements, size, stamp (see `redis-sets.ts`) |
  * | `<prefix>wait`               | string | a counter `waitReplicas` bumps to have an offset to `WAIT` for |
- * | `<prefix>o:<encoded namespace>:<op id>` | string | an operation record (`../op-records.ts`), expiring after the retention window |
+ * | `<prefix>om:<encoded tenant>:<client>` | hash | an op-id client's mark (`low`, `high`, `seen`; `../op-records.ts`), kept for ever |
+ * | `<prefix>or:<encoded tenant>:<client>` | hash | its operation records by seq, expiring after the retention window |
+ * | `<prefix>oz:<encoded tenant>:<client>` | zset | the seqs of those records, expiring with them |
  *
  * Client keys and the namespace are percent-encoded (only `[A-Za-z0-9._:-]` stay as they are), so
  * no input can add a `{`/`}` that moves the hash tag, a glob character, a control character or a
@@ -88,9 +90,10 @@ export class ReplicaKeys {
     return this.prefix + 's:' + encodeKeyPart(key)
   }
 
-  /** The record of operation `id` in key namespace `namespace` (which never holds `:`). */
-  op(namespace: string, id: string): string {
-    return `${this.prefix}o:${encodeKeyPart(namespace)}:${encodeKeyPart(id)}`
+  /** The mark, records and record seqs of op-id client `client` of `tenant` (`op-scripts.ts`). */
+  opClient(tenant: string, client: string): [mark: string, records: string, seqs: string] {
+    const id = `${encodeKeyPart(tenant)}:${encodeKeyPart(client)}`
+    return [`${this.prefix}om:${id}`, `${this.prefix}or:${id}`, `${this.prefix}oz:${id}`]
   }
 
   /** The keyspace-notification channel that fires when `sv` changes in database `db`. */

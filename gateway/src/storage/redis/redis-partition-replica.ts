@@ -89,16 +89,21 @@ import { ADMIT_SCRIPT, CLAIM_SCRIPT, RAISE_SCRIPT, STATE_SCRIPT } from './epoch-
 import { parsePublishedSv } from './sv-lua.js'
 import {
   DEFAULT_OP_RETENTION_MS,
+  OP_WINDOW,
   type OpCheck,
   type OpOutcome,
   type OpRef,
   type ReplicaWrite,
+  checkOpWindow,
   checkRetention,
   decodeOpRecord,
+  opClientOf,
+  opExpired,
   recordOf,
   replayOf,
 } from '../op-records.js'
 import {
+  OpBelowMark,
   OpReplayed,
   type RedisOpArgs,
   WRITE_OP_SCRIPT,
@@ -147,11 +152,14 @@ export interface RedisPartitionReplicaOptions {
    */
   quarantine?: QuarantineSink | undefined
   /**
-   * How long an operation id is remembered after its write (`writeOnce`), in ms: the `PX` of its
-   * record, so Redis itself forgets it.
+   * How long a client of operation ids (`writeOnce`) may be idle before its records are dropped
+   * (its mark stays: `op-records.ts`), in ms: the `PEXPIRE` of its records, so Redis itself
+   * drops them.
    * @default 24 hours
    */
   opRetentionMs?: number
+  /** How many operation records are kept per client above its mark. @default OP_WINDOW (1024) */
+  opWindow?: number
   /**
    * Writes wait for a leader's claim: this replica takes none until {@link
    * RedisPartitionReplica.lead} names the server process that claimed the partition's current
@@ -264,6 +272,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       connectTimeoutMs: 2000,
       reconnectMaxDelayMs: 1000,
       opRetentionMs: DEFAULT_OP_RETENTION_MS,
+      opWindow: OP_WINDOW,
       ceilingStep: 1000,
       ceilingReplicas: 0,
       ...rest,
@@ -272,6 +281,7 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
       throw new TypeError('ceilingStep must be a positive integer')
     this.#histories = Array.from({ length: options.regions }, () => INITIAL_HISTORY)
     checkRetention(this.#options.opRetentionMs)
+    checkOpWindow(this.#options.opWindow)
     const url = new URL(options.url)
     if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
       throw new TypeError(`not a redis:// URL: ${options.url}`)
@@ -717,26 +727,40 @@ export class RedisPartitionReplica extends AbstractPartitionReplica {
     dt: Hlc,
     check: OpCheck | undefined,
   ): Promise<OpOutcome> {
-    const key = this.keys.op(op.namespace, op.id)
+    const { tenant, client, seq } = opClientOf(op)
+    const keys = this.keys.opClient(tenant, client)
     // A look first, so a replay runs no check and plans no set write; the script looks again,
     // atomically with the write, so concurrent duplicates (any gateway) still apply once.
     const { writer } = this.#live()
-    const stored = await this.#run(writer, 'op', (r) => r.get(key))
+    const [stored, low] = await this.#run(writer, 'op', async (r) =>
+      Promise.all([r.hget(keys[1], String(seq)), r.hget(keys[0], 'low')]),
+    )
     const found = stored === null ? undefined : decodeOpRecord(stored)
     if (found !== undefined) return replayOf(op, found)
+    if (low !== null && seq <= Number(low)) throw opExpired(op, Number(low))
     await check?.()
     const args: RedisOpArgs = {
-      key,
+      keys,
       fingerprint: op.fingerprint,
+      seq,
       retentionMs: this.#options.opRetentionMs,
+      window: this.#options.opWindow,
     }
     try {
       const entry = await this.#writeOf(write, dt, args)
       return { entry, record: recordOf(entry, op.fingerprint, this.epoch(), this.region) }
     } catch (error) {
       if (error instanceof OpReplayed) return replayOf(op, error.record)
+      if (error instanceof OpBelowMark) throw opExpired(op, error.low)
       throw error
     }
+  }
+
+  /** How many operation records this replica's server holds of the client of `op` (for tests). */
+  async opRecordCount(op: Pick<OpRef, 'id' | 'tenant'>): Promise<number> {
+    const { tenant, client } = opClientOf({ ...op, namespace: '', fingerprint: 'x' })
+    const { writer } = this.#live()
+    return this.#run(writer, 'op', (r) => r.hlen(this.keys.opClient(tenant, client)[1]))
   }
 
   /**

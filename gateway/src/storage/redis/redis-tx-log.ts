@@ -27,7 +27,16 @@ import {
   encodeCommitWrites,
 } from '@causeway/core'
 import { Redis } from 'ioredis'
-import { DEFAULT_OP_RETENTION_MS, type OpRef, decodeOpRecord, replayOf } from '../op-records.js'
+import {
+  DEFAULT_OP_RETENTION_MS,
+  OP_WINDOW,
+  type OpRef,
+  checkOpWindow,
+  decodeOpRecord,
+  opClientOf,
+  opExpired,
+  replayOf,
+} from '../op-records.js'
 import {
   AbstractTxLog,
   type ForeignTx,
@@ -38,7 +47,14 @@ import {
 } from '../tx-log.js'
 import { backendError } from './backend-error.js'
 import { encodeKeyPart } from './key-layout.js'
-import { APPEND_FOREIGN_SCRIPT, APPEND_SCRIPT, RECORD_SCRIPT, TX_REPLAY } from './tx-log-scripts.js'
+import {
+  APPEND_FOREIGN_SCRIPT,
+  APPEND_OP_SCRIPT,
+  APPEND_SCRIPT,
+  RECORD_SCRIPT,
+  TX_EXPIRED,
+  TX_REPLAY,
+} from './tx-log-scripts.js'
 
 /** Options of a {@link RedisTxLog}. */
 export interface RedisTxLogOptions {
@@ -62,8 +78,13 @@ export interface RedisTxLogOptions {
   durability?: 'leader' | 'majority'
   /** How long a `WAIT` may take before the append fails (it may still be applied), ms. @default 5000 */
   waitTimeoutMs?: number
-  /** How long a commit's operation id is remembered, ms. @default 24 hours */
+  /**
+   * How long a client of commit operation ids may be idle before its records are dropped (its
+   * mark stays: `op-records.ts`), ms. @default 24 hours
+   */
   opRetentionMs?: number
+  /** How many operation records are kept per client above its mark. @default OP_WINDOW (1024) */
+  opWindow?: number
   /** @default 5000 */
   commandTimeoutMs?: number
   /** @default 2000 */
@@ -96,7 +117,11 @@ export function txLogKeys(namespace: string, region: number) {
     snap: prefix + 'snap',
     lease: prefix + 'lease',
     wait: prefix + 'wait',
-    op: (id: string) => `${prefix}o:${encodeKeyPart(id)}`,
+    /** An op-id client's mark, records and seqs (`op-scripts.ts`). */
+    opClient: (tenant: string, client: string): [string, string, string] => {
+      const id = `${encodeKeyPart(tenant)}:${encodeKeyPart(client)}`
+      return [`${prefix}om:${id}`, `${prefix}or:${id}`, `${prefix}oz:${id}`]
+    },
   }
 }
 
@@ -129,10 +154,12 @@ export class RedisTxLog extends AbstractTxLog {
       durability: 'majority',
       waitTimeoutMs: 5000,
       opRetentionMs: DEFAULT_OP_RETENTION_MS,
+      opWindow: OP_WINDOW,
       commandTimeoutMs: 5000,
       connectTimeoutMs: 2000,
       ...options,
     }
+    checkOpWindow(this.#options.opWindow)
     this.#now = options.now
     const url = new URL(options.url)
     this.backend = `${url.protocol}//${url.host}${url.pathname.length > 1 ? url.pathname : ''}`
@@ -236,11 +263,19 @@ export class RedisTxLog extends AbstractTxLog {
       encodeCommitWrites(tx.writes),
     ]
     if (op !== undefined) {
-      keys.push(this.keys.op(op.id))
-      args.push(op.fingerprint, String(this.#options.opRetentionMs))
+      const { tenant, client, seq } = opClientOf(op)
+      keys.push(...this.keys.opClient(tenant, client))
+      args.push(
+        op.fingerprint,
+        String(seq),
+        String(this.#options.opRetentionMs),
+        String(this.#options.opWindow),
+      )
     }
-    const reply = (await this.#run(writer, 'append', (r) => APPEND_SCRIPT.run(r, keys, args))) as
+    const script = op === undefined ? APPEND_SCRIPT : APPEND_OP_SCRIPT
+    const reply = (await this.#run(writer, 'append', (r) => script.run(r, keys, args))) as
       string[] | unknown[]
+    if (String(reply[0]) === TX_EXPIRED) throw opExpired(op!, Number(reply[1]))
     if (String(reply[0]) === TX_REPLAY) {
       const record = decodeOpRecord(String(reply[1]))
       if (record === undefined)

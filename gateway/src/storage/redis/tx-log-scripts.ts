@@ -7,7 +7,7 @@
  * | `meta`   | hash   | `last` (tid appended), `hlc`, `applied` (watermark), `f:<d>` (region `d`'s checkpoint) |
  * | `log`    | stream | a record per tid, id `<tid>-0`: `ts`, `at`, `s` (snapshot), `r` (reads, JSON), `w` (writes), `f` (a foreign one's `[region, tid, parts]`, JSON) |
  * | `out`    | stream | an outcome per tid, id `<tid>-0`: `o` (`a` applied, `c` conflict), `ts`, `p` (parts, JSON) |
- * | `o:<id>` | string | a commit's operation record, `PX` the retention window                |
+ * | `om:`, `or:`, `oz:<tenant>:<client>` | hash, hash, zset | a commit op-id client's mark, records and their seqs (`op-scripts.ts`) |
  * | `snap`   | hash   | by gateway process: its oldest open snapshot and when it said so      |
  * | `lease`  | string | the applier's lease (`cluster/shipping-lease.ts`'s `RedisLease`)      |
  * | `wait`   | string | a counter an append's `WAIT` bumps                                    |
@@ -16,6 +16,7 @@
  * gateway appends.
  */
 import { LuaScript } from './lua-script.js'
+import { OP_LOOKUP_LUA, OP_RECORD_LUA } from './op-scripts.js'
 
 const HLC_LUA = `
 local function hlc_parse(h)
@@ -44,31 +45,40 @@ end
 
 /** First element of the reply of an append whose operation id was committed before. */
 export const TX_REPLAY = 'CW_REPLAY'
+/** First element of the reply of an append whose operation id is below its client's mark. */
+export const TX_EXPIRED = 'CW_OP_EXPIRED'
 
 /**
- * A commit. KEYS: meta, log, and the operation record's key (or none). ARGV: dt, now ('' for
- * TIME), snapshot, reads (JSON), writes, and with an operation: fingerprint, retention ms.
- * Reply: tid, ts, at; or `CW_REPLAY` and the stored record.
+ * A commit. KEYS: meta, log, and with an operation id its client's mark, records and seqs
+ * (`op-scripts.ts`). ARGV: dt, now ('' for TIME), snapshot, reads (JSON), writes, and with an
+ * operation: fingerprint, seq, retention ms, records kept. Reply: tid, ts, at; or `CW_REPLAY` and
+ * the stored record; or `CW_OP_EXPIRED` and the client's mark.
  */
-export const APPEND_SCRIPT = new LuaScript(`#!lua
+export const APPEND_SCRIPT = appendScript(false)
+/** {@link APPEND_SCRIPT} with an operation id. */
+export const APPEND_OP_SCRIPT = appendScript(true)
+
+function appendScript(withOp: boolean): LuaScript {
+  return new LuaScript(`#!lua
 ${HLC_LUA}
-if KEYS[3] then
-  local stored = redis.call('GET', KEYS[3])
-  if stored then return { '${TX_REPLAY}', stored } end
-end
 local pc = physical(ARGV[2])
+local op_now = pc
+${withOp ? OP_LOOKUP_LUA : ''}
 local ts = hlc_next(redis.call('HGET', KEYS[1], 'hlc'), ARGV[1], pc)
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local tid = redis.call('HINCRBY', KEYS[1], 'last', 1)
 local at = string.format('%d', pc)
 redis.call('XADD', KEYS[2], string.format('%d-0', tid), 'ts', ts, 'at', at, 's', ARGV[3], 'r', ARGV[4], 'w', ARGV[5])
 redis.call('HSET', KEYS[1], 'hlc', ts)
-if KEYS[3] then
-  local record = table.concat({ ARGV[6], string.format('%d', tid), ts, '1', at, '' }, '\\31')
-  redis.call('SET', KEYS[3], record, 'PX', ARGV[7])
-end
+${
+  withOp
+    ? `local op_record = table.concat({ op_fp, string.format('%d', tid), ts, '1', at, '' }, '\\31')
+${OP_RECORD_LUA}`
+    : ''
+}
 return { string.format('%d', tid), ts, at }
 `)
+}
 
 /**
  * Another region's transaction, unless the log has it. KEYS: meta, log. ARGV: region, its tid,

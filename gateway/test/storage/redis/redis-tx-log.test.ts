@@ -70,6 +70,32 @@ describe('the transaction log on Redis', () => {
     expect((await log.read(0, 10)).map((r) => r.tid)).toEqual([1])
   }, 30_000)
 
+  it('keeps a bounded window of commit records per tenant and client, and never appends an id below it', async () => {
+    const namespace = `txlog-${randomUUID()}`
+    const log = new RedisTxLog({ url: leader.url, namespace, region: 0, regions: 1, opWindow: 2 })
+    opened.push(log)
+    await log.open()
+    const op = (seq: number, tenant?: string) => ({
+      namespace: '',
+      id: `bank-window.${seq}`,
+      fingerprint: `body-${seq}`,
+      ...(tenant === undefined ? {} : { tenant }),
+    })
+    for (const seq of [2, 1, 3, 4])
+      expect(await log.append(tx(`w:${seq}`), op(seq))).toHaveProperty('tid')
+    expect(await log.append(tx('w:4'), op(4))).toMatchObject({ replayed: { idx: 4 } })
+    for (const seq of [1, 2])
+      await expect(log.append(tx(`w:${seq}`), op(seq))).rejects.toMatchObject({
+        code: 'OP_EXPIRED',
+        details: { remembered: 2 },
+      })
+    // Another tenant's same id is its own commit.
+    expect(await log.append(tx('w:1'), op(1, 'key:other'))).toMatchObject({ tid: 5 })
+    expect(log.lastTid()).toBe(5)
+    const [, records] = log.keys.opClient('', 'bank-window')
+    expect(await leader.command('HLEN', records)).toMatch(/^:2\r?\n/)
+  }, 30_000)
+
   it('offers an append to the applier only once a majority of its servers have it', async () => {
     const log = await logOn(`txlog-${randomUUID()}`)
     const heard: number[] = []
