@@ -9,7 +9,14 @@
  * reverse, and a restart keeps both. It holds the request's fingerprint (a repeat with another one
  * is `OP_ID_REUSED`) and what the reply is made of. Records are forgotten after a retention window.
  */
-import { type CausalContext, CausewayError, type Hlc, isHlc, namespaceOf } from '@causeway/core'
+import {
+  type CausalContext,
+  CausewayError,
+  type Hlc,
+  isHlc,
+  namespaceOf,
+  siblingActor,
+} from '@causeway/core'
 import type { LogEntry } from './partition-replica.js'
 import type { SetWrite } from './set-replica.js'
 import { decodeSiblingSet } from './sibling-set.js'
@@ -37,7 +44,10 @@ export interface OpRecord {
   epoch: number
   /** Wall-clock ms of the write (the log entry's `at`): the retention window counts from it. */
   at: number
-  /** A sibling write: the counter of the leader's region in the key's set after it (its dot). */
+  /**
+   * A sibling write: the counter of the leader's actor (`siblingActor(region, epoch)`) in the
+   * key's set after it (its dot).
+   */
   dot?: number
 }
 
@@ -136,7 +146,8 @@ export function recordOf(
 ): OpRecord {
   const record: OpRecord = { fingerprint, idx: entry.idx, ts: entry.ts, epoch, at: entry.at }
   if (entry.kind === 'siblings') {
-    const own = decodeSiblingSet(entry.siblings).entries.find(([actor]) => actor === region)
+    const mine = siblingActor(region, epoch)
+    const own = decodeSiblingSet(entry.siblings).entries.find(([actor]) => actor === mine)
     if (own !== undefined) record.dot = own[1]
   }
   return record
