@@ -9,7 +9,7 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { HLC_ZERO, shipEnvelope } from '@causeway/core'
+import { CausewayError, HLC_ZERO, MAX_SAFE_COUNTER, shipEnvelope } from '@causeway/core'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { RedisServerAdmin } from '../../../src/storage/redis/server-admin.js'
@@ -116,5 +116,36 @@ describe('sibling dots after a failover that lost one', () => {
       expect(values).not.toContain('lost')
       expect(values).not.toContain('v4')
     }
+  })
+
+  it('a key stuck at COUNTER_EXHAUSTED (left by a forged context before contexts were bounded) takes writes again under a new leader process', async () => {
+    const namespace = `sibling-epochs-${randomUUID()}`
+    const key = 'cart:exhausted'
+    const keys = new ReplicaKeys(namespace, 0, 0)
+    const own = await startRedis()
+    const first = replicaOn(own, { namespace, region: 0, supervised: true })
+    await first.open()
+    const run = await runIdOf(own)
+    await first.claim(run, 'here', 0, 1)
+    first.lead(run)
+    expect(first.epoch()).toBe(1)
+    // What the bug left: region 0's actor of epoch 1 at the counter bound for this key.
+    await own.command('SET', keys.siblings(key), `0\u001f${MAX_SAFE_COUNTER}`)
+    const stuck = await first.writeSibling(key, '1', HLC_ZERO, []).catch((e: unknown) => e)
+    expect((stuck as CausewayError).code).toBe('COUNTER_EXHAUSTED')
+    await first.close()
+    // The operator's remedy (docs/siblings.md): a leader handover (SENTINEL FAILOVER, or the
+    // leader's process restarted under Sentinel): a claim by another server process starts
+    // epoch 2, whose actor has never written the key.
+    await own.stop()
+    const again = await startRedis({ dir: own.dir, port: own.port })
+    const next = replicaOn(again, { namespace, region: 0, supervised: true })
+    await next.open()
+    const nextRun = await runIdOf(again)
+    await next.claim(nextRun, 'here', 0, 1)
+    next.lead(nextRun)
+    expect(next.epoch()).toBe(2)
+    await next.writeSibling(key, '2', HLC_ZERO, [])
+    expect(await valuesOf(next, key)).toEqual([2])
   })
 })
