@@ -31,7 +31,8 @@ import {
   actorRegion,
   siblingActor,
 } from '@causeway/core'
-import { PROCESS_SIBLING_CONTEXTS, SiblingContexts } from './sibling-contexts.js'
+import type { SiblingContexts } from './sibling-contexts.js'
+import { PROCESS_SIBLING_CONTEXTS } from './sibling-contexts.js'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { OpRecord } from '../storage/op-records.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -430,8 +431,7 @@ export class RegionService implements ClusterService {
     // actor of the epoch it wrote in, normally `epoch`).
     const own =
       set.entries.find(
-        ([actor, , siblings]) =>
-          actorRegion(actor) === this.region && siblings[0]?.ts === entry.ts,
+        ([actor, , siblings]) => actorRegion(actor) === this.region && siblings[0]?.ts === entry.ts,
       ) ?? set.entries.find(([actor]) => actor === siblingActor(this.region, epoch))!
     return this.#contextAt(own[0], own[1], context)
   }

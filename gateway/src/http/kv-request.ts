@@ -189,7 +189,12 @@ export function parseWrite(
   checkCausalLevel(level, shape, scope)
   const clock = parseCausalClock(level, headers, shape)
   const dt = parseDt(singleHeader(headers, HEADER_DT))
-  const context = parseContext(singleHeader(headers, HEADER_CONTEXT), key, shape, scope.contexts ?? {})
+  const context = parseContext(
+    singleHeader(headers, HEADER_CONTEXT),
+    key,
+    shape,
+    scope.contexts ?? {},
+  )
   if (value !== undefined) {
     const bytes = Buffer.byteLength(value.json)
     if (bytes > shape.limits.maxValueBytes) {

@@ -4,8 +4,8 @@
  * current secret or a previous one; an unsigned or altered one is `INVALID_CONTEXT`; and what a
  * context claims beyond what the leader holds for the key never becomes the key's.
  */
+import type { CausewayError } from '@causeway/core'
 import {
-  CausewayError,
   DvvSet,
   MAX_SAFE_COUNTER,
   decodeCausalContext,
@@ -106,7 +106,12 @@ describe('a leader bounds a context by what it holds for the key', () => {
   })
 
   it('so a forged counter of another region never becomes the key’s', () => {
-    const next = writeSibling(held, [[1, MAX_SAFE_COUNTER]], { ts: '0000000000030000' as never, value: '"c"' }, 0)
+    const next = writeSibling(
+      held,
+      [[1, MAX_SAFE_COUNTER]],
+      { ts: '0000000000030000' as never, value: '"c"' },
+      0,
+    )
     expect(DvvSet.join(next)).toEqual([
       [0, 3],
       [1, 1],
@@ -115,14 +120,19 @@ describe('a leader bounds a context by what it holds for the key', () => {
 
   it('mints under the actor it is given, and refuses a claim on that actor beyond what it holds', () => {
     const actor = siblingActor(0, 2)
-    const next = writeSibling(held, [[0, 2]], { ts: '0000000000030000' as never, value: '"c"' }, actor)
+    const next = writeSibling(
+      held,
+      [[0, 2]],
+      { ts: '0000000000030000' as never, value: '"c"' },
+      actor,
+    )
     expect(DvvSet.join(next)).toEqual([
       [0, 2],
       [1, 1],
       [actor, 1],
     ])
-    expect(
-      code(() => writeSibling(held, [[0, 3]], { ts: '0000000000030000' as never }, 0)),
-    ).toBe('INVALID_CONTEXT')
+    expect(code(() => writeSibling(held, [[0, 3]], { ts: '0000000000030000' as never }, 0))).toBe(
+      'INVALID_CONTEXT',
+    )
   })
 })

@@ -152,7 +152,9 @@ export async function expectForeignCounterHarmless(
   expect({ status: gone.status, code: gone.body.code }).toEqual({ status: 200, code: undefined })
   // r1's first sibling survives everywhere.
   for (const base of [r0, r1])
-    expect(await valuesOnceApplied(base, key, [theirs, ...shipped, again, gone])).toContain('theirs')
+    expect(await valuesOnceApplied(base, key, [theirs, ...shipped, again, gone])).toContain(
+      'theirs',
+    )
   // And the cluster never issued that context.
   expect({ status: forged.status, code: forged.body.code }).toEqual({
     status: 400,

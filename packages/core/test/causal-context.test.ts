@@ -197,9 +197,13 @@ describe('causal context decoding rejects', () => {
     const forged = bytes(0xc1, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f)
     expectInvalidBytes(forged, /counter 9007199254740991 of actor 0 out of range/)
     expect(Buffer.from(forged).toString('base64url')).toBe('wQEA_________w8')
-    expectInvalidBytes(bytes(0xc1, 0x01, 0x03, 0x01), /actor 3 is not of a region of this cluster/, {
-      regions: 3,
-    })
+    expectInvalidBytes(
+      bytes(0xc1, 0x01, 0x03, 0x01),
+      /actor 3 is not of a region of this cluster/,
+      {
+        regions: 3,
+      },
+    )
     expectInvalidBytes(
       bytes(0xc1, 0x02, 0x00, 0x01, 0x01, 0x01),
       /actor 1 is not of a region of this cluster/,

@@ -9,7 +9,8 @@
  *
  * @module-tag redis (starts real redis-servers: see vitest.config.ts)
  */
-import { CausewayError, HLC_ZERO, MAX_SAFE_COUNTER, shipEnvelope } from '@causeway/core'
+import type { CausewayError } from '@causeway/core'
+import { HLC_ZERO, MAX_SAFE_COUNTER, shipEnvelope } from '@causeway/core'
 import { randomUUID } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { RedisServerAdmin } from '../../../src/storage/redis/server-admin.js'
@@ -35,7 +36,11 @@ async function runIdOf(target: RedisServer): Promise<string> {
   try {
     let runId: string | undefined
     await vi.waitUntil(
-      async () => (runId = await admin.info().then((i) => i.runId, () => undefined)),
+      async () =>
+        (runId = await admin.info().then(
+          (i) => i.runId,
+          () => undefined,
+        )),
       { timeout: 10_000, interval: 20 },
     )
     return runId!
@@ -46,7 +51,9 @@ async function runIdOf(target: RedisServer): Promise<string> {
 
 async function valuesOf(replica: RedisPartitionReplica, key: string): Promise<unknown[]> {
   const { siblings } = await replica.readSiblings(key)
-  return listSiblings(siblings).map((s) => (s.value === undefined ? undefined : JSON.parse(s.value)))
+  return listSiblings(siblings).map((s) =>
+    s.value === undefined ? undefined : JSON.parse(s.value),
+  )
 }
 
 /** Ships every entry of region `from`'s log in `source` above `after` to `target`. */
