@@ -12,6 +12,7 @@
  * change feeds and status go to the wrapped service unchanged.
  */
 import { HLC_ZERO, type ReadNeed, type Status } from '@causeway/core'
+import type { SiblingContexts } from '../cluster/sibling-contexts.js'
 import type {
   ClusterService,
   ClusterShape,
@@ -46,6 +47,10 @@ class WithoutHlc implements ClusterService {
 
   get region(): number {
     return this.#inner.region
+  }
+
+  get contexts(): SiblingContexts | undefined {
+    return this.#inner.contexts
   }
 
   get sets(): SetService | undefined {

@@ -44,6 +44,7 @@ import type {
   WriteResult,
 } from './cluster-service.js'
 import type { SetService } from './region-sets.js'
+import type { SiblingContexts } from './sibling-contexts.js'
 import { RegionClocks } from './region-clocks.js'
 import { DEFAULT_MAX_CLOCK_OFFSET_MS, DEFAULT_SKEW_WAIT_MS } from './replica-router.js'
 
@@ -107,6 +108,10 @@ export class CausalService implements RegionServiceLike {
 
   get region(): number {
     return this.#inner.region
+  }
+
+  get contexts(): SiblingContexts | undefined {
+    return this.#inner.contexts
   }
 
   get sets(): SetService | undefined {

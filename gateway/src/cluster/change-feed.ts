@@ -26,11 +26,11 @@ import {
   commitWritesOf,
   conflictModeOf,
   deltaFromJSON,
-  encodeCausalContext,
 } from '@causeway/core'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
 import type { LogEntry } from '../storage/partition-replica.js'
 import { contextOf, listSiblings } from '../storage/sibling-set.js'
+import { type ContextIssuer, type SiblingContexts, issueContext } from './sibling-contexts.js'
 import { ReplicaRouter, type ReplicaRouterOptions } from './replica-router.js'
 import {
   type PartitionPosition,
@@ -94,6 +94,8 @@ export interface RegionChangesOptions extends ReplicaRouterOptions {
   cluster: string
   limits: Limits
   namespaces?: Namespaces
+  /** Who signs the contexts of sibling events. @default the process's signer */
+  siblingContexts?: SiblingContexts
 }
 
 // Entries read per origin and partition in one step; a step per partition in turn keeps a busy
@@ -105,6 +107,7 @@ export class RegionChanges implements ChangeFeedService {
   readonly #router: ReplicaRouter
   readonly #shape: CursorShape
   readonly #namespaces: Namespaces
+  readonly #issuer: ContextIssuer
 
   constructor(options: RegionChangesOptions) {
     this.#router = new ReplicaRouter(options)
@@ -114,6 +117,7 @@ export class RegionChanges implements ChangeFeedService {
       partitions: options.replicas.length,
     }
     this.#namespaces = checkNamespaces(options.namespaces)
+    this.#issuer = { contexts: options.siblingContexts }
   }
 
   async open(request: WatchRequest): Promise<ChangeFeed> {
@@ -141,7 +145,7 @@ export class RegionChanges implements ChangeFeedService {
       const from = since?.get(p)?.idx ?? replica.sv()
       return { p, replica, epoch: replica.epoch(), idx: [...from] }
     })
-    return new Feed(tails, request, this.#shape, this.#namespaces)
+    return new Feed(tails, request, this.#shape, this.#namespaces, this.#issuer)
   }
 }
 
@@ -160,6 +164,7 @@ class Feed implements ChangeFeed {
   readonly #heartbeatMs: number
   readonly #shape: CursorShape
   readonly #namespaces: Namespaces
+  readonly #issuer: ContextIssuer
   readonly #unsubscribe: (() => void)[] = []
   #dirty = true
   #heartbeatDue = false
@@ -167,11 +172,18 @@ class Feed implements ChangeFeed {
   #wake: (() => void) | undefined
   #timer: ReturnType<typeof setTimeout> | undefined
 
-  constructor(tails: Tail[], request: WatchRequest, shape: CursorShape, namespaces: Namespaces) {
+  constructor(
+    tails: Tail[],
+    request: WatchRequest,
+    shape: CursorShape,
+    namespaces: Namespaces,
+    issuer: ContextIssuer,
+  ) {
     this.#tails = tails
     this.#heartbeatMs = request.heartbeatMs
     this.#shape = shape
     this.#namespaces = namespaces
+    this.#issuer = issuer
     const filter = request.filter
     if ('prefix' in filter) {
       const prefix = filter.prefix
@@ -332,7 +344,7 @@ class Feed implements ChangeFeed {
         return s.value === undefined ? `${fields}}` : `${fields},"value":${s.value}}`
       })
       const value = live.length === 1 ? `,"value":${live[0]!.value}` : ''
-      const context = JSON.stringify(encodeCausalContext(contextOf(siblings)))
+      const context = JSON.stringify(issueContext(this.#issuer, entry.key, contextOf(siblings)))
       return `${head},"deleted":${live.length === 0}${value},"siblings":[${items.join(',')}],"context":${context}}`
     }
     if (entry.kind !== 'put') return `${head},"deleted":true}`

@@ -19,6 +19,7 @@ import type { ChangeFeedService } from './change-feed.js'
 import type { SetService } from './region-sets.js'
 import type { TransactionService } from './transactions/transaction-service.js'
 import type { SiblingVersion } from '../storage/sibling-set.js'
+import type { SiblingContexts } from './sibling-contexts.js'
 
 /** Shape of the cluster, as this region sees it (the HTTP layer adds URLs to make a Topology). */
 export interface ClusterShape {
@@ -153,6 +154,12 @@ export interface ClusterService {
    */
   write(request: WriteRequest): Promise<WriteResult>
   status(): Promise<Status>
+  /**
+   * Signs the sibling contexts this region hands out and checks those clients send back
+   * (`sibling-contexts.ts`); every gateway of a cluster must share its secret.
+   * @default the process's signer (an embedded cluster's regions share it)
+   */
+  readonly contexts?: SiblingContexts
   /** The sets of this region (`/v1/sets`); absent in services without them. */
   readonly sets?: SetService
   /** The change feeds of this region (`/v1/watch`); absent in services without them. */

@@ -34,6 +34,7 @@ import {
   type ShipEnvelope,
   hasTransactions,
 } from '@causeway/core'
+import { SiblingContexts } from './sibling-contexts.js'
 import { CausalRegion } from '../replication/causal/causal-region.js'
 import { DelayedLabelLink, HttpLabelLink } from '../replication/causal/http-label-link.js'
 import type { LabelLink } from '../replication/causal/label-link.js'
@@ -329,7 +330,15 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}
-        : { contextSecret: createHmac('sha256', secret).update('causeway set contexts').digest() }),
+        : {
+            contextSecret: createHmac('sha256', secret).update('causeway set contexts').digest(),
+            // Signed with the current secret, accepted with a previous one (rotation).
+            siblingContexts: new SiblingContexts(
+              [secret, ...config.auth.previousClusterSecrets].map((s) =>
+                createHmac('sha256', s).update('causeway sibling contexts').digest(),
+              ),
+            ),
+          }),
     })
     const causal =
       config.shipping.mode === 'causal' && config.regions.length > 1 && secret !== undefined

@@ -28,7 +28,11 @@ import {
   hasTransactions,
   isTransactionalKey,
   namespaceOf,
+  actorRegion,
+  siblingActor,
 } from '@causeway/core'
+import type { SiblingContexts } from './sibling-contexts.js'
+import { PROCESS_SIBLING_CONTEXTS } from './sibling-contexts.js'
 import type { FollowerLag } from '../replication/follower-feed.js'
 import type { OpRecord } from '../storage/op-records.js'
 import type { AbstractPartitionReplica } from '../storage/abstract-partition-replica.js'
@@ -144,6 +148,12 @@ export interface RegionServiceOptions {
    */
   contextSecret?: Uint8Array
   /**
+   * Signs and checks sibling contexts (`sibling-contexts.ts`); every gateway of the cluster needs
+   * the same secrets.
+   * @default the process's signer
+   */
+  siblingContexts?: SiblingContexts
+  /**
    * Where this region's replicas report keys whose stored value does not decode
    * (`quarantine.ts`); listed in the status.
    * @default none (the status has no quarantine section)
@@ -186,6 +196,7 @@ export class RegionService implements ClusterService {
   readonly sets: SetService | undefined
   /** The change feeds of this region (`/v1/watch`). */
   readonly changes: ChangeFeedService
+  readonly contexts: SiblingContexts
   /** The transactions of this region (`/v1/tx`), when it has a transaction log. */
   readonly transactions: RegionTransactions | undefined
   readonly #options: RegionServiceOptions
@@ -204,6 +215,7 @@ export class RegionService implements ClusterService {
       ? new RegionSets(options)
       : undefined
     this.changes = new RegionChanges(options)
+    this.contexts = options.siblingContexts ?? PROCESS_SIBLING_CONTEXTS
     this.#options = options
     this.#router = new ReplicaRouter(options)
     this.#namespaces = checkNamespaces(options.namespaces)
@@ -310,7 +322,6 @@ export class RegionService implements ClusterService {
         `${JSON.stringify(request.key)} is in a last-writer-wins namespace; a causal context applies only to siblings namespaces`,
       )
     }
-    if (request.context !== undefined) this.#checkContextReach(request)
     const leader = this.#router.leader(partition)
     if (request.op !== undefined) return this.#writeOnce(leader, request, siblings)
     if (siblings) {
@@ -323,7 +334,7 @@ export class RegionService implements ClusterService {
         idx: entry.idx,
         epoch: positionEpoch(leader, this.region, entry.idx),
       }
-      const context = this.#contextAfter(entry, request.context ?? [])
+      const context = this.#contextAfter(entry, request.context ?? [], leader.epoch())
       if (context) result.context = context
       return result
     }
@@ -388,7 +399,8 @@ export class RegionService implements ClusterService {
     }
     if ('replayed' in outcome) result.replayed = true
     if (siblings && record.dot !== undefined) {
-      const context = this.#contextAt(record.dot, request.context ?? [])
+      const actor = siblingActor(this.region, record.epoch)
+      const context = this.#contextAt(actor, record.dot, request.context ?? [])
       if (context) result.context = context
     }
     return result
@@ -402,7 +414,8 @@ export class RegionService implements ClusterService {
    */
   async #checkSiblingRoom(leader: AbstractPartitionReplica, request: WriteRequest): Promise<void> {
     const { siblings } = await this.#readForWrite(leader, request.key)
-    const after = siblingsAfter(siblings, request.context ?? [], request.value, this.region)
+    const actor = siblingActor(this.region, leader.epoch())
+    const after = siblingsAfter(siblings, request.context ?? [], request.value, actor)
     const { maxValueBytes } = this.#options.limits
     const maxChars = maxSiblingSetChars(this.#options.regionNames.length, maxValueBytes)
     if (after.siblings <= MAX_SIBLINGS && after.chars <= maxChars) return
@@ -421,19 +434,28 @@ export class RegionService implements ClusterService {
    * region is the dot's minus one; otherwise the leader held versions the writer never saw, and
    * no context is given rather than one that would supersede them.
    */
-  #contextAfter(entry: SiblingsEntry, context: CausalContext): CausalContext | undefined {
+  #contextAfter(
+    entry: SiblingsEntry,
+    context: CausalContext,
+    epoch: number,
+  ): CausalContext | undefined {
     const set = decodeSiblingSet(entry.siblings, this.#options.regionNames.length)
-    return this.#contextAt(set.entries.find(([actor]) => actor === this.region)![1], context)
+    // The write's own dot: the newest sibling of this region stamped with its ts (the leader's
+    // actor of the epoch it wrote in, normally `epoch`).
+    const own =
+      set.entries.find(
+        ([actor, , siblings]) => actorRegion(actor) === this.region && siblings[0]?.ts === entry.ts,
+      ) ?? set.entries.find(([actor]) => actor === siblingActor(this.region, epoch))!
+    return this.#contextAt(own[0], own[1], context)
   }
 
-  // #contextAfter, from the write's dot (its region's counter in the key's set after it).
-  #contextAt(dot: number, context: CausalContext): CausalContext | undefined {
-    const seen = context.find(([actor]) => actor === this.region)?.[1] ?? 0
+  // #contextAfter, from the write's dot (its actor's counter in the key's set after it).
+  #contextAt(actor: number, dot: number, context: CausalContext): CausalContext | undefined {
+    const seen = context.find(([a]) => a === actor)?.[1] ?? 0
     if (seen !== dot - 1) return undefined
-    return [
-      ...context.filter(([actor]) => actor !== this.region),
-      [this.region, dot] as const,
-    ].sort((a, b) => a[0] - b[0])
+    return [...context.filter(([a]) => a !== actor), [actor, dot] as const].sort(
+      (a, b) => a[0] - b[0],
+    )
   }
 
   async status(): Promise<Status> {
@@ -477,26 +499,6 @@ export class RegionService implements ClusterService {
       if (divergence.length > 0) status.divergence = divergence
     }
     return status
-  }
-
-  /**
-   * Refuses a context that names a write of another region beyond what that region's leader of
-   * the partition has written, when this region can know it (`written`): a key's counter for a
-   * region never passes the region's log idx, so such a context is forged, and its counter would
-   * become the key's in every region. (This region's own counter is checked exactly, per key, by
-   * the leader's replica.)
-   */
-  #checkContextReach(request: WriteRequest): void {
-    for (const [d, counter] of request.context!) {
-      if (d === this.region) continue
-      const written = this.#options.written?.(d, request.partition)
-      if (written !== undefined && counter > written)
-        throw new CausewayError(
-          'INVALID_CONTEXT',
-          `invalid causeway-context: it names write ${counter} of region ${d}, which has written ${written} in this partition`,
-          { region: d, claimed: counter, written },
-        )
-    }
   }
 
   /**

@@ -138,6 +138,8 @@ export const ClusterConfigFileSchema = Type.Object(
             ),
           ),
           clusterSecret: Type.Optional(SecretSchema),
+          // Secrets rotated out: sibling contexts they signed are still accepted.
+          previousClusterSecrets: Type.Optional(Type.Array(SecretSchema, { maxItems: 8 })),
         },
         { additionalProperties: false },
       ),
@@ -530,6 +532,11 @@ export interface ClusterConfig {
     apiKeys: (string | ApiKeySpec)[]
     /** The token gateways of other regions use; required with more than one region. */
     clusterSecret: string | undefined
+    /**
+     * Cluster secrets rotated out: sibling contexts signed with them are still accepted (never
+     * issued) until they are removed from the file. @default []
+     */
+    previousClusterSecrets: string[]
   }
   limits: Limits
   /** Time limits and the connection cap of each gateway (only those the file sets). */
@@ -722,6 +729,11 @@ export function parseClusterConfig(
     problems.push('auth.clusterSecret: required with more than one region (regions ship with it)')
   if (clusterSecret !== undefined && keyTokens.includes(clusterSecret))
     problems.push('auth: the cluster secret must not also be an API key')
+  const previousClusterSecrets = (file.auth?.previousClusterSecrets ?? [])
+    .map((s, i) => secret(s, `auth.previousClusterSecrets[${i}]`))
+    .filter((s): s is string => s !== undefined)
+  if (previousClusterSecrets.length > 0 && clusterSecret === undefined)
+    problems.push('auth.previousClusterSecrets: needs auth.clusterSecret (the current one)')
 
   const limits: Limits = { ...DEFAULT_LIMITS, ...file.limits }
   if (limits.defaultTimeoutMs > limits.maxTimeoutMs)
@@ -762,7 +774,7 @@ export function parseClusterConfig(
       transactions: r.transactions && [...r.transactions],
       sentinels: [...(r.sentinels ?? [])],
     })),
-    auth: { apiKeys, clusterSecret },
+    auth: { apiKeys, clusterSecret, previousClusterSecrets },
     limits,
     http: { ...file.http },
     rateLimit: {

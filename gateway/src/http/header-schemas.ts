@@ -62,7 +62,7 @@ export const CONTEXT_HEADER = Type.String({
   pattern: '^[A-Za-z0-9_-]+$',
   maxLength: Math.ceil((DEFAULT_MAX_CONTEXT_BYTES * 4) / 3),
   description:
-    'siblings namespaces only: the causal context of a read (its `context`, opaque base64url); the write supersedes the siblings that read returned. Without it the write adds a sibling. Sent for a key outside a siblings namespace, or one that does not decode, it is INVALID_CONTEXT.',
+    'siblings namespaces only: the causal context of a read (its `context`, opaque base64url, signed by the cluster for that key); the write supersedes the siblings that read returned. Without it the write adds a sibling. Sent for a key outside a siblings namespace, or one that does not decode or was not issued by this cluster for this key, it is INVALID_CONTEXT.',
   // The context of a key never written: accepted for any key of a siblings namespace.
   examples: ['wQA'],
 })

@@ -17,7 +17,6 @@ import {
   HEADER_DT,
   HLC_ZERO,
   checkKey,
-  decodeCausalContext,
   isHlc,
   parseClock,
   parseReadNeed,
@@ -32,6 +31,7 @@ import {
 } from '@causeway/core'
 import type { IncomingHttpHeaders } from 'node:http'
 import type { ClusterShape, ReadRequest, WriteRequest } from '../cluster/cluster-service.js'
+import { type ContextIssuer, acceptContext } from '../cluster/sibling-contexts.js'
 
 /** The query of a read, as the route schema has validated it. */
 export interface ReadOptions {
@@ -73,10 +73,18 @@ function parseDt(header: string | undefined): Hlc {
   )
 }
 
-/** A write's `causeway-context`, decoded strictly (`INVALID_CONTEXT` when it is not one). */
-function parseContext(header: string | undefined, shape: ClusterShape): CausalContext | undefined {
+/**
+ * A write's `causeway-context`, decoded strictly and checked to be one the cluster issued for
+ * `key` (`INVALID_CONTEXT` when it is not one).
+ */
+function parseContext(
+  header: string | undefined,
+  key: string,
+  shape: ClusterShape,
+  issuer: ContextIssuer,
+): CausalContext | undefined {
   if (header === undefined) return undefined
-  return decodeCausalContext(header.trim(), { regions: shape.regionNames.length })
+  return acceptContext(issuer, key, header.trim(), shape.regionNames.length)
 }
 
 /** Where a request is made: the kv routes take the `causal` levels, others do not. */
@@ -85,6 +93,8 @@ export interface LevelScope {
   causal?: boolean
   /** What the route is, for the refusal's message. @default 'this route' */
   route?: string
+  /** Who checks a write's `causeway-context` (the cluster service). @default the process's signer */
+  contexts?: ContextIssuer
 }
 
 /**
@@ -179,7 +189,12 @@ export function parseWrite(
   checkCausalLevel(level, shape, scope)
   const clock = parseCausalClock(level, headers, shape)
   const dt = parseDt(singleHeader(headers, HEADER_DT))
-  const context = parseContext(singleHeader(headers, HEADER_CONTEXT), shape)
+  const context = parseContext(
+    singleHeader(headers, HEADER_CONTEXT),
+    key,
+    shape,
+    scope.contexts ?? {},
+  )
   if (value !== undefined) {
     const bytes = Buffer.byteLength(value.json)
     if (bytes > shape.limits.maxValueBytes) {

@@ -8,11 +8,15 @@
  * sibling holds a value; `value` is set only when exactly one does (otherwise the caller must
  * choose or merge); `ts`, `dc` and `idx` name the newest sibling.
  */
-import { type ReadReply, encodeCausalContext } from '@causeway/core'
+import type { ReadReply } from '@causeway/core'
 import type { ReadResult } from '../cluster/cluster-service.js'
+import { type ContextIssuer, issueContext } from '../cluster/sibling-contexts.js'
 
-/** The reply fields other than `value` and `siblings`, in the shape of the wire schema. */
-export function readReplyFields(result: ReadResult, region: number): ReadReply {
+/**
+ * The reply fields other than `value` and `siblings`, in the shape of the wire schema; `context`
+ * is the signed context of a siblings read ({@link contextHeader}).
+ */
+export function readReplyFields(result: ReadResult, region: number, context?: string): ReadReply {
   const version = result.version
   const found =
     result.siblings !== undefined
@@ -31,19 +35,26 @@ export function readReplyFields(result: ReadResult, region: number): ReadReply {
     reply.dc = version.dc
     if (result.idx !== undefined) reply.idx = result.idx
   }
-  if (result.context !== undefined) reply.context = contextHeader(result)
+  if (context !== undefined) reply.context = context
   if (result.tid !== undefined) reply.tid = result.tid
   return reply
 }
 
-/** The `causeway-context` of a siblings read; undefined for a last-writer-wins read. */
-export function contextHeader(result: ReadResult): string | undefined {
-  return result.context === undefined ? undefined : encodeCausalContext(result.context)
+/**
+ * The `causeway-context` of a siblings read of `key`, signed by `issuer`'s cluster; undefined for
+ * a last-writer-wins read.
+ */
+export function contextHeader(
+  result: ReadResult,
+  key: string,
+  issuer: ContextIssuer,
+): string | undefined {
+  return result.context === undefined ? undefined : issueContext(issuer, key, result.context)
 }
 
 /** The JSON text of a read reply, with the stored value texts spliced in. */
-export function readReplyJson(result: ReadResult, region: number): string {
-  const fields = JSON.stringify(readReplyFields(result, region))
+export function readReplyJson(result: ReadResult, region: number, context?: string): string {
+  const fields = JSON.stringify(readReplyFields(result, region, context))
   // `fields` is a non-empty object ending in `}`: append members before that brace.
   let extra = ''
   if (result.siblings !== undefined) {

@@ -32,6 +32,7 @@ import {
   isOpId,
   namespaceOf,
   parseOpId,
+  siblingActor,
 } from '@causeway/core'
 import type { LogEntry } from './partition-replica.js'
 import type { SetWrite } from './set-replica.js'
@@ -84,7 +85,10 @@ export interface OpRecord {
   epoch: number
   /** Wall-clock ms of the write (the log entry's `at`). */
   at: number
-  /** A sibling write: the counter of the leader's region in the key's set after it (its dot). */
+  /**
+   * A sibling write: the counter of the leader's actor (`siblingActor(region, epoch)`) in the
+   * key's set after it (its dot).
+   */
   dot?: number
 }
 
@@ -182,7 +186,8 @@ export function recordOf(
 ): OpRecord {
   const record: OpRecord = { fingerprint, idx: entry.idx, ts: entry.ts, epoch, at: entry.at }
   if (entry.kind === 'siblings') {
-    const own = decodeSiblingSet(entry.siblings).entries.find(([actor]) => actor === region)
+    const mine = siblingActor(region, epoch)
+    const own = decodeSiblingSet(entry.siblings).entries.find(([actor]) => actor === mine)
     if (own !== undefined) record.dot = own[1]
   }
   return record

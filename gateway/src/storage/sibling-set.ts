@@ -2,9 +2,10 @@
  * The siblings of a key in a `siblings` namespace, as every backend stores and ships them: a DVV
  * set ({@link DvvSet}, actors = region ids) whose values are {@link Sibling}s, and its text form.
  *
- * Who does what (the DVV paper's get/put, with regions as the actors):
+ * Who does what (the DVV paper's get/put, with a region's epochs as the actors):
  * - the region's partition leader, the only issuer of its region's dots, applies a write with
- *   {@link writeSibling} (`update(new(context, sibling), local, region)`) and logs the result;
+ *   {@link writeSibling} (`update(new(context, sibling), local, actor)`, the actor
+ *   `siblingActor(region, epoch)`) and logs the result;
  * - every other replica (followers of the leader, leaders of other regions receiving the log)
  *   merges the logged set into its own with {@link mergeSiblings} (`sync`), so every replica that
  *   applied the same entries holds the same siblings, whatever the order across origins.
@@ -21,6 +22,7 @@ import {
   NO_SIBLINGS,
   type Sibling,
   type SiblingSet,
+  actorRegion,
   checkCausalContext,
   decodeSiblingSet,
   encodeSiblingSet,
@@ -35,34 +37,56 @@ export interface SiblingVersion extends Sibling {
 }
 
 /**
- * The leader's write: `sibling` as a new dot of `region`, superseding every sibling `context`
- * covers; the others stay. The result is newer than both `local` and `context`.
- * @throws `CausewayError('INVALID_CONTEXT')` when `context` claims more writes of `region` to
- * the key than `local` (the region's own leader, the only issuer of its dots) holds: such a
- * context is forged, and its counter would otherwise become the key's.
- * @throws `CausewayError('COUNTER_EXHAUSTED')` when the new dot would pass `MAX_SAFE_COUNTER`.
+ * `context` bounded by what `local` holds: each actor's counter at most the key's counter for it
+ * here, actors the key has no entry for left out. A counter of this set is only ever raised by
+ * the writes its actor's leader made (this leader's own, or those received from the actor's
+ * region), so a write never supersedes, and a key never takes, a dot this replica has not
+ * received for the key: not one a failover lost, nor one a forged or foreign context names. A
+ * context read elsewhere, of writes not received here yet, supersedes what is here; the rest
+ * arrive later as siblings of the write (safe; resolve again).
+ */
+export function boundContext(local: SiblingSet, context: CausalContext): CausalContext {
+  const out: (readonly [number, number])[] = []
+  for (const [actor, counter] of context) {
+    const held = local.entries.find(([a]) => a === actor)?.[1] ?? 0
+    if (held > 0) out.push([actor, Math.min(counter, held)])
+  }
+  return out
+}
+
+/**
+ * The leader's write: `sibling` as a new dot of `actor` (`siblingActor(region, epoch)` of the
+ * leader), superseding every sibling `context` covers, bounded by what `local` holds
+ * ({@link boundContext}); the others stay. The result is newer than both `local` and the bounded
+ * context.
+ * @throws `CausewayError('INVALID_CONTEXT')` when `context` claims more writes of `actor` to the
+ * key than `local` (the leader of this epoch, the only issuer of its dots) holds: such a context
+ * was not issued by this cluster.
+ * @throws `CausewayError('COUNTER_EXHAUSTED')` when the new dot would pass `MAX_SAFE_COUNTER`
+ * (2^53 - 2 writes of one leader to one key: no input can cause it, since contexts are bounded).
  */
 export function writeSibling(
   local: SiblingSet,
   context: CausalContext,
   sibling: Sibling,
-  region: number,
+  actor: number,
 ): SiblingSet {
-  const own = local.entries.find(([actor]) => actor === region)?.[1] ?? 0
-  const claimed = context.find(([actor]) => actor === region)?.[1] ?? 0
+  const own = local.entries.find(([a]) => a === actor)?.[1] ?? 0
+  const claimed = context.find(([a]) => a === actor)?.[1] ?? 0
+  const region = actorRegion(actor)
   if (claimed > own)
     throw new CausewayError(
       'INVALID_CONTEXT',
-      `invalid causeway-context: it names write ${claimed} of region ${region} to this key, which has had ${own}`,
-      { region, claimed, written: own },
+      `invalid causeway-context: it names write ${claimed} of region ${region} (actor ${actor}) to this key, which has had ${own}`,
+      { region, actor, claimed, written: own },
     )
   if (own >= MAX_SAFE_COUNTER)
     throw new CausewayError(
       'COUNTER_EXHAUSTED',
-      `the key's counter for region ${region} is at ${own}, the most there can be: it takes no more writes in this region`,
-      { region, counter: own },
+      `the key's counter for region ${region} (actor ${actor}) is at ${own}, the most there can be: it takes no more writes in this region (see causeway reset-key)`,
+      { region, actor, counter: own },
     )
-  return DvvSet.update(DvvSet.new(context, sibling), local, region)
+  return DvvSet.update(DvvSet.new(boundContext(local, context), sibling), local, actor)
 }
 
 /** A replica's merge of a logged set into its own (`sync`): commutative, idempotent. */
@@ -91,11 +115,11 @@ export function siblingsAfter(
   local: SiblingSet,
   context: CausalContext,
   value: string | undefined,
-  region: number,
+  actor: number,
 ): { siblings: number; chars: number } {
   // The ts does not change the count; its length (16) is that of any HLC.
   const ts = '0000000000000000' as Sibling['ts']
-  const next = writeSibling(local, context, value === undefined ? { ts } : { ts, value }, region)
+  const next = writeSibling(local, context, value === undefined ? { ts } : { ts, value }, actor)
   return { siblings: DvvSet.size(next), chars: encodeSiblingSet(next).length }
 }
 
@@ -107,8 +131,10 @@ export function contextOf(set: SiblingSet): CausalContext {
 /** Every sibling (tombstones included) with its region, oldest first by `(ts, dc)`. */
 export function listSiblings(set: SiblingSet): SiblingVersion[] {
   const out: SiblingVersion[] = []
-  for (const [dc, , siblings] of set.entries)
+  for (const [actor, , siblings] of set.entries) {
+    const dc = actorRegion(actor)
     for (const s of siblings) out.push(s.value === undefined ? { ts: s.ts, dc } : { ...s, dc })
+  }
   return out.sort((a, b) => (a.ts < b.ts ? -1 : a.ts > b.ts ? 1 : a.dc - b.dc))
 }
 
@@ -135,8 +161,11 @@ export function decodeLoggedSiblings(
   regions: number,
 ): SiblingSet {
   const set = decodeSiblingSet(entry.siblings, regions)
-  const own = set.entries.find(([actor]) => actor === entry.origin)
-  if (own?.[2][0]?.ts !== entry.ts)
+  // The origin's actor of the entry's epoch: the one whose newest sibling the entry stamped.
+  const own = set.entries.some(
+    ([actor, , siblings]) => actorRegion(actor) === entry.origin && siblings[0]?.ts === entry.ts,
+  )
+  if (!own)
     throw malformed(`entry ${entry.origin}:${entry.idx} carries a set without its own write`)
   return set
 }

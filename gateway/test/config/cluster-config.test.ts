@@ -58,7 +58,11 @@ describe('cluster config', () => {
     expect(config.limits.maxKeyBytes).toBe(512)
     expect(config.shipping).toEqual(DEFAULT_SHIPPING)
     expect(config.redis.namespace).toBe('prod-1')
-    expect(config.auth).toEqual({ apiKeys: ['client-key-0123456789'], clusterSecret: SECRET })
+    expect(config.auth).toEqual({
+      apiKeys: ['client-key-0123456789'],
+      clusterSecret: SECRET,
+      previousClusterSecrets: [],
+    })
     expect(findRegion(config, 'us')?.id).toBe(1)
     expect(findRegion(config, '0')?.name).toBe('eu')
     expect(findRegion(config, '2')).toBeUndefined()
@@ -70,11 +74,27 @@ describe('cluster config', () => {
       auth: { apiKeys: [{ env: 'KEY' }], clusterSecret: { env: 'SECRET' } },
     }
     const config = parseClusterConfig(data, 'x', { KEY: 'k'.repeat(20), SECRET: 's'.repeat(20) })
-    expect(config.auth).toEqual({ apiKeys: ['k'.repeat(20)], clusterSecret: 's'.repeat(20) })
+    expect(config.auth).toEqual({
+      apiKeys: ['k'.repeat(20)],
+      clusterSecret: 's'.repeat(20),
+      previousClusterSecrets: [],
+    })
     expect(problems(data, { KEY: 'short' })).toEqual([
       'auth.apiKeys[0]: environment variable KEY is shorter than 16 characters',
       'auth.clusterSecret: environment variable SECRET is not set',
     ])
+  })
+
+  it('reads the cluster secrets rotated out (sibling contexts they signed stay accepted)', () => {
+    const data = {
+      ...valid(),
+      auth: { clusterSecret: SECRET, previousClusterSecrets: ['o'.repeat(20), { env: 'OLD' }] },
+    }
+    const config = parseClusterConfig(data, 'x', { OLD: 'p'.repeat(20) })
+    expect(config.auth.previousClusterSecrets).toEqual(['o'.repeat(20), 'p'.repeat(20)])
+    expect(problems({ ...data, auth: { previousClusterSecrets: ['o'.repeat(20)] } })).toContain(
+      'auth.previousClusterSecrets: needs auth.clusterSecret (the current one)',
+    )
   })
 
   it('reads scoped API keys, HTTP limits and the rate limit (on by default)', () => {

@@ -140,7 +140,8 @@ describe('hostile input on the embedded cluster', () => {
       status: 400,
       code: 'INVALID_CONTEXT',
     })
-    expect(forged.body.details).toMatchObject({ region: 1, claimed: 1_000_000 })
+    // (Refused as a context the cluster never issued; `sibling-context-trust.test.ts` shows a
+    // validly signed one naming more than region 0 holds is bounded, not trusted.)
     // A context read in region 1 is taken in region 0 at once, before region 0 has the write.
     await putKey(r1, 'cart:reach', 'far')
     const read = await getKey(r1, 'cart:reach', '?replica=leader')

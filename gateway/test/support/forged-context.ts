@@ -8,6 +8,9 @@ import { partitionOf } from '@causeway/core'
 import { expect } from 'vitest'
 import { afterWrite, call, getKey, kvUrl, putKey, until, type Reply } from './http-calls.js'
 
+/** The context of issue 23, item 1: format 0xC1, one entry, actor 1 (region r1), counter 2^53 - 2. */
+export const FORGED_FOREIGN_CONTEXT = 'wQEB_v_______w8'
+
 /** The context of the report: format 0xC1, one entry, actor 0, counter 2^53 - 1. */
 export const FORGED_CONTEXT = 'wQEA_________w8'
 
@@ -113,4 +116,83 @@ export async function expectForgedContextHarmless(
       expect(value, other).toEqual({ other: [...before.keys()].indexOf(other) })
     }
   }
+}
+
+/** The values of `key` in region `base` once it holds the writes `after` (session vectors). */
+async function valuesOnceApplied(base: string, key: string, after: Reply[]): Promise<unknown[]> {
+  let read = await getKey(base, key, '?replica=leader')
+  for (const write of after) {
+    read = await getKey(base, key, '?replica=leader&timeoutMs=8000', {
+      'causeway-after': afterWrite(write),
+    })
+    expect(read.status, JSON.stringify(read.body)).toBe(200)
+  }
+  return values(read)
+}
+
+/**
+ * Issue 23, item 1 (Redis): a context claiming region r1's counter at 2^53 - 2, written in r0,
+ * made `key` unwritable in r1 (`409 COUNTER_EXHAUSTED` for every later PUT and DELETE) and dropped
+ * r1's concurrent sibling. Whatever r0 answers, r1 must keep taking writes of the key and keep
+ * its sibling, in both regions.
+ */
+export async function expectForeignCounterHarmless(
+  [r0, r1]: readonly [string, string],
+  key: string,
+): Promise<void> {
+  const theirs = await putKey(r1, key, 'theirs')
+  expect(theirs.status, JSON.stringify(theirs.body)).toBe(200)
+  const forged = await putKey(r0, key, 'forged', { 'causeway-context': FORGED_FOREIGN_CONTEXT })
+  const shipped = forged.status === 200 ? [forged] : []
+  // r1 has whatever r0 wrote, then writes again, blind and as a delete: both taken.
+  await valuesOnceApplied(r1, key, shipped)
+  const again = await putKey(r1, key, 'again')
+  expect({ status: again.status, code: again.body.code }).toEqual({ status: 200, code: undefined })
+  const gone = await call(kvUrl(r1, key), { method: 'DELETE' })
+  expect({ status: gone.status, code: gone.body.code }).toEqual({ status: 200, code: undefined })
+  // r1's first sibling survives everywhere.
+  for (const base of [r0, r1])
+    expect(await valuesOnceApplied(base, key, [theirs, ...shipped, again, gone])).toContain(
+      'theirs',
+    )
+  // And the cluster never issued that context.
+  expect({ status: forged.status, code: forged.body.code }).toEqual({
+    status: 400,
+    code: 'INVALID_CONTEXT',
+  })
+}
+
+/**
+ * Issue 23, item 1 (embedded): a context was checked against the other region's partition log,
+ * not the key's, so the context of another key of the partition (where r1 has written twice)
+ * could claim r1's second write to `key`, which r1 had not made yet, and supersede it when made.
+ * The borrowed context must be refused, and r1's write must survive in both regions.
+ */
+export async function expectOtherKeysContextHarmless(
+  [r0, r1]: readonly [string, string],
+  partitions: number,
+  key: string,
+): Promise<void> {
+  const other = keysIn(partitionOf(key, partitions), partitions, 1, `${key}.other`)[0]!
+  const o1 = await putKey(r1, other, 1)
+  const o2 = await putKey(r1, other, 2, { 'causeway-context': o1.body.context as string })
+  const b1 = await putKey(r1, key, 'b1')
+  for (const w of [o1, o2, b1]) expect(w.status, JSON.stringify(w.body)).toBe(200)
+  // r0 has them all; its read of the other key names r1's counter 2 (for that key).
+  await valuesOnceApplied(r0, key, [b1])
+  await valuesOnceApplied(r0, other, [o2])
+  const read = await getKey(r0, other, '?replica=leader')
+  const borrowed = await putKey(r0, key, 'a', { 'causeway-context': read.body.context as string })
+  // r1's second write to the key, which no context r0 issued can have seen.
+  const b2 = await putKey(r1, key, 'b2')
+  expect(b2.status, JSON.stringify(b2.body)).toBe(200)
+  const written = borrowed.status === 200 ? [borrowed, b2] : [b2]
+  // Once both regions have applied both writes, their sets have met in both directions.
+  for (const base of [r0, r1])
+    expect(await valuesOnceApplied(base, key, written), base).toContain('b2')
+  // And the context was issued for another key.
+  expect({ status: borrowed.status, code: borrowed.body.code }).toEqual({
+    status: 400,
+    code: 'INVALID_CONTEXT',
+  })
 }

@@ -6,20 +6,49 @@
  *
  * Binary layout (all integers unsigned LEB128 varints, minimal length, at most 2^53 - 1):
  * ```
- * format    1 byte   CAUSAL_CONTEXT_FORMAT (0xC1: high nibble C = causal context, low = version 1)
+ * format    1 byte   SIGNED_CONTEXT_FORMAT (0xC2: high nibble C = causal context, low = version 2)
  * count     varint   number of entries
  * entries   count × (actor varint, counter varint), actors strictly ascending,
  *           counters in 1..MAX_SAFE_COUNTER (2^53 - 2, so the leader's next dot stays exact)
+ * mac       16 bytes the issuing cluster's MAC of the key and of every byte before it (version 2)
  * ```
- * e.g. `[[0, 3], [2, 1]]` is `C1 02 00 03 02 01`, `wQIAAwIB` in base64url. No `Buffer`: this
- * module runs in browsers too.
+ * An actor is a region's per-epoch actor, {@link siblingActor}: `(epoch - 1) × 256 + region`, so
+ * a leader that lost dots in a failover never mints them again under the same actor.
+ * Version 1 (`0xC1`, the same without the MAC, actors plain region ids) is still decoded here,
+ * for contexts kept by older clients; gateways refuse it (`INVALID_CONTEXT`): they accept only the
+ * contexts they signed. e.g. `[[0, 3], [2, 1]]` is `C2 02 00 03 02 01` followed by 16 bytes.
+ * No `Buffer`: this module runs in browsers too.
  */
 import { MAX_SAFE_COUNTER, isSafeCounter } from './counter-bounds.js'
 import type { CausalContext } from './dvvset.js'
 import { CausewayError } from './errors.js'
 
-/** The leading byte of an encoded context: format `0xC` (causal context), version `1`. */
+/** The leading byte of an unsigned context: format `0xC` (causal context), version `1`. */
 export const CAUSAL_CONTEXT_FORMAT = 0xc1
+
+/** The leading byte of a signed context: format `0xC` (causal context), version `2`. */
+export const SIGNED_CONTEXT_FORMAT = 0xc2
+
+/** Bytes of the MAC that ends a signed context. */
+export const CONTEXT_MAC_BYTES = 16
+
+/** Actors of one epoch: a region's actor in epoch `e` is `(e - 1) × 256 + region`. */
+export const ACTORS_PER_EPOCH = 256
+
+/**
+ * The actor under which region `region`'s leader mints sibling dots in `epoch` (as set dots are,
+ * `setActor`). An actor must never mint a dot twice; a new epoch means the log may have lost
+ * acknowledged writes and the dots they minted, so each epoch mints under a fresh actor. Epoch 1
+ * uses the region id itself, so keys written before actors had epochs read unchanged.
+ */
+export function siblingActor(region: number, epoch: number): number {
+  return (Math.max(1, epoch) - 1) * ACTORS_PER_EPOCH + region
+}
+
+/** The region whose leader minted under `actor` ({@link siblingActor}). */
+export function actorRegion(actor: number): number {
+  return actor % ACTORS_PER_EPOCH
+}
 
 /**
  * Default bound on an encoded context, in bytes: room for 255 regions (Causeway's most) with the
@@ -159,8 +188,8 @@ function checkEntry(
   regions: number | undefined,
 ): void {
   if (!Number.isSafeInteger(actor) || actor < 0) throw invalid(`actor ${actor} is not a region id`)
-  if (regions !== undefined && actor >= regions) {
-    throw invalid(`actor ${actor} is not a region of this cluster (it has ${regions})`)
+  if (regions !== undefined && actorRegion(actor) >= regions) {
+    throw invalid(`actor ${actor} is not of a region of this cluster (it has ${regions})`)
   }
   if (actor <= previous) {
     throw invalid(
@@ -183,8 +212,6 @@ export function checkCausalContext(
   regions: number,
 ): asserts context is CausalContext<number> {
   if (!Array.isArray(context)) throw invalid('not an array of [actor, counter] pairs')
-  if (context.length > regions)
-    throw invalid(`${context.length} entries for a cluster of ${regions} regions`)
   let previous = -1
   for (const pair of context as unknown[]) {
     if (!Array.isArray(pair) || pair.length !== 2)
@@ -203,7 +230,10 @@ export function checkCausalContext(
  * must be non-negative safe integers in strictly ascending order, counters in
  * `1..MAX_SAFE_COUNTER`.
  */
-export function encodeCausalContextBytes(context: CausalContext<number>): Uint8Array {
+export function encodeCausalContextBytes(
+  context: CausalContext<number>,
+  format: number = CAUSAL_CONTEXT_FORMAT,
+): Uint8Array {
   let length = 1 + varintLength(context.length)
   let previous = -1
   for (const [actor, counter] of context) {
@@ -212,7 +242,7 @@ export function encodeCausalContextBytes(context: CausalContext<number>): Uint8A
     length += varintLength(actor) + varintLength(counter)
   }
   const out = new Uint8Array(length)
-  out[0] = CAUSAL_CONTEXT_FORMAT
+  out[0] = format
   let at = writeVarint(out, 1, context.length)
   for (const [actor, counter] of context) {
     at = writeVarint(out, at, actor)
@@ -236,17 +266,19 @@ export function decodeCausalContextBytes(
   if (bytes.length > maxBytes)
     throw invalid(`too large (${bytes.length} bytes; the limit is ${maxBytes})`)
   if (bytes.length === 0) throw invalid('empty')
-  if (bytes[0] !== CAUSAL_CONTEXT_FORMAT) {
+  if (bytes[0] !== CAUSAL_CONTEXT_FORMAT && bytes[0] !== SIGNED_CONTEXT_FORMAT) {
     throw invalid(`unknown format or version 0x${bytes[0]!.toString(16).padStart(2, '0')}`)
+  }
+  // A signed context ends with its MAC, which only a gateway can check (splitSignedContext).
+  if (bytes[0] === SIGNED_CONTEXT_FORMAT) {
+    if (bytes.length < 2 + CONTEXT_MAC_BYTES) throw invalid('truncated (no MAC)')
+    bytes = bytes.subarray(0, bytes.length - CONTEXT_MAC_BYTES)
   }
   const reader = new Reader(bytes)
   const count = reader.varint('entry count')
   // Each entry takes at least two bytes: bail out before allocating for an absurd count.
   if (count * 2 > bytes.length - reader.at)
     throw invalid('truncated (fewer entries than announced)')
-  if (options.regions !== undefined && count > options.regions) {
-    throw invalid(`${count} entries for a cluster of ${options.regions} regions`)
-  }
   const context: (readonly [number, number])[] = []
   let previous = -1
   for (let k = 0; k < count; k++) {
@@ -281,4 +313,45 @@ export function decodeCausalContext(
     throw invalid(`too large (${text.length} characters; the limit is ${maxBytes} bytes)`)
   }
   return decodeCausalContextBytes(fromBase64url(text), options)
+}
+
+/** A signed context taken apart: its version vector, the bytes the MAC covers, and the MAC. */
+export interface SignedContextParts {
+  readonly context: CausalContext<number>
+  /** The format byte, count and entries: what the MAC covers (with the key). */
+  readonly body: Uint8Array
+  readonly mac: Uint8Array
+}
+
+/**
+ * Decodes a signed context (format 2) as {@link decodeCausalContext} does, keeping its body and
+ * MAC apart for the gateway to check. An unsigned (format 1) context is refused, naming why.
+ * @throws `CausewayError('INVALID_CONTEXT')`.
+ */
+export function splitSignedContext(
+  text: string,
+  options: DecodeContextOptions = {},
+): SignedContextParts {
+  const context = decodeCausalContext(text, options)
+  const bytes = fromBase64url(text)
+  if (bytes[0] !== SIGNED_CONTEXT_FORMAT)
+    throw invalid('unsigned (format 1, from an older gateway): read the key again for a context')
+  const cut = bytes.length - CONTEXT_MAC_BYTES
+  return { context, body: bytes.subarray(0, cut), mac: bytes.subarray(cut) }
+}
+
+/**
+ * The wire form of a signed context: `body` (from {@link encodeSignedContextBody}) followed by
+ * its `mac` (the first {@link CONTEXT_MAC_BYTES} bytes are used), in base64url.
+ */
+export function joinSignedContext(body: Uint8Array, mac: Uint8Array): string {
+  const out = new Uint8Array(body.length + CONTEXT_MAC_BYTES)
+  out.set(body)
+  out.set(mac.subarray(0, CONTEXT_MAC_BYTES), body.length)
+  return toBase64url(out)
+}
+
+/** The part of a signed context its MAC covers (format byte 0xC2, count, entries). */
+export function encodeSignedContextBody(context: CausalContext<number>): Uint8Array {
+  return encodeCausalContextBytes(context, SIGNED_CONTEXT_FORMAT)
 }

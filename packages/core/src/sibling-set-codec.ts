@@ -15,6 +15,7 @@
  * The decoder is the gate between stored (or shipped) text and every plan made from it: what it
  * accepts re-encodes to the same text and can take one more dot of any of its actors.
  */
+import { actorRegion } from './causal-context.js'
 import { MAX_SAFE_COUNTER, isSafeCounter } from './counter-bounds.js'
 import type { DvvSet } from './dvvset.js'
 import { CausewayError } from './errors.js'
@@ -64,8 +65,8 @@ export function encodeSiblingSet(set: SiblingSet): string {
 }
 
 /**
- * Parses the text form strictly: actors ascending canonical decimals (below `regions` when
- * given), counters canonical decimals in `1..MAX_SAFE_COUNTER` and at least the number of
+ * Parses the text form strictly: actors ascending canonical decimals (of a region below
+ * `regions` when given, `actorRegion`), counters canonical decimals in `1..MAX_SAFE_COUNTER` and at least the number of
  * siblings, well-formed HLCs, non-empty values.
  * @throws `CausewayError('INVALID_REQUEST')` ("malformed sibling set") on anything else: a
  * corrupt store or a bad peer.
@@ -82,7 +83,7 @@ export function decodeSiblingSet(text: string, regions?: number): SiblingSet {
     if (
       actor === undefined ||
       !Number.isSafeInteger(actor) ||
-      (regions !== undefined && actor >= regions)
+      (regions !== undefined && actorRegion(actor) >= regions)
     )
       throw malformed(`bad actor ${JSON.stringify(fields[0]?.slice(0, 20))}`)
     if (actor <= previous) throw malformed('actors not ascending')

@@ -11,7 +11,6 @@ import {
   HEADER_OP_ID,
   HEADER_OP_REPLAYED,
   HEADER_WAITED,
-  encodeCausalContext,
   type ReadReply,
   type WriteReply,
 } from '@causeway/core'
@@ -27,6 +26,7 @@ import {
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
 import type { ClusterService, WriteResult } from '../../cluster/cluster-service.js'
+import { issueContext } from '../../cluster/sibling-contexts.js'
 import type { GatewayMetrics } from '../gateway-metrics.js'
 import {
   CONTEXT_HEADER,
@@ -50,7 +50,8 @@ const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 
 function writeReply(
   result: WriteResult,
-  region: number,
+  key: string,
+  service: ClusterService,
   http: { header(name: string, value: string): unknown },
 ): WriteReply {
   if (result.waitedMs !== undefined) http.header(HEADER_WAITED, result.waitedMs.toFixed(3))
@@ -60,9 +61,9 @@ function writeReply(
     dc: result.dc,
     idx: result.idx,
     epoch: result.epoch,
-    region,
+    region: service.region,
   }
-  if (result.context !== undefined) reply.context = encodeCausalContext(result.context)
+  if (result.context !== undefined) reply.context = issueContext(service, key, result.context)
   return reply
 }
 
@@ -118,8 +119,8 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       const result = await service.read(read)
       metrics.observeReadWait(read.level, result.waitedMs)
       // Already JSON: Fastify sends a string with a JSON content type as it is.
-      const body = readReplyJson(result, service.region) as unknown as ReadReply
-      const context = contextHeader(result)
+      const context = contextHeader(result, read.key, service)
+      const body = readReplyJson(result, service.region, context) as unknown as ReadReply
       if (context !== undefined) reply.header(HEADER_CONTEXT, context)
       return reply.type('application/json; charset=utf-8').send(body)
     },
@@ -146,6 +147,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
       const value = encodeValue(request.body.value)
       const write = parseWrite(request.params.key, value, request.query, request.headers, shape, {
         causal: true,
+        contexts: service,
       })
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
@@ -159,7 +161,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
           },
           opTenantOf(request),
         )
-      return writeReply(await service.write(write), service.region, reply)
+      return writeReply(await service.write(write), write.key, service, reply)
     },
   )
 
@@ -185,7 +187,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
         request.query,
         request.headers,
         shape,
-        { causal: true },
+        { causal: true, contexts: service },
       )
       const opId = opIdHeader(request.headers)
       if (opId !== undefined)
@@ -198,7 +200,7 @@ export const kvRoutes: FastifyPluginAsyncTypebox<KvRoutesOptions> = async (
           },
           opTenantOf(request),
         )
-      return writeReply(await service.write(write), service.region, reply)
+      return writeReply(await service.write(write), write.key, service, reply)
     },
   )
 }

@@ -15,7 +15,6 @@ import {
   HEADER_DT,
   MAX_BATCH_OPS,
   OP_KINDS,
-  encodeCausalContext,
   hlcMax,
   isHlc,
   isWriteLevel,
@@ -26,6 +25,7 @@ import {
   type OpsReply,
   type WriteLevel,
 } from '@causeway/core'
+import { issueContext } from '../../cluster/sibling-contexts.js'
 import {
   ErrorReplySchema,
   OpsBodySchema,
@@ -150,6 +150,7 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
       }
       const write = parseWrite(raw.key, value, query, headers, shape, {
         route: 'a batch of ops (it carries no vector clock)',
+        contexts: service,
       })
       checkDataScope(request, write.key, 'write')
       write.op = writeOpOf(
@@ -228,7 +229,9 @@ export const opsRoute: FastifyPluginAsyncTypebox<OpsRouteOptions> = async (
           epoch: result.epoch,
           region: service.region,
         }
-        if (result.context !== undefined) reply.context = encodeCausalContext(result.context)
+        // Only puts and deletes (whose key is a string by then) return a context.
+        if (result.context !== undefined)
+          reply.context = issueContext(service, String(raw.key), result.context)
         if (result.replayed === true) reply.replayed = true
         results.push(reply)
         after = hlcMax(after, result.ts)

@@ -32,6 +32,7 @@ import {
   keyEntry,
   setOpEntry,
   siblingsEntry,
+  siblingActor,
 } from '@causeway/core'
 import type { AbstractBatchOptions, AbstractLevel } from 'abstract-level'
 import { ClassicLevel } from 'classic-level'
@@ -841,7 +842,12 @@ export class LevelPartitionReplica extends AbstractPartitionReplica {
           write.value === undefined ? { ts: item.ts } : { ts: item.ts, value: write.value }
         let next: SiblingSet
         try {
-          next = writeSibling(sets.get(item.key)!, write.context, sibling, this.region)
+          next = writeSibling(
+            sets.get(item.key)!,
+            write.context,
+            sibling,
+            siblingActor(this.region, this.#epoch),
+          )
         } catch (error) {
           if (!(error instanceof CausewayError)) throw error
           refused.set(item, error)

@@ -79,9 +79,10 @@ function withOpRecord(base: LuaScript, idxAt: number, setAt?: number): LuaScript
     setAt === undefined
       ? ''
       : `
+  local mine = string.format('%d', (tonumber(redis.call('HGET', KEYS[1], 'epoch') or '1') - 1) * 256 + tonumber(ARGV[1]))
   for part in string.gmatch(reply[${setAt}], '[^\\30]+') do
     local actor, counter = string.match(part, '^(%d+)\\31(%d+)')
-    if actor and actor == ARGV[1] then dot = counter end
+    if actor and actor == mine then dot = counter end
   end`
   return new LuaScript(`#!lua
 local function cw_write()

@@ -119,7 +119,7 @@ local function set_parse(text, regions)
   for _, part in ipairs(split(text, RS)) do
     local f = split(part, US)
     local actor, counter = canonical(f[1]), canonical(f[2])
-    if not actor or actor >= regions or actor <= last then return nil end
+    if not actor or actor % 256 >= regions or actor <= last then return nil end
     if not counter or counter < 1 or counter > MAX_COUNTER or counter < #f - 2 then return nil end
     local siblings = {}
     for i = 3, #f do
@@ -131,10 +131,11 @@ local function set_parse(text, regions)
   end
   return set
 end
--- A logged set holds its entry's own write: the newest sibling of its origin, stamped ts.
+-- A logged set holds its entry's own write: the newest sibling of an actor of its origin (the
+-- origin's actor of some epoch, actor % 256 == origin), stamped ts.
 local function logged_ok(set, origin, ts)
   for _, e in ipairs(set) do
-    if e[1] == origin then return e[3][1] ~= nil and string.sub(e[3][1], 1, 16) == ts end
+    if e[1] % 256 == origin and e[3][1] ~= nil and string.sub(e[3][1], 1, 16) == ts then return true end
   end
   return false
 end
@@ -170,6 +171,17 @@ local function set_sync(a, b)
   for k = j, #b do out[#out + 1] = b[k] end
   return out
 end
+-- The context bounded by the local set (boundContext in sibling-set.ts): each counter at most the
+-- key's here, actors the key has no entry for left out.
+local function set_bound(context, local_set)
+  local held, out = {}, {}
+  for _, e in ipairs(local_set) do held[e[1]] = e[2] end
+  for _, e in ipairs(context) do
+    local h = held[e[1]]
+    if h then out[#out + 1] = { e[1], math.min(e[2], h), {} } end
+  end
+  return out
+end
 -- update(new(context, sibling), local, actor): context is a set without siblings.
 local function set_update(context, local_set, actor, sibling)
   local synced = set_sync(context, local_set)
@@ -192,25 +204,26 @@ local function set_update(context, local_set, actor, sibling)
   return out
 end
 -- The leader's sibling write, as writeSibling in sibling-set.ts: the set after it, or nil, an
--- error code and its message when the context claims writes of region the key never had, or the
--- new dot would pass the counter bound. Only this region's leader issues its dots, so a context
--- claiming more of them than the key has had is forged, and its counter would become the key's.
-local function sibling_refusal(context, local_set, region)
+-- error code and its message when the context claims writes of the leader's actor the key never
+-- had, or the new dot would pass the counter bound. Only this epoch's leader issues its actor's
+-- dots, so a context claiming more of them than the key has had was not issued by the cluster.
+-- Other actors' counters are bounded by the local set (set_bound), never refused.
+local function sibling_refusal(context, local_set, actor)
   local own, claimed = 0, 0
-  for _, e in ipairs(local_set) do if e[1] == region then own = e[2] end end
-  for _, e in ipairs(context) do if e[1] == region then claimed = e[2] end end
+  for _, e in ipairs(local_set) do if e[1] == actor then own = e[2] end end
+  for _, e in ipairs(context) do if e[1] == actor then claimed = e[2] end end
   if claimed > own then
-    return 'CW_BAD_CONTEXT', string.format('it names write %d of region %d to this key, which has had %d', claimed, region, own)
+    return 'CW_BAD_CONTEXT', string.format('it names write %d of region %d (actor %d) to this key, which has had %d', claimed, actor % 256, actor, own)
   end
   if own >= MAX_COUNTER then
-    return 'CW_COUNTER_EXHAUSTED', string.format('the key has had %d writes of region %d, the most there can be', own, region)
+    return 'CW_COUNTER_EXHAUSTED', string.format('the key has had %d writes of region %d (actor %d), the most there can be', own, actor % 256, actor)
   end
   return nil
 end
-local function sibling_write(context, local_set, region, sibling)
-  local code, why = sibling_refusal(context, local_set, region)
+local function sibling_write(context, local_set, actor, sibling)
+  local code, why = sibling_refusal(context, local_set, actor)
   if code then return nil, code, why end
-  return set_update(context, local_set, region, sibling)
+  return set_update(set_bound(context, local_set), local_set, actor, sibling)
 end
 `
 
@@ -335,8 +348,10 @@ local context = set_parse(ARGV[8], regions)
 if not context then return redis.error_reply('CW_BAD_CONTEXT malformed causal context') end
 local local_set = set_parse(redis.call('GET', KEYS[4]), regions)
 if not local_set then return redis.error_reply('CW_QUARANTINED the stored sibling set does not decode') end
+-- Dots are minted under the region's actor of the current epoch (siblingActor in core).
+local actor = (tonumber(redis.call('HGET', KEYS[1], 'epoch') or '1') - 1) * 256 + region
 -- Checked before anything is stamped or written (sibling_write's rule); the ts comes below.
-local refused, why = sibling_refusal(context, local_set, region)
+local refused, why = sibling_refusal(context, local_set, actor)
 if refused then return redis.error_reply(refused .. ' ' .. why) end
 local idx = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '0') + 1
 if idx > MAX_COUNTER then return redis.error_reply('CW_COUNTER_EXHAUSTED the log idx cannot grow') end
@@ -346,7 +361,7 @@ local ts, pc = hlc_stamp(KEYS[1], ARGV[3], ARGV[7])
 if not ts then return redis.error_reply('CW_HLC_EXHAUSTED HLC ran out of milliseconds') end
 local sibling
 if ARGV[5] == '1' then sibling = ts .. '=' .. ARGV[6] else sibling = ts .. '-' end
-local set_text = set_encode(set_update(context, local_set, region, sibling))
+local set_text = set_encode(set_update(set_bound(context, local_set), local_set, actor, sibling))
 local at = string.format('%d', pc)
 append_log(KEYS[3], idx, ARGV[4], ts, at, '2', set_text)
 redis.call('SET', KEYS[4], set_text)

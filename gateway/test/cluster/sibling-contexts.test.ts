@@ -1,0 +1,138 @@
+/**
+ * Signed sibling contexts (`sibling-contexts.ts`) and the bound a leader puts on a context
+ * (`boundContext`): a context verifies only for the key and cluster it was issued for, under the
+ * current secret or a previous one; an unsigned or altered one is `INVALID_CONTEXT`; and what a
+ * context claims beyond what the leader holds for the key never becomes the key's.
+ */
+import type { CausewayError } from '@causeway/core'
+import {
+  DvvSet,
+  MAX_SAFE_COUNTER,
+  decodeCausalContext,
+  encodeCausalContext,
+  siblingActor,
+  type SiblingSet,
+} from '@causeway/core'
+import { describe, expect, it } from 'vitest'
+import { SiblingContexts } from '../../src/cluster/sibling-contexts.js'
+import { boundContext, writeSibling } from '../../src/storage/sibling-set.js'
+
+const secret = (n: number) => new Uint8Array(32).fill(n)
+
+function code(run: () => unknown): string | undefined {
+  try {
+    run()
+    return undefined
+  } catch (error) {
+    return (error as CausewayError).code
+  }
+}
+
+describe('signed sibling contexts', () => {
+  const contexts = new SiblingContexts([secret(1)])
+
+  it('verify what they issued, for that key only', () => {
+    const text = contexts.issue('cart:1', [
+      [0, 3],
+      [1, 2],
+    ])
+    expect(decodeCausalContext(text)).toEqual([
+      [0, 3],
+      [1, 2],
+    ])
+    expect(contexts.verify('cart:1', text, 2)).toEqual([
+      [0, 3],
+      [1, 2],
+    ])
+    expect(code(() => contexts.verify('cart:2', text, 2))).toBe('INVALID_CONTEXT')
+  })
+
+  it('refuse unsigned, altered and foreign contexts; an empty one claims nothing and passes', () => {
+    expect(code(() => contexts.verify('cart:1', encodeCausalContext([[1, 5]]), 2))).toBe(
+      'INVALID_CONTEXT',
+    )
+    // The context of issue 23 (r1's counter at 2^53 - 2), unsigned.
+    expect(code(() => contexts.verify('cart:v', 'wQEB_v_______w8', 2))).toBe('INVALID_CONTEXT')
+    const text = contexts.issue('cart:1', [[0, 3]])
+    const altered = text.slice(0, 3) + (text[3] === 'A' ? 'B' : 'A') + text.slice(4)
+    expect(code(() => contexts.verify('cart:1', altered, 2))).toBe('INVALID_CONTEXT')
+    const other = new SiblingContexts([secret(2)])
+    expect(code(() => other.verify('cart:1', text, 2))).toBe('INVALID_CONTEXT')
+    expect(contexts.verify('cart:1', encodeCausalContext([]), 2)).toEqual([])
+  })
+
+  it('accept contexts of a previous secret during a rotation, and sign with the current one', () => {
+    const before = contexts.issue('cart:1', [[0, 3]])
+    const rotated = new SiblingContexts([secret(2), secret(1)])
+    expect(rotated.verify('cart:1', before, 2)).toEqual([[0, 3]])
+    const after = rotated.issue('cart:1', [[0, 4]])
+    expect(code(() => contexts.verify('cart:1', after, 2))).toBe('INVALID_CONTEXT')
+    // Once the old secret is dropped, its contexts are refused.
+    expect(code(() => new SiblingContexts([secret(2)]).verify('cart:1', before, 2))).toBe(
+      'INVALID_CONTEXT',
+    )
+  })
+
+  it('name actors of later epochs, of the cluster’s regions only', () => {
+    const actor = siblingActor(1, 3)
+    const text = contexts.issue('cart:1', [[actor, 1]])
+    expect(contexts.verify('cart:1', text, 2)).toEqual([[actor, 1]])
+    expect(code(() => contexts.verify('cart:1', contexts.issue('cart:1', [[2, 1]]), 2))).toBe(
+      'INVALID_CONTEXT',
+    )
+  })
+})
+
+describe('a leader bounds a context by what it holds for the key', () => {
+  const held: SiblingSet = {
+    entries: [
+      [0, 2, [{ ts: '0000000000010000' as never, value: '"a"' }]],
+      [1, 1, [{ ts: '0000000000020000' as never, value: '"b"' }]],
+    ],
+    anonymous: [],
+  }
+
+  it('keeps each counter at most the key’s, and drops actors the key has no entry for', () => {
+    expect(
+      boundContext(held, [
+        [0, 2],
+        [1, MAX_SAFE_COUNTER],
+        [2, 7],
+      ]),
+    ).toEqual([
+      [0, 2],
+      [1, 1],
+    ])
+  })
+
+  it('so a forged counter of another region never becomes the key’s', () => {
+    const next = writeSibling(
+      held,
+      [[1, MAX_SAFE_COUNTER]],
+      { ts: '0000000000030000' as never, value: '"c"' },
+      0,
+    )
+    expect(DvvSet.join(next)).toEqual([
+      [0, 3],
+      [1, 1],
+    ])
+  })
+
+  it('mints under the actor it is given, and refuses a claim on that actor beyond what it holds', () => {
+    const actor = siblingActor(0, 2)
+    const next = writeSibling(
+      held,
+      [[0, 2]],
+      { ts: '0000000000030000' as never, value: '"c"' },
+      actor,
+    )
+    expect(DvvSet.join(next)).toEqual([
+      [0, 2],
+      [1, 1],
+      [actor, 1],
+    ])
+    expect(code(() => writeSibling(held, [[0, 3]], { ts: '0000000000030000' as never }, 0))).toBe(
+      'INVALID_CONTEXT',
+    )
+  })
+})
