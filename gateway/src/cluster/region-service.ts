@@ -75,6 +75,12 @@ export interface RegionServiceOptions {
    */
   leaderOf?: (p: number) => number
   /**
+   * Why the leader of partition `p` may serve nothing now (no read, no write), or undefined when
+   * it may (`ReplicaRouterOptions.leaderFence`).
+   * @default never fenced
+   */
+  leaderFence?: (p: number) => string | undefined
+  /**
    * The highest idx region `d`'s leader of partition `p` has written, when this region can know
    * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
    * @default unknown (such reads wait out their deadline)
@@ -303,7 +309,7 @@ export class RegionService implements ClusterService {
       )
     }
     if (request.context !== undefined) this.#checkContextReach(request)
-    const leader = this.#router.leader(partition)
+    const leader = this.#router.activeLeader(partition)
     if (request.op !== undefined) return this.#writeOnce(leader, request, siblings)
     if (siblings) {
       await this.#checkSiblingRoom(leader, request)
@@ -504,7 +510,8 @@ export class RegionService implements ClusterService {
     if (need === undefined || covers(first[1].sv, need.need)) return first
     const p = request.partition
     const leader = this.#router.leader(p)
-    if (first[0] !== leader && request.replica !== 'follower') {
+    // A fenced leader (it came back empty or behind) is no better than the replica that was.
+    if (first[0] !== leader && request.replica !== 'follower' && !this.#router.fence(p)) {
       await this.#router.wait(p, leader, need, request.timeoutMs)
       const again = await this.#quarantineAware(leader, { ...request, replica: 'leader' }, read)
       if (covers(again[1].sv, need.need)) return again
@@ -538,7 +545,7 @@ export class RegionService implements ClusterService {
     } catch (error) {
       const leader = this.#router.leader(request.partition)
       const quarantined = error instanceof CausewayError && error.code === 'VALUE_QUARANTINED'
-      if (!quarantined || leader === replica) throw error
+      if (!quarantined || leader === replica || this.#router.fence(request.partition)) throw error
       leader.repair(request.key).catch(() => {})
       if (request.replica === 'follower') throw error
       try {

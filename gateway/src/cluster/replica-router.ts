@@ -48,6 +48,15 @@ export interface ReplicaRouterOptions {
    * @default 0 (the first replica always leads)
    */
   leaderOf?: (p: number) => number
+  /**
+   * Why the leader of partition `p` may serve nothing now, or undefined when it may: a Redis
+   * leader whose process does not hold its claim (it came back empty or behind, or a failover is
+   * checking it) must not answer reads either, as what it holds may be less than was acknowledged.
+   * Reads then go to the followers; writes and reads that must be served by the leader are
+   * `BACKEND_UNAVAILABLE` with this reason.
+   * @default never fenced
+   */
+  leaderFence?: (p: number) => string | undefined
   /** The highest idx region `d`'s leader of partition `p` has written, when known. */
   written?: (d: number, p: number) => number | undefined
   /**
@@ -96,7 +105,8 @@ export class ReplicaRouter {
     this.#random = options.random ?? Math.random
     this.#clocks = new RegionClocks({
       region: options.region,
-      leaders: () => options.replicas.map((r) => r[0]!),
+      // The current leaders: after a promotion, replica 0 may be the demoted (or dead) server.
+      leaders: () => options.replicas.map((_, p) => this.leader(p)),
       now: this.#now,
     })
   }
@@ -112,12 +122,31 @@ export class ReplicaRouter {
     return replicas[this.#options.leaderOf?.(p) ?? 0] ?? replicas[0]!
   }
 
+  /** Why the leader of partition `p` may serve nothing now (see `leaderFence`), if it may not. */
+  fence(p: number): string | undefined {
+    return this.#options.leaderFence?.(p)
+  }
+
+  /**
+   * The leader of partition `p` for a write or a read only it may serve; `BACKEND_UNAVAILABLE`,
+   * naming the partition and why, while it is fenced.
+   */
+  activeLeader(p: number): AbstractPartitionReplica {
+    const leader = this.leader(p)
+    const why = this.fence(p)
+    if (why !== undefined) throw this.#fenced(p, leader, why)
+    return leader
+  }
+
   /** Every replica of partition `p` that may serve a read now (throws when none may). */
   serving(p: number): readonly AbstractPartitionReplica[] {
     const replicas = this.#partition(p)
-    if (replicas.every((r) => r.available)) return replicas
-    const serving = replicas.filter((r) => r.available)
-    if (serving.length === 0) throw this.#unavailable(p, replicas)
+    const why = this.fence(p)
+    const leader = why === undefined ? undefined : this.leader(p)
+    if (leader === undefined && replicas.every((r) => r.available)) return replicas
+    const serving = replicas.filter((r) => r.available && r !== leader)
+    if (serving.length === 0)
+      throw leader === undefined ? this.#unavailable(p, replicas) : this.#fenced(p, leader, why!)
     return serving
   }
 
@@ -301,7 +330,7 @@ export class ReplicaRouter {
   async awaitLeader(p: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
     if (need === undefined) return 0
     await this.checkNeed(p, need)
-    return this.wait(p, this.leader(p), need, timeoutMs)
+    return this.wait(p, this.activeLeader(p), need, timeoutMs)
   }
 
   /**
@@ -372,6 +401,20 @@ export class ReplicaRouter {
     )
   }
 
+  #fenced(p: number, leader: AbstractPartitionReplica, why: string): CausewayError {
+    return new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `partition ${p} of region ${this.region} has no leader that may serve now: ${why}`,
+      {
+        region: this.region,
+        partition: p,
+        replica: leader.replica,
+        reason: 'leader-fenced',
+        why,
+      },
+    )
+  }
+
   #choose(
     p: number,
     serving: readonly AbstractPartitionReplica[],
@@ -381,6 +424,8 @@ export class ReplicaRouter {
     const leader = this.leader(p)
     const leaderServes = serving.includes(leader)
     if (choice === 'leader') {
+      const why = this.fence(p)
+      if (why !== undefined) throw this.#fenced(p, leader, why)
       if (!leaderServes) throw this.#unavailable(p, [leader])
       return leader
     }
