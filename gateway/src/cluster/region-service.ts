@@ -26,6 +26,7 @@ import {
   vectorToObject,
   conflictModeOf,
   hasTransactions,
+  isMajorityKey,
   isTransactionalKey,
   namespaceOf,
 } from '@causeway/core'
@@ -261,6 +262,11 @@ export class RegionService implements ClusterService {
       const [replica, { siblings, sv }] = await this.#coveredRead(chosen, request, (r) =>
         r.readSiblings(request.key),
       )
+      if (
+        this.#committedReads(request) &&
+        siblings.entries.some(([actor]) => actor === this.region)
+      )
+        await this.#router.committed(request.partition, sv[this.region] ?? 0, request.timeoutMs)
       const seen = keptVector(replica, sv)
       const listed = listSiblings(siblings).map((s) => ({ ...s, idx: seen[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
@@ -279,6 +285,8 @@ export class RegionService implements ClusterService {
     const [replica, { version, sv }] = await this.#coveredRead(chosen, request, (r) =>
       r.read(request.key),
     )
+    if (version?.dc === this.region && this.#committedReads(request))
+      await this.#router.committed(request.partition, sv[this.region] ?? 0, request.timeoutMs)
     const position = version && keptPosition(replica, version.dc, sv[version.dc]!)
     const result: ReadResult = {
       version,
@@ -314,7 +322,7 @@ export class RegionService implements ClusterService {
     if (siblings) {
       await this.#checkSiblingRoom(leader, request)
       const entry = await leader.writeSibling(request.key, request.value, dt, request.context ?? [])
-      if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+      if (this.#majority(request)) await this.#router.majority(partition, entry.idx)
       const result: WriteResult = {
         ts: entry.ts,
         dc: this.region,
@@ -326,7 +334,7 @@ export class RegionService implements ClusterService {
       return result
     }
     const entry = await leader.write(request.key, request.value, dt)
-    if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+    if (this.#majority(request)) await this.#router.majority(partition, entry.idx)
     return {
       ts: entry.ts,
       dc: this.region,
@@ -371,8 +379,7 @@ export class RegionService implements ClusterService {
       },
     )
     const record: OpRecord = 'replayed' in outcome ? outcome.replayed : outcome.record
-    if (request.durability === 'majority')
-      await this.#router.majority(request.partition, record.idx)
+    if (this.#majority(request)) await this.#router.majority(request.partition, record.idx)
     const result: WriteResult = {
       ts: record.ts,
       dc: this.region,
@@ -385,6 +392,21 @@ export class RegionService implements ClusterService {
       if (context) result.context = context
     }
     return result
+  }
+
+  /**
+   * Whether a read returns only what a majority of the partition's replicas hold (its namespace
+   * is `durability: 'majority'`). Such a read whose newest version is of this region waits until
+   * a majority holds this region's log up to the `sv` it was read at (which covers the version):
+   * one read, then at most one replication round trip, instead of versions kept per index.
+   */
+  #committedReads(request: ReadRequest): boolean {
+    return isMajorityKey(request.key, this.#namespaces)
+  }
+
+  // Whether a write is acknowledged at a majority: asked so, or its namespace's floor.
+  #majority(request: WriteRequest): boolean {
+    return request.durability === 'majority' || isMajorityKey(request.key, this.#namespaces)
   }
 
   /**

@@ -381,6 +381,70 @@ export class ReplicaRouter {
     }
   }
 
+  /**
+   * The commit index of this region's log of partition `p`, as in Raft: the highest index a
+   * majority of its replicas hold, by each replica's `sv` (the embedded followers' apply
+   * positions; on Redis the `sv` each server publishes as it applies, a follower's once its
+   * replication stream brought the entries). A fenced leader and a replica that does not answer
+   * count as holding nothing.
+   */
+  commitIndex(p: number): number {
+    const replicas = this.#partition(p)
+    const fenced = this.fence(p) === undefined ? undefined : this.leader(p)
+    const held = replicas
+      .filter((r) => r.available && r !== fenced)
+      .map((r) => r.sv()[this.region] ?? 0)
+      .sort((a, b) => b - a)
+    return held[Math.floor(replicas.length / 2)] ?? 0
+  }
+
+  /**
+   * Resolves, to the ms waited, once the commit index of partition `p` ({@link commitIndex})
+   * reaches `idx`: what a read of a `durability: 'majority'` namespace waits for before it answers
+   * a version of this region's log at or below `idx`. `BACKEND_UNAVAILABLE` after `timeoutMs`.
+   */
+  async committed(p: number, idx: number, timeoutMs: number): Promise<number> {
+    if (idx <= 0 || this.commitIndex(p) >= idx) return 0
+    const started = performance.now()
+    const replicas = this.#partition(p)
+    const reached = await new Promise<boolean>((resolve) => {
+      const unsubscribe: (() => void)[] = []
+      let settled = false
+      const done = (ok: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        for (const u of unsubscribe) u()
+        resolve(ok)
+      }
+      const timer = setTimeout(() => done(this.commitIndex(p) >= idx), timeoutMs)
+      for (const r of replicas)
+        unsubscribe.push(
+          r.onAdvance(() => {
+            if (this.commitIndex(p) >= idx) done(true)
+          }),
+        )
+      // An advance between the first look and the subscriptions.
+      if (this.commitIndex(p) >= idx) done(true)
+    })
+    if (reached) return performance.now() - started
+    const majority = Math.floor(replicas.length / 2) + 1
+    const holding = replicas.filter((r) => r.available && (r.sv()[this.region] ?? 0) >= idx).length
+    throw new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `the newest version read of partition ${p} is at or below entry ${idx} of region ${this.region}'s log, which ${holding} of ${replicas.length} replicas hold after ${timeoutMs} ms; ` +
+        `this namespace's reads answer only what a majority (${majority}) holds`,
+      {
+        region: this.region,
+        partition: p,
+        idx,
+        holding,
+        replicas: replicas.length,
+        reason: 'not-committed',
+      },
+    )
+  }
+
   /** The followers of partition `p` (every replica but its leader). */
   followers(p: number): readonly AbstractPartitionReplica[] {
     const leader = this.leader(p)

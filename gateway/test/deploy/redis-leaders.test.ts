@@ -230,3 +230,72 @@ describe('with Sentinel: the clock reference after a promotion', { timeout: TIME
     expect(behind.ts > ahead.ts).toBe(true)
   })
 })
+
+describe(
+  "committed reads on Redis (durability: 'majority' namespaces)",
+  { timeout: TIMEOUT },
+  () => {
+    let h: Harness
+
+    beforeAll(async () => {
+      const dev = await startRedisDevCluster({
+        regions: 1,
+        partitions: 1,
+        replicas: 3,
+        port: 0,
+        logLevel: 'error',
+        namespaces: { acct: { conflicts: 'lww', durability: 'majority' } },
+      })
+      h = { dev, restarted: [] }
+    }, TIMEOUT)
+
+    afterAll(async () => {
+      await h?.dev.close()
+    }, TIMEOUT)
+
+    it('a reader at the leader does not see a write while the followers are stopped, and sees it once they hold it', async () => {
+      const url = h.dev.urls[0]!
+      const kv = (key: string, query = '') => `${url}/v1/kv/${encodeURIComponent(key)}${query}`
+      const put = (key: string, value: unknown) =>
+        fetch(kv(key, '?durability=leader'), {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ value }),
+        })
+      const get = async (key: string, timeoutMs: number) => {
+        const res = await fetch(kv(key, `?level=eventual&replica=leader&timeoutMs=${timeoutMs}`))
+        return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+      }
+      // The leader has reserved its indexes (a reservation needs the followers).
+      expect((await put('acct:0', 0)).status).toBe(200)
+
+      const followers = [server(h, 0, 0, 1), server(h, 0, 0, 2)]
+      for (const f of followers) process.kill(f.pid!, 'SIGSTOP')
+      let write: Promise<Response> | undefined
+      try {
+        write = put('acct:1', 100)
+        // Until the leader has applied it the key reads as never written; once it has, a read at
+        // the leader must not answer it while no follower holds it.
+        let early = await get('acct:1', 100)
+        await vi.waitUntil(
+          async () => {
+            early = await get('acct:1', 100)
+            return !(early.status === 200 && early.body['found'] === false)
+          },
+          { timeout: 10_000, interval: 20 },
+        )
+        expect({ status: early.status, code: early.body['code'] }).toEqual({
+          status: 503,
+          code: 'BACKEND_UNAVAILABLE',
+        })
+        expect(early.body['message']).toContain('majority')
+      } finally {
+        for (const f of followers) process.kill(f.pid!, 'SIGCONT')
+      }
+      const read = await get('acct:1', 10_000)
+      expect(read.status).toBe(200)
+      expect(read.body['value']).toBe(100)
+      await write
+    })
+  },
+)

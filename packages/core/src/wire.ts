@@ -51,6 +51,12 @@ export const TopologySchema = Type.Object({
               description: 'its keys are written by transactions only (`/v1/tx`)',
             }),
           ),
+          durability: Type.Optional(
+            Type.Literal('majority', {
+              description:
+                'its writes are majority writes, and its reads return only what a majority of replicas holds',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
