@@ -493,6 +493,12 @@ export class ReplicaRouter {
       if (!leaderServes) throw this.#unavailable(p, [leader])
       return leader
     }
+    if (this.fence(p) !== undefined) {
+      // No leader feeds the followers while it is fenced: what each holds now is what it will
+      // hold, so a read goes to one that holds the most (among those that cover its need).
+      const ready = need ? serving.filter((r) => covers(r.sv(), need)) : []
+      return this.#pick(mostAdvanced(ready.length > 0 ? ready : serving))!
+    }
     const fallback = leaderServes ? leader : serving[0]!
     if (choice === 'follower') return this.#pick(serving.filter((r) => r !== leader)) ?? fallback
     const ready = need ? serving.filter((r) => covers(r.sv(), need)) : serving
@@ -502,6 +508,15 @@ export class ReplicaRouter {
   #pick(replicas: readonly AbstractPartitionReplica[]): AbstractPartitionReplica | undefined {
     return replicas[Math.floor(this.#random() * replicas.length)]
   }
+}
+
+// The replicas whose `sv` holds the most entries (all of them when they hold as much).
+function mostAdvanced(
+  replicas: readonly AbstractPartitionReplica[],
+): readonly AbstractPartitionReplica[] {
+  const held = replicas.map((r) => r.sv().reduce((sum, idx) => sum + idx, 0))
+  const most = Math.max(...held)
+  return replicas.filter((_, i) => held[i] === most)
 }
 
 // `epoch 1 kept 1..58; epoch 2 from 1001`: a history for people.

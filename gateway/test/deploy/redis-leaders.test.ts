@@ -115,23 +115,49 @@ describe('without Sentinel: a wiped leader that comes back', { timeout: TIMEOUT 
     const url = h.dev.urls[0]!
     const writer = await connect({ url })
     const keys = keysOf(0, 1, 120, 'wiped:')
-    for (const [i, key] of keys.entries())
-      await writer.put(key, i, { durability: i < 60 ? 'majority' : 'leader' })
     const leader = server(h, 0, 0, 0)
-    // Without a leader nothing catches a lagging follower up: let both hold everything, so every
-    // read below has a replica that may answer it.
-    const size = await withRedis(leader.url, (r) => r.dbsize())
-    await vi.waitFor(
-      async () => {
-        for (const i of [1, 2])
-          expect(await withRedis(server(h, 0, 0, i).url, (r) => r.dbsize())).toBeGreaterThanOrEqual(
-            size,
-          )
-      },
-      { timeout: 20_000, interval: 50 },
+    // Without a leader nothing catches a lagging follower up: wait until the followers hold what
+    // they are to hold.
+    const caughtUp = async (followers: number[]) => {
+      const size = await withRedis(leader.url, (r) => r.dbsize())
+      await vi.waitFor(
+        async () => {
+          for (const i of followers)
+            expect(
+              await withRedis(server(h, 0, 0, i).url, (r) => r.dbsize()),
+            ).toBeGreaterThanOrEqual(size)
+        },
+        { timeout: 20_000, interval: 50 },
+      )
+    }
+    for (const [i, key] of keys.slice(0, 60).entries())
+      await writer.put(key, i, { durability: 'majority' })
+    await caughtUp([1, 2])
+    // Follower 2 stops copying: the 60 writes acknowledged at the leader reach follower 1 only.
+    const lagging = server(h, 0, 0, 2)
+    process.kill(lagging.pid!, 'SIGSTOP')
+    try {
+      for (const [i, key] of keys.slice(60).entries())
+        await writer.put(key, 60 + i, { durability: 'leader' })
+      await caughtUp([1])
+      await killNow(leader.pid!)
+    } finally {
+      // What reached it while stopped (in its socket's buffers) is lost with it.
+      await killNow(lagging.pid!)
+    }
+    // It comes back on its data, a follower of replica 0 (with a password no leader has yet).
+    h.restarted.push(
+      await startRedisProcess({
+        port: Number(new URL(lagging.url).port),
+        dir: lagging.dir,
+        appendfsync: 'always',
+        exitWithParent: true,
+        replicaOf: { host: new URL(leader.url).hostname, port: Number(new URL(leader.url).port) },
+      }),
     )
-
-    await killNow(leader.pid!)
+    expect(await withRedis(lagging.url, (r) => r.dbsize())).toBeLessThan(
+      await withRedis(server(h, 0, 0, 1).url, (r) => r.dbsize()),
+    )
     for (const entry of await readdir(leader.dir))
       await rm(join(leader.dir, entry), { recursive: true })
     h.restarted.push(
@@ -149,7 +175,8 @@ describe('without Sentinel: a wiped leader that comes back', { timeout: TIMEOUT 
     )
 
     // Eventual reads (no vector) by a client that never wrote: every acknowledged write is
-    // there, read at the followers; never "not found" from the empty leader.
+    // there, read at the follower that holds the most; never "not found" from the empty leader
+    // (nor from the follower that stopped copying).
     const reader = await connect({ url })
     for (const [i, key] of keys.entries()) {
       const read = await reader.get(key, { read: 'eventual' })
