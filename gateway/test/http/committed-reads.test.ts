@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, expect, it, vi } from 'vitest'
 import { startDevCluster, type DevCluster } from '../../src/dev-server.js'
 
-const LAG_MS = 1500
+const LAG_MS = 3000
 
 let dev: DevCluster
 let url: string
