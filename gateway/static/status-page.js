@@ -184,6 +184,7 @@ function drawRegion(topology, region, status) {
               'data-leader-state': leader.state,
               'data-epoch': leader.epoch,
               'data-note': leader.note ?? '',
+              'data-serves': leader.serves === false ? 'false' : 'true',
             }
           : {},
         `p${p}`,
@@ -191,7 +192,7 @@ function drawRegion(topology, region, status) {
           ? h(
               'div',
               { class: leader.state === 'leading' ? 'muted' : 'error' },
-              `epoch ${leader.epoch}${leader.state === 'leading' ? '' : ` · ${leader.state}`}`,
+              `epoch ${leader.epoch}${leader.state === 'leading' ? '' : ` · ${leader.state}`}${leader.serves === false ? ' · serves nothing (reads go to followers)' : ''}`,
             )
           : '',
       ),

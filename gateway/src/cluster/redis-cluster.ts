@@ -293,6 +293,7 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       namespaces: config.namespaces,
       replicas,
       leaderOf: (p) => this.#failover.leaderOf(p),
+      leaderFence: (p) => this.#fence(p),
       written: (d, p) => {
         const leader = replicas[p]?.[this.#failover.leaderOf(p)]
         // Only a leader that holds its claim knows how far the region wrote (one that came back
@@ -569,7 +570,9 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
 
   /** Which replica leads each partition, in which epoch, and why not when it does not. */
   leadership(): Leadership[] {
-    return this.#failover.leadership()
+    return this.#failover
+      .leadership()
+      .map((l) => ({ ...l, serves: this.#fence(l.partition) === undefined }))
   }
 
   /** The partitions whose shipping lease this process holds. */
@@ -662,6 +665,22 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       await this.txLog?.close()
     })()
     return this.#closing
+  }
+
+  /**
+   * Why partition `p`'s leader may serve nothing (no read at any level, no write), or undefined
+   * when it may: only a leader whose process holds its claim does. One that came back empty or
+   * behind its followers without a failover agent to replace it (no Sentinel) would otherwise
+   * answer reads from less than was acknowledged; reads go to its followers meanwhile.
+   */
+  #fence(p: number): string | undefined {
+    const leader = this.#leader(p)
+    if (leader.leading) return undefined
+    const state = this.#failover.leadershipOf(p)
+    return (
+      state?.note ??
+      `replica ${leader.replica}'s process does not hold its claim (${state?.state ?? 'unknown'}: a failover is checking it)`
+    )
   }
 
   #leader(partition: number): RedisPartitionReplica {

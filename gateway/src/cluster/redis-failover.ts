@@ -55,6 +55,11 @@ export interface Leadership {
   epoch: number
   /** Why it is not leading, when it is not. */
   note?: string
+  /**
+   * Whether the leader serves reads and writes now (its process holds its claim); while false,
+   * reads go to its followers and writes are refused. Set by the cluster.
+   */
+  serves?: boolean
 }
 
 /** Options of {@link RedisFailover}. */
@@ -129,6 +134,12 @@ export class RedisFailover {
   /** Index of the replica of partition `p` that leads (or is about to). */
   leaderOf(p: number): number {
     return this.#leaders[p] ?? 0
+  }
+
+  /** Partition `p`'s leadership. */
+  leadershipOf(p: number): Leadership | undefined {
+    const state = this.#state[p]
+    return state && { ...state }
   }
 
   /** Every partition's leadership. */

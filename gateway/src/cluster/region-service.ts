@@ -26,6 +26,7 @@ import {
   vectorToObject,
   conflictModeOf,
   hasTransactions,
+  isMajorityKey,
   isTransactionalKey,
   namespaceOf,
   actorRegion,
@@ -84,6 +85,12 @@ export interface RegionServiceOptions {
    * @default 0
    */
   leaderOf?: (p: number) => number
+  /**
+   * Why the leader of partition `p` may serve nothing now (no read, no write), or undefined when
+   * it may (`ReplicaRouterOptions.leaderFence`).
+   * @default never fenced
+   */
+  leaderFence?: (p: number) => string | undefined
   /**
    * The highest idx region `d`'s leader of partition `p` has written, when this region can know
    * it. A read needing more can never be served, so it fails at once with `VECTOR_UNREACHABLE`.
@@ -275,6 +282,11 @@ export class RegionService implements ClusterService {
       const [replica, { siblings, sv }] = await this.#coveredRead(chosen, request, (r) =>
         r.readSiblings(request.key),
       )
+      if (
+        this.#committedReads(request) &&
+        siblings.entries.some(([actor]) => actor === this.region)
+      )
+        await this.#router.committed(request.partition, sv[this.region] ?? 0, request.timeoutMs)
       const seen = keptVector(replica, sv)
       const listed = listSiblings(siblings).map((s) => ({ ...s, idx: seen[s.dc]! }))
       // The newest sibling stands for the read in the one-version fields.
@@ -293,6 +305,8 @@ export class RegionService implements ClusterService {
     const [replica, { version, sv }] = await this.#coveredRead(chosen, request, (r) =>
       r.read(request.key),
     )
+    if (version?.dc === this.region && this.#committedReads(request))
+      await this.#router.committed(request.partition, sv[this.region] ?? 0, request.timeoutMs)
     const position = version && keptPosition(replica, version.dc, sv[version.dc]!)
     const result: ReadResult = {
       version,
@@ -322,12 +336,12 @@ export class RegionService implements ClusterService {
         `${JSON.stringify(request.key)} is in a last-writer-wins namespace; a causal context applies only to siblings namespaces`,
       )
     }
-    const leader = this.#router.leader(partition)
+    const leader = this.#router.activeLeader(partition)
     if (request.op !== undefined) return this.#writeOnce(leader, request, siblings)
     if (siblings) {
       await this.#checkSiblingRoom(leader, request)
       const entry = await leader.writeSibling(request.key, request.value, dt, request.context ?? [])
-      if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+      if (this.#majority(request)) await this.#router.majority(partition, entry.idx)
       const result: WriteResult = {
         ts: entry.ts,
         dc: this.region,
@@ -339,7 +353,7 @@ export class RegionService implements ClusterService {
       return result
     }
     const entry = await leader.write(request.key, request.value, dt)
-    if (request.durability === 'majority') await this.#router.majority(partition, entry.idx)
+    if (this.#majority(request)) await this.#router.majority(partition, entry.idx)
     return {
       ts: entry.ts,
       dc: this.region,
@@ -389,8 +403,7 @@ export class RegionService implements ClusterService {
       },
     )
     const record: OpRecord = 'replayed' in outcome ? outcome.replayed : outcome.record
-    if (request.durability === 'majority')
-      await this.#router.majority(request.partition, record.idx)
+    if (this.#majority(request)) await this.#router.majority(request.partition, record.idx)
     const result: WriteResult = {
       ts: record.ts,
       dc: this.region,
@@ -404,6 +417,21 @@ export class RegionService implements ClusterService {
       if (context) result.context = context
     }
     return result
+  }
+
+  /**
+   * Whether a read returns only what a majority of the partition's replicas hold (its namespace
+   * is `durability: 'majority'`). Such a read whose newest version is of this region waits until
+   * a majority holds this region's log up to the `sv` it was read at (which covers the version):
+   * one read, then at most one replication round trip, instead of versions kept per index.
+   */
+  #committedReads(request: ReadRequest): boolean {
+    return isMajorityKey(request.key, this.#namespaces)
+  }
+
+  // Whether a write is acknowledged at a majority: asked so, or its namespace's floor.
+  #majority(request: WriteRequest): boolean {
+    return request.durability === 'majority' || isMajorityKey(request.key, this.#namespaces)
   }
 
   /**
@@ -519,7 +547,8 @@ export class RegionService implements ClusterService {
     if (need === undefined || covers(first[1].sv, need.need)) return first
     const p = request.partition
     const leader = this.#router.leader(p)
-    if (first[0] !== leader && request.replica !== 'follower') {
+    // A fenced leader (it came back empty or behind) is no better than the replica that was.
+    if (first[0] !== leader && request.replica !== 'follower' && !this.#router.fence(p)) {
       await this.#router.wait(p, leader, need, request.timeoutMs)
       const again = await this.#quarantineAware(leader, { ...request, replica: 'leader' }, read)
       if (covers(again[1].sv, need.need)) return again
@@ -553,7 +582,7 @@ export class RegionService implements ClusterService {
     } catch (error) {
       const leader = this.#router.leader(request.partition)
       const quarantined = error instanceof CausewayError && error.code === 'VALUE_QUARANTINED'
-      if (!quarantined || leader === replica) throw error
+      if (!quarantined || leader === replica || this.#router.fence(request.partition)) throw error
       leader.repair(request.key).catch(() => {})
       if (request.replica === 'follower') throw error
       try {

@@ -159,7 +159,7 @@ export class RegionSets implements SetService {
         ? { element: e.element }
         : { element: e.element, ctx: this.#tokens.verify(name, e.element, e.ctx) },
     )
-    const leader = this.#router.leader(partition)
+    const leader = this.#router.activeLeader(partition)
     const observes = request.op === 'remove' && elements.some((e) => e.ctx === undefined)
     const observe = async (): Promise<void> => {
       if (!observes || request.need === undefined || request.level === 'eventual') return

@@ -54,6 +54,15 @@ export interface ReplicaRouterOptions {
    * @default 0 (the first replica always leads)
    */
   leaderOf?: (p: number) => number
+  /**
+   * Why the leader of partition `p` may serve nothing now, or undefined when it may: a Redis
+   * leader whose process does not hold its claim (it came back empty or behind, or a failover is
+   * checking it) must not answer reads either, as what it holds may be less than was acknowledged.
+   * Reads then go to the followers; writes and reads that must be served by the leader are
+   * `BACKEND_UNAVAILABLE` with this reason.
+   * @default never fenced
+   */
+  leaderFence?: (p: number) => string | undefined
   /** The highest idx region `d`'s leader of partition `p` has written, when known. */
   written?: (d: number, p: number) => number | undefined
   /**
@@ -116,7 +125,8 @@ export class ReplicaRouter {
     this.#random = options.random ?? Math.random
     this.#clocks = new RegionClocks({
       region: options.region,
-      leaders: () => options.replicas.map((r) => r[0]!),
+      // The current leaders: after a promotion, replica 0 may be the demoted (or dead) server.
+      leaders: () => options.replicas.map((_, p) => this.leader(p)),
       now: this.#now,
     })
   }
@@ -132,12 +142,31 @@ export class ReplicaRouter {
     return replicas[this.#options.leaderOf?.(p) ?? 0] ?? replicas[0]!
   }
 
+  /** Why the leader of partition `p` may serve nothing now (see `leaderFence`), if it may not. */
+  fence(p: number): string | undefined {
+    return this.#options.leaderFence?.(p)
+  }
+
+  /**
+   * The leader of partition `p` for a write or a read only it may serve; `BACKEND_UNAVAILABLE`,
+   * naming the partition and why, while it is fenced.
+   */
+  activeLeader(p: number): AbstractPartitionReplica {
+    const leader = this.leader(p)
+    const why = this.fence(p)
+    if (why !== undefined) throw this.#fenced(p, leader, why)
+    return leader
+  }
+
   /** Every replica of partition `p` that may serve a read now (throws when none may). */
   serving(p: number): readonly AbstractPartitionReplica[] {
     const replicas = this.#partition(p)
-    if (replicas.every((r) => r.available)) return replicas
-    const serving = replicas.filter((r) => r.available)
-    if (serving.length === 0) throw this.#unavailable(p, replicas)
+    const why = this.fence(p)
+    const leader = why === undefined ? undefined : this.leader(p)
+    if (leader === undefined && replicas.every((r) => r.available)) return replicas
+    const serving = replicas.filter((r) => r.available && r !== leader)
+    if (serving.length === 0)
+      throw leader === undefined ? this.#unavailable(p, replicas) : this.#fenced(p, leader, why!)
     return serving
   }
 
@@ -375,7 +404,7 @@ export class ReplicaRouter {
   async awaitLeader(p: number, need: ReadNeed | undefined, timeoutMs: number): Promise<number> {
     if (need === undefined) return 0
     await this.checkNeed(p, need)
-    return this.wait(p, this.leader(p), need, timeoutMs)
+    return this.wait(p, this.activeLeader(p), need, timeoutMs)
   }
 
   /**
@@ -426,6 +455,70 @@ export class ReplicaRouter {
     }
   }
 
+  /**
+   * The commit index of this region's log of partition `p`, as in Raft: the highest index a
+   * majority of its replicas hold, by each replica's `sv` (the embedded followers' apply
+   * positions; on Redis the `sv` each server publishes as it applies, a follower's once its
+   * replication stream brought the entries). A fenced leader and a replica that does not answer
+   * count as holding nothing.
+   */
+  commitIndex(p: number): number {
+    const replicas = this.#partition(p)
+    const fenced = this.fence(p) === undefined ? undefined : this.leader(p)
+    const held = replicas
+      .filter((r) => r.available && r !== fenced)
+      .map((r) => r.sv()[this.region] ?? 0)
+      .sort((a, b) => b - a)
+    return held[Math.floor(replicas.length / 2)] ?? 0
+  }
+
+  /**
+   * Resolves, to the ms waited, once the commit index of partition `p` ({@link commitIndex})
+   * reaches `idx`: what a read of a `durability: 'majority'` namespace waits for before it answers
+   * a version of this region's log at or below `idx`. `BACKEND_UNAVAILABLE` after `timeoutMs`.
+   */
+  async committed(p: number, idx: number, timeoutMs: number): Promise<number> {
+    if (idx <= 0 || this.commitIndex(p) >= idx) return 0
+    const started = performance.now()
+    const replicas = this.#partition(p)
+    const reached = await new Promise<boolean>((resolve) => {
+      const unsubscribe: (() => void)[] = []
+      let settled = false
+      const done = (ok: boolean) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        for (const u of unsubscribe) u()
+        resolve(ok)
+      }
+      const timer = setTimeout(() => done(this.commitIndex(p) >= idx), timeoutMs)
+      for (const r of replicas)
+        unsubscribe.push(
+          r.onAdvance(() => {
+            if (this.commitIndex(p) >= idx) done(true)
+          }),
+        )
+      // An advance between the first look and the subscriptions.
+      if (this.commitIndex(p) >= idx) done(true)
+    })
+    if (reached) return performance.now() - started
+    const majority = Math.floor(replicas.length / 2) + 1
+    const holding = replicas.filter((r) => r.available && (r.sv()[this.region] ?? 0) >= idx).length
+    throw new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `the newest version read of partition ${p} is at or below entry ${idx} of region ${this.region}'s log, which ${holding} of ${replicas.length} replicas hold after ${timeoutMs} ms; ` +
+        `this namespace's reads answer only what a majority (${majority}) holds`,
+      {
+        region: this.region,
+        partition: p,
+        idx,
+        holding,
+        replicas: replicas.length,
+        reason: 'not-committed',
+      },
+    )
+  }
+
   /** The followers of partition `p` (every replica but its leader). */
   followers(p: number): readonly AbstractPartitionReplica[] {
     const leader = this.leader(p)
@@ -446,6 +539,20 @@ export class ReplicaRouter {
     )
   }
 
+  #fenced(p: number, leader: AbstractPartitionReplica, why: string): CausewayError {
+    return new CausewayError(
+      'BACKEND_UNAVAILABLE',
+      `partition ${p} of region ${this.region} has no leader that may serve now: ${why}`,
+      {
+        region: this.region,
+        partition: p,
+        replica: leader.replica,
+        reason: 'leader-fenced',
+        why,
+      },
+    )
+  }
+
   #choose(
     p: number,
     serving: readonly AbstractPartitionReplica[],
@@ -455,8 +562,16 @@ export class ReplicaRouter {
     const leader = this.leader(p)
     const leaderServes = serving.includes(leader)
     if (choice === 'leader') {
+      const why = this.fence(p)
+      if (why !== undefined) throw this.#fenced(p, leader, why)
       if (!leaderServes) throw this.#unavailable(p, [leader])
       return leader
+    }
+    if (this.fence(p) !== undefined) {
+      // No leader feeds the followers while it is fenced: what each holds now is what it will
+      // hold, so a read goes to one that holds the most (among those that cover its need).
+      const ready = need ? serving.filter((r) => covers(r.sv(), need)) : []
+      return this.#pick(mostAdvanced(ready.length > 0 ? ready : serving))!
     }
     const fallback = leaderServes ? leader : serving[0]!
     if (choice === 'follower') return this.#pick(serving.filter((r) => r !== leader)) ?? fallback
@@ -467,6 +582,15 @@ export class ReplicaRouter {
   #pick(replicas: readonly AbstractPartitionReplica[]): AbstractPartitionReplica | undefined {
     return replicas[Math.floor(this.#random() * replicas.length)]
   }
+}
+
+// The replicas whose `sv` holds the most entries (all of them when they hold as much).
+function mostAdvanced(
+  replicas: readonly AbstractPartitionReplica[],
+): readonly AbstractPartitionReplica[] {
+  const held = replicas.map((r) => r.sv().reduce((sum, idx) => sum + idx, 0))
+  const most = Math.max(...held)
+  return replicas.filter((_, i) => held[i] === most)
 }
 
 // `epoch 1 kept 1..58; epoch 2 from 1001`: a history for people.

@@ -233,6 +233,12 @@ export const ClusterConfigFileSchema = Type.Object(
           {
             conflicts: Type.Optional(Type.Enum([...CONFLICT_MODES])),
             transactions: Type.Optional(Type.Boolean()),
+            durability: Type.Optional(
+              Type.Enum(['leader', 'majority'], {
+                description:
+                  "'majority': the namespace's writes are acknowledged once a majority of replicas hold them, and its reads return only what a majority holds",
+              }),
+            ),
           },
           { additionalProperties: false },
         ),

@@ -35,6 +35,7 @@ export class GatewayMetrics {
   readonly #shipperBacklog: Gauge<'partition' | 'to'>
   readonly #shipperLagSeconds: Gauge<'partition' | 'to'>
   readonly #quarantinedKeys: Gauge
+  readonly #leaderFenced: Gauge<'partition'>
   readonly #quarantineEvents: Counter<'event'>
   readonly #shipmentsRefused: Counter<'reason'>
   readonly #shipmentsDiverged: Counter<'origin'>
@@ -94,6 +95,12 @@ export class GatewayMetrics {
     this.#quarantinedKeys = new Gauge({
       name: 'causeway_quarantined_keys',
       help: 'Keys whose stored value a replica of this region cannot decode, now (reads of them fail with VALUE_QUARANTINED until rebuilt from the log)',
+      registers,
+    })
+    this.#leaderFenced = new Gauge({
+      name: 'causeway_leader_fenced',
+      help: "1 while a partition's leader serves nothing (its process does not hold its claim: it came back empty or behind, or a failover is checking it): reads go to its followers, writes are refused; 0 when it serves",
+      labelNames: ['partition'],
       registers,
     })
     this.#quarantineEvents = new Counter({
@@ -162,6 +169,8 @@ export class GatewayMetrics {
       this.#shipperBacklog.set(labels, s.backlog)
       this.#shipperLagSeconds.set(labels, s.lagMs / 1000)
     }
+    for (const l of status.leaders ?? [])
+      this.#leaderFenced.set({ partition: String(l.partition) }, l.serves === false ? 1 : 0)
     const q = status.quarantine
     if (q !== undefined) {
       this.#quarantinedKeys.set(q.quarantined)

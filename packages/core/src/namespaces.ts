@@ -33,6 +33,16 @@ export interface NamespaceConfig {
    * @default false (absent)
    */
   transactions?: true
+  /**
+   * `'majority'`: its writes are acknowledged once a majority of the partition's replicas hold
+   * them, whatever durability a request asks (`'majority'` is its floor), and its reads return
+   * only what a majority holds (committed reads, NuKV's requirement R2): a read whose newest
+   * version of this region is not yet held by a majority waits until it is, within its timeout.
+   * Not with `transactions: true` (transactions have `transactions.durability`).
+   * @default absent: writes at the durability they ask (`'leader'` by default), reads see what
+   * the serving replica holds
+   */
+  durability?: 'majority'
 }
 
 /** Namespace configurations by name; a namespace not listed uses the defaults. */
@@ -63,6 +73,16 @@ export function isTransactionalKey(key: string, namespaces: Namespaces | undefin
   const ns = namespaceOf(key)
   if (ns === undefined || namespaces === undefined || !Object.hasOwn(namespaces, ns)) return false
   return namespaces[ns]!.transactions === true
+}
+
+/**
+ * True when `key` is in a namespace configured `durability: 'majority'` under `namespaces`: its
+ * writes are majority writes and its reads committed reads.
+ */
+export function isMajorityKey(key: string, namespaces: Namespaces | undefined): boolean {
+  const ns = namespaceOf(key)
+  if (ns === undefined || namespaces === undefined || !Object.hasOwn(namespaces, ns)) return false
+  return namespaces[ns]!.durability === 'majority'
 }
 
 /** True when any namespace of `namespaces` is configured `transactions: true`. */
@@ -100,8 +120,10 @@ export function checkNamespaces(namespaces: unknown): Namespaces {
       )
     if (typeof config !== 'object' || config === null || Array.isArray(config))
       throw bad(`namespace ${JSON.stringify(name)} needs an object { conflicts, transactions }`)
-    const given = config as { conflicts?: unknown; transactions?: unknown }
-    const extra = Object.keys(config).find((k) => k !== 'conflicts' && k !== 'transactions')
+    const given = config as { conflicts?: unknown; transactions?: unknown; durability?: unknown }
+    const extra = Object.keys(config).find(
+      (k) => k !== 'conflicts' && k !== 'transactions' && k !== 'durability',
+    )
     if (extra !== undefined)
       throw bad(`namespace ${JSON.stringify(name)} has an unknown setting ${JSON.stringify(extra)}`)
     const transactions = given.transactions
@@ -118,10 +140,21 @@ export function checkNamespaces(namespaces: unknown): Namespaces {
       throw bad(
         `namespace ${JSON.stringify(name)}: transactions need last-writer-wins keys (conflicts: 'lww')`,
       )
+    const durability = given.durability
+    if (durability !== undefined && durability !== 'leader' && durability !== 'majority')
+      throw bad(
+        `namespace ${JSON.stringify(name)}: durability must be 'leader' or 'majority', not ${JSON.stringify(durability)}`,
+      )
+    if (durability === 'majority' && transactions === true)
+      throw bad(
+        `namespace ${JSON.stringify(name)}: a transactional namespace's durability is transactions.durability, not its own`,
+      )
     out[name] =
       transactions === true
         ? { conflicts: conflicts as ConflictMode, transactions: true }
-        : { conflicts: conflicts as ConflictMode }
+        : durability === 'majority'
+          ? { conflicts: conflicts as ConflictMode, durability: 'majority' }
+          : { conflicts: conflicts as ConflictMode }
   }
   return out
 }

@@ -51,6 +51,12 @@ export const TopologySchema = Type.Object({
               description: 'its keys are written by transactions only (`/v1/tx`)',
             }),
           ),
+          durability: Type.Optional(
+            Type.Literal('majority', {
+              description:
+                'its writes are majority writes, and its reads return only what a majority of replicas holds',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -284,6 +290,12 @@ export const LeaderStatusSchema = Type.Object({
   ),
   epoch: Type.Integer({ minimum: 1, description: "the region's current epoch of the partition" }),
   note: Type.Optional(Type.String({ description: 'why it does not lead, when it does not' })),
+  serves: Type.Optional(
+    Type.Boolean({
+      description:
+        'false while the leader serves nothing (its process does not hold its claim: fenced, claiming or unknown): no read at any level and no write goes to it; reads go to its followers',
+    }),
+  ),
 })
 
 /** A shipping link a receiver found disagreeing with what it holds, in `GET /v1/status`. */

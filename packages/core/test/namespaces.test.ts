@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { checkNamespaces, conflictModeOf, namespaceOf } from '../src/namespaces.js'
+import { checkNamespaces, conflictModeOf, isMajorityKey, namespaceOf } from '../src/namespaces.js'
 
 describe('namespaces', () => {
   it('is the text before the first colon', () => {
@@ -26,6 +26,24 @@ describe('namespaces', () => {
     const ns = checkNamespaces(JSON.parse('{"__proto__":{"conflicts":"siblings"}}'))
     expect(conflictModeOf('__proto__:1', ns)).toBe('siblings')
     expect(conflictModeOf('other:1', ns)).toBe('lww')
+  })
+
+  it("marks durability: 'majority' namespaces (committed reads, majority writes)", () => {
+    const ns = checkNamespaces({
+      acct: { conflicts: 'lww', durability: 'majority' },
+      log: { conflicts: 'lww', durability: 'leader' },
+    })
+    expect(ns['acct']).toEqual({ conflicts: 'lww', durability: 'majority' })
+    expect(ns['log']).toEqual({ conflicts: 'lww' })
+    expect(isMajorityKey('acct:1', ns)).toBe(true)
+    expect(isMajorityKey('log:1', ns)).toBe(false)
+    expect(isMajorityKey('acct', ns)).toBe(false)
+    expect(() => checkNamespaces({ a: { conflicts: 'lww', durability: 'all' } })).toThrow(
+      /durability/,
+    )
+    expect(() => checkNamespaces({ a: { transactions: true, durability: 'majority' } })).toThrow(
+      /transactions.durability/,
+    )
   })
 
   it('rejects bad configurations with the reason', () => {

@@ -151,7 +151,7 @@ export class RegionTransactions implements TransactionService {
     const items = new Array<TxReadItem>(request.keys.length)
     await Promise.all(
       [...byPartition].map(async ([p, indexes]) => {
-        const leader = this.#router.leader(p)
+        const leader = this.#router.activeLeader(p)
         const { versions, sv } = await leader.readAsOf(
           snapshot,
           indexes.map((i) => request.keys[i]!),
@@ -210,7 +210,7 @@ export class RegionTransactions implements TransactionService {
       : 0
     await this.#awaitApplied(target, deadline, request.timeoutMs)
     const snapshot = this.#log.appliedTid()
-    const leader = this.#router.leader(p)
+    const leader = this.#router.activeLeader(p)
     const { versions, sv } = await leader.readAsOf(snapshot, [request.key])
     const version = versions[0]
     const result: ReadResult = {
@@ -363,7 +363,7 @@ export class RegionTransactions implements TransactionService {
    */
   async #cover(p: number, need: ReadNeed, deadline: number, timeoutMs: number): Promise<number> {
     await this.#router.checkNeed(p, need)
-    const leader = this.#router.leader(p)
+    const leader = this.#router.activeLeader(p)
     await this.#router.wait(p, leader, need, Math.max(0, deadline - Date.now()))
     const now = await leader.visibleAt(need.need)
     if (now !== undefined) return now
