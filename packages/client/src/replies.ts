@@ -10,6 +10,7 @@ import {
   type WriteReply,
   isHlc,
 } from '@causeway/core'
+import { checkReplyBounds } from './reply-guard.js'
 
 function isIndex(v: unknown, min: number): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= min
@@ -42,6 +43,18 @@ export function checkReadReply(body: unknown, regions: number): ReadReply {
   ) {
     throw malformed('read', body)
   }
+  // Within the gateway's own bounds, or INVALID_REPLY: these go out in the next call's headers.
+  checkReplyBounds(
+    'read',
+    body,
+    [
+      ['epoch', r.epoch, 1],
+      ['idx', r.idx, 0],
+      ['tid', r.tid, 0],
+      ...(r.siblings ?? []).map((s) => ['sibling idx', s.idx, 0] as const),
+    ],
+    [['ts', r.ts], ...(r.siblings ?? []).map((s) => ['sibling ts', s.ts] as const)],
+  )
   return r as ReadReply
 }
 
@@ -75,5 +88,14 @@ export function checkWriteReply(body: unknown, regions: number): WriteReply {
   ) {
     throw malformed('write', body)
   }
+  checkReplyBounds(
+    'write',
+    body,
+    [
+      ['idx', r.idx, 1],
+      ['epoch', r.epoch, 1],
+    ],
+    [['ts', r.ts]],
+  )
   return r as WriteReply
 }
