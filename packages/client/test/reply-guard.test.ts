@@ -8,8 +8,8 @@ import { type IncomingMessage, type Server, type ServerResponse, createServer } 
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { HEADER_AFTER, HEADER_DT, MAX_SAFE_COUNTER, hlcFrom } from '@causeway/core'
-import { connect as connectFetch } from '../src/index.js'
-import { connect as connectNode, undiciTransport } from '../src/node.js'
+import { type Causeway, connect as connectFetch } from '../src/index.js'
+import { connect as connectNode, httpTransport, undiciTransport } from '../src/node.js'
 import {
   FakeGateway,
   fixtureTopology,
@@ -69,23 +69,33 @@ afterAll(async () => {
 })
 
 describe('a reply larger than maxReplyBytes', () => {
-  it.each([
-    ['fetch', () => connectFetch({ url: base, maxReplyBytes: MiB })],
-    ['undici', () => connectNode({ url: base, maxReplyBytes: MiB, transport: undiciTransport() })],
-  ])(
-    'is REPLY_TOO_LARGE, read no further than the cap (%s transport)',
-    async (name, open) => {
-      const db = await open()
-      const key = `big-${name}`
-      const error = await rejection(db.get(key, { timeoutMs: 60_000 }))
-      expect(error.code).toBe('REPLY_TOO_LARGE')
-      expect(error.details).toMatchObject({ limit: MiB })
-      // Stopped while reading: the server got no further than the cap and what sockets buffer.
-      expect(written.get(`/v1/kv/${key}`)).toBeLessThan(64 * MiB)
-      await db.close()
-    },
-    60_000,
-  )
+  async function expectCapped(open: () => Promise<Causeway>, key: string): Promise<void> {
+    const db = await open()
+    const error = await rejection(db.get(key, { timeoutMs: 60_000 }))
+    expect(error.code).toBe('REPLY_TOO_LARGE')
+    expect(error.details).toMatchObject({ limit: MiB })
+    // Stopped while reading: the server got no further than the cap and what sockets buffer.
+    expect(written.get(`/v1/kv/${key}`)).toBeLessThan(64 * MiB)
+    await db.close()
+  }
+
+  it('is REPLY_TOO_LARGE over fetch, read no further than the cap', async () => {
+    await expectCapped(() => connectFetch({ url: base, maxReplyBytes: MiB }), 'big-fetch')
+  }, 60_000)
+
+  it('is REPLY_TOO_LARGE over undici, read no further than the cap', async () => {
+    await expectCapped(
+      () => connectNode({ url: base, maxReplyBytes: MiB, transport: undiciTransport() }),
+      'big-undici',
+    )
+  }, 60_000)
+
+  it('is REPLY_TOO_LARGE over node:http, read no further than the cap', async () => {
+    await expectCapped(
+      () => connectNode({ url: base, maxReplyBytes: MiB, transport: httpTransport() }),
+      'big-http',
+    )
+  }, 60_000)
 
   it('one change-feed event larger than maxReplyBytes ends the watch with REPLY_TOO_LARGE', async () => {
     const db = await connectNode({ url: base, maxReplyBytes: MiB })
