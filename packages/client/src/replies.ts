@@ -20,6 +20,8 @@ function isRegion(v: unknown, regions: number): v is number {
   return isIndex(v, 0) && v < regions
 }
 
+const OUT_OF_BOUNDS = 'an index over 2^53 - 2 or a time far ahead'
+
 function malformed(what: string, body: unknown): CausewayError {
   return new CausewayError('INTERNAL', `the gateway sent a malformed ${what} reply`, { body })
 }
@@ -54,7 +56,7 @@ export function checkReadReply(body: unknown, regions: number): ReadReply {
     (r.siblings !== undefined &&
       !r.siblings.every((s) => isReplyIndex(s.idx, 0) && isReplyHlc(s.ts, now)))
   )
-    throw invalidReply('read', 'an index above 2^53 - 2 or a time far ahead of this clock', body)
+    throw invalidReply('read', OUT_OF_BOUNDS, body)
   return r as ReadReply
 }
 
@@ -89,6 +91,6 @@ export function checkWriteReply(body: unknown, regions: number): WriteReply {
     throw malformed('write', body)
   }
   if (!isReplyIndex(r.idx, 1) || !isReplyIndex(r.epoch, 1) || !isReplyHlc(r.ts))
-    throw invalidReply('write', 'an index above 2^53 - 2 or a time far ahead of this clock', body)
+    throw invalidReply('write', OUT_OF_BOUNDS, body)
   return r as WriteReply
 }

@@ -34,7 +34,7 @@ const CREDENTIAL_HEADERS = ['authorization', 'proxy-authorization', 'cookie', 'x
 export function invalidReply(what: string, why: string, body?: unknown): CausewayError {
   return new CausewayError(
     'INVALID_REPLY',
-    `the gateway sent a ${what} reply the SDK refuses: ${why}`,
+    `refused a ${what} reply: ${why}`,
     body === undefined ? undefined : { body },
   )
 }
@@ -73,11 +73,7 @@ export function checkReplyBounds(
   const now = Date.now()
   for (const [name, value] of hlcs) {
     if (value !== undefined && !isReplyHlc(value, now))
-      throw invalidReply(
-        what,
-        `${name} ${String(value)} is more than ${MAX_REPLY_CLOCK_AHEAD_MS} ms ahead of this device's clock`,
-        body,
-      )
+      throw invalidReply(what, `${name} ${String(value)} is over 2 h ahead of this clock`, body)
   }
 }
 
@@ -96,7 +92,7 @@ export function checkMaxReplyBytes(value: unknown): number {
 export function replyTooLarge(url: string, limit: number): CausewayError {
   return new CausewayError(
     'REPLY_TOO_LARGE',
-    `the reply of ${url} is larger than maxReplyBytes (${limit} bytes); the SDK stopped reading it`,
+    `the reply of ${url} is over maxReplyBytes (${limit})`,
     { url, limit },
   )
 }
@@ -160,7 +156,7 @@ export function checkCredentialsOrigin(
   if (origin !== undefined && guard.trustedOrigins.has(origin)) return
   throw new CausewayError(
     'UNTRUSTED_ORIGIN',
-    `the SDK does not send credentials to ${origin ?? url}: it is not the origin of the gateway connect() was given; list it in connect({ trustedOrigins }) if it is yours`,
+    `credentials go only to the gateway's origin and trustedOrigins, not ${origin ?? url}`,
     { origin: origin ?? url, trusted: [...guard.trustedOrigins] },
   )
 }
