@@ -41,6 +41,7 @@ import { QuarantineRegistry } from '../storage/quarantine.js'
 import { CausalService, type RegionServiceLike } from './causal-service.js'
 import { type ClusterLayout, newManifest, openManifest } from './cluster-manifest.js'
 import { RegionService } from './region-service.js'
+import { DEFAULT_MAX_CAUSAL_AHEAD_MS } from './replica-router.js'
 import type { OpenSnapshotsOptions } from './transactions/open-snapshots.js'
 import { TxApplier } from './transactions/tx-applier.js'
 
@@ -202,6 +203,14 @@ export interface CausalOptions {
    * @default 1
    */
   replicas?: number
+  /**
+   * How far ahead of the latest region clock known a write's dependency time may be, ms (0 to
+   * 3600000); further ahead, it waits up to `skewWaitMs`, then `CLOCK_SKEW_EXCEEDED`.
+   * A partition stamped ahead holds back the visibility of its later writes in other regions by
+   * as much (`ReplicaRouterOptions.maxAheadMs`), so it is far tighter than `maxSkewMs`.
+   * @default 250
+   */
+  maxAheadMs?: number
 }
 
 const MAX_REGIONS = 255
@@ -246,6 +255,8 @@ export class EmbeddedCluster {
       clocks: (() => number)[]
       skewWaitMs: number | undefined
       maxClockOffsetMs: number | undefined
+      /** Causal shipping's bound on dependency times (`CausalOptions.maxAheadMs`). */
+      maxAheadMs: number | undefined
       namespaces: Namespaces
       members: AbstractPartitionReplica[][][]
       feeds: (FollowerFeed | undefined)[][][]
@@ -291,6 +302,7 @@ export class EmbeddedCluster {
           ...(options.maxClockOffsetMs === undefined
             ? {}
             : { maxClockOffsetMs: options.maxClockOffsetMs }),
+          ...(options.maxAheadMs === undefined ? {} : { maxAheadMs: options.maxAheadMs }),
           // Followers here are feeds with injected lag: a majority may wait as long as a call may.
           majorityTimeoutMs: this.limits.maxTimeoutMs,
           namespaces: options.namespaces,
@@ -528,6 +540,7 @@ export class EmbeddedCluster {
       clocks,
       skewWaitMs: options.skewWaitMs,
       maxClockOffsetMs: options.maxClockOffsetMs,
+      maxAheadMs: shipping === 'causal' ? causalOptions.maxAheadMs : undefined,
       namespaces,
       members,
       feeds,
@@ -633,6 +646,7 @@ function checkCausal(
     thetaMs: causal?.thetaMs ?? DEFAULT_THETA_MS,
     deltaMs: causal?.deltaMs ?? DEFAULT_DELTA_MS,
     replicas: causal?.replicas ?? 1,
+    maxAheadMs: causal?.maxAheadMs ?? DEFAULT_MAX_CAUSAL_AHEAD_MS,
   }
   if (causal !== undefined && shipping !== 'causal')
     throw new CausewayError('INVALID_OPTION', "causal options need shipping: 'causal'", {
@@ -642,8 +656,9 @@ function checkCausal(
     ['causal.thetaMs', out.thetaMs, 60_000],
     ['causal.deltaMs', out.deltaMs, 60_000],
     ['causal.replicas', out.replicas, 16],
+    ['causal.maxAheadMs', out.maxAheadMs, 3_600_000],
   ] as const)
-    if (!Number.isInteger(value) || value < 1 || value > max)
+    if (!Number.isInteger(value) || value < (name === 'causal.maxAheadMs' ? 0 : 1) || value > max)
       throw new CausewayError('INVALID_OPTION', `${name} must be an integer in 1..${max}`, {
         option: name,
       })

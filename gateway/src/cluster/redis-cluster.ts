@@ -328,6 +328,8 @@ export class RedisCluster implements ShippingReceiver, TxReceiver {
       ...(now ? { now } : {}),
       skewWaitMs: config.clock.skewWaitMs,
       maxClockOffsetMs: config.clock.maxOffsetMs,
+      // A causal cluster bounds dependency times tightly: see ReplicaRouterOptions.maxAheadMs.
+      ...(config.shipping.mode === 'causal' ? { maxAheadMs: config.shipping.maxAheadMs } : {}),
       // Every gateway process of the cluster must accept the set contexts the others issued.
       ...(secret === undefined
         ? {}

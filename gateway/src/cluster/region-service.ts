@@ -137,6 +137,12 @@ export interface RegionServiceOptions {
    */
   maxClockOffsetMs?: number
   /**
+   * How far ahead of the latest region clock known a write's dependency time may be, in ms
+   * (`ReplicaRouterOptions.maxAheadMs`: tight in a causal cluster).
+   * @default limits.maxSkewMs
+   */
+  maxAheadMs?: number
+  /**
    * Chooses among equally good replicas.
    * @default Math.random
    */

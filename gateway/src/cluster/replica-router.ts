@@ -32,6 +32,12 @@ import { RegionClocks } from './region-clocks.js'
 /** The default {@link ReplicaRouterOptions.skewWaitMs}. */
 export const DEFAULT_SKEW_WAIT_MS = 2000
 
+/**
+ * The default {@link ReplicaRouterOptions.maxAheadMs} of a cluster with causal shipping: a write's
+ * dependency time at most this far ahead of the latest region clock known. See the option.
+ */
+export const DEFAULT_MAX_CAUSAL_AHEAD_MS = 250
+
 /** The default {@link ReplicaRouterOptions.maxClockOffsetMs}: an hour. */
 export const DEFAULT_MAX_CLOCK_OFFSET_MS = 3_600_000
 
@@ -100,6 +106,20 @@ export interface ReplicaRouterOptions {
    * @default 3600000 (an hour)
    */
   maxClockOffsetMs?: number
+  /**
+   * How far ahead of the latest region clock known a write's dependency time (`causeway-dt`, and
+   * in a causal write the newest entry of `causeway-clock`) may be, in ms; one further ahead
+   * waits up to `skewWaitMs` for the clocks to catch up, then is refused (`CLOCK_SKEW_EXCEEDED`).
+   *
+   * A leader stamps a write above its dependency time, and its HLC stays there for every later
+   * write of the partition. With causal shipping that matters to everyone: a label leaves its
+   * region only once every partition's time has passed it (`StableTime`), so a partition stamped
+   * 25 s ahead holds back the cross-region visibility of all its later writes, whoever makes
+   * them, for 25 s. A causal cluster therefore bounds it tightly (`causal.maxAheadMs`, 250 ms by
+   * default); a FIFO cluster ships each partition as it is written and keeps `limits.maxSkewMs`.
+   * @default limits.maxSkewMs
+   */
+  maxAheadMs?: number
   /** Chooses among equally good replicas. @default Math.random */
   random?: () => number
 }
@@ -417,17 +437,25 @@ export class ReplicaRouter {
    */
   async checkDependency(dt: Hlc): Promise<void> {
     if (!isHlc(dt)) throw new CausewayError('INVALID_HLC', `invalid dependency time ${String(dt)}`)
-    const { maxSkewMs } = this.#options.limits
+    const maxSkewMs = this.#options.maxAheadMs ?? this.#options.limits.maxSkewMs
     const waitMs = this.#options.skewWaitMs ?? DEFAULT_SKEW_WAIT_MS
     const maxOffsetMs = this.#options.maxClockOffsetMs ?? DEFAULT_MAX_CLOCK_OFFSET_MS
     const check = await this.#clocks.admit(dt, maxSkewMs, waitMs, maxOffsetMs)
     if (check.ok) return
     const aheadMs = Math.round(check.aheadMs)
+    const causal = this.#options.maxAheadMs !== undefined
     throw new CausewayError(
       'CLOCK_SKEW_EXCEEDED',
       `the write depends on a time ${aheadMs} ms ahead of region ${this.region}'s clock and of every region clock it knows of ` +
-        `(waited ${Math.round(check.waitedMs)} ms for a later one); at most ${maxSkewMs} ms is allowed`,
-      { dt, aheadMs: check.aheadMs, maxSkewMs, waitedMs: Math.round(check.waitedMs) },
+        `(waited ${Math.round(check.waitedMs)} ms for a later one); at most ${maxSkewMs} ms is allowed` +
+        (causal ? ' in a causal cluster (causal.maxAheadMs)' : ''),
+      {
+        dt,
+        aheadMs: check.aheadMs,
+        maxSkewMs,
+        ...(causal ? { maxAheadMs: maxSkewMs } : {}),
+        waitedMs: Math.round(check.waitedMs),
+      },
     )
   }
 

@@ -210,6 +210,14 @@ export const ClusterConfigFileSchema = Type.Object(
                 'causal: how long a partition may write nothing before it is asked for a heartbeat, ms',
             }),
           ),
+          maxAheadMs: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 3_600_000,
+              description:
+                "causal: how far ahead of the latest region clock known a write's dependency time may be, ms (a partition stamped ahead holds back its later writes' visibility in other regions by as much)",
+            }),
+          ),
           batchSize: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
           maxBatchBytes: Type.Optional(Type.Integer({ minimum: 1024, maximum: 256 * 1024 * 1024 })),
           maxInFlight: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
@@ -414,6 +422,12 @@ export interface ShippingConfig {
   thetaMs: number
   /** Causal: how long a partition may write nothing before it is asked for a heartbeat, ms. @default 10 */
   deltaMs: number
+  /**
+   * Causal: how far ahead of the latest region clock known a write's dependency time may be, ms
+   * (`ReplicaRouterOptions.maxAheadMs`); further ahead, it waits up to `clock.skewWaitMs`, then
+   * `CLOCK_SKEW_EXCEEDED`. A FIFO cluster uses `limits.maxSkewMs`. @default 250
+   */
+  maxAheadMs: number
   /** Most entries read from the log at once. */
   batchSize: number
   /** Most bytes of entries in one request to another region (a single larger entry goes alone). */
@@ -564,6 +578,7 @@ export const DEFAULT_SHIPPING: Readonly<ShippingConfig> = Object.freeze({
   mode: 'fifo',
   thetaMs: 5,
   deltaMs: 10,
+  maxAheadMs: 250,
   batchSize: 256,
   maxBatchBytes: 4 * 1024 * 1024,
   maxInFlight: 8,

@@ -216,13 +216,20 @@ describe('cluster config', () => {
       mode: 'fifo',
       thetaMs: 5,
       deltaMs: 10,
+      maxAheadMs: 250,
     })
     const causal = parseClusterConfig({
       ...valid(),
-      shipping: { mode: 'causal', thetaMs: 2, deltaMs: 20 },
+      shipping: { mode: 'causal', thetaMs: 2, deltaMs: 20, maxAheadMs: 100 },
       benchmark: { partitionWanDelaysMs: [100, 0] },
     })
-    expect(causal.shipping).toMatchObject({ mode: 'causal', thetaMs: 2, deltaMs: 20 })
+    expect(causal.shipping).toMatchObject({
+      mode: 'causal',
+      thetaMs: 2,
+      deltaMs: 20,
+      maxAheadMs: 100,
+    })
+    expect(problems({ ...valid(), shipping: { maxAheadMs: -1 } })).toHaveLength(1)
     expect(causal.benchmark.partitionWanDelaysMs).toEqual([100, 0])
     expect(problems({ ...valid(), shipping: { mode: 'gossip' } })).toEqual([
       expect.stringMatching(/^shipping\.mode: must be equal to one of .*fifo .* or causal/),

@@ -44,12 +44,16 @@ import {
 import { ReadRetryPlan, replyReserve, type AttemptFailure, type ReadAttempt } from './read-retry.js'
 import { sendWithRateLimitBackoff } from './rate-limit-backoff.js'
 import { checkWriteReply } from './replies.js'
+import { isGuardRefusal, type ReplyGuard } from './reply-guard.js'
 import { findRegion, type RegionRoute } from './topology.js'
 import type { Transport, TransportResponse } from './transport.js'
 
 /** The parts of a client its calls use. */
 export interface ClientParts {
+  /** Guarded (`reply-guard.ts`): credentials to trusted origins only, replies capped. */
   readonly transport: Transport
+  /** What the transport's guard enforces, for the change feed (which streams with `fetch`). */
+  readonly guard: ReplyGuard
   /** Headers of every request. */
   readonly headers: Record<string, string>
   readonly session: Session
@@ -177,6 +181,7 @@ export async function readCall<R>(parts: ClientParts, call: ReadCall<R>): Promis
           deadline,
         )
       } catch (cause) {
+        if (isGuardRefusal(cause)) throw cause
         if (deadline.signal.aborted) {
           const code = deadline.stoppedBy === 'closed' ? 'SHUTTING_DOWN' : 'TIMEOUT'
           deadline.throwIfStopped(call.what, triedDetails(tried, triedOf(region, attempt, code)))
@@ -316,6 +321,7 @@ export async function writeCall(parts: ClientParts, call: WriteCall): Promise<Wr
           deadline,
         )
       } catch (cause) {
+        if (isGuardRefusal(cause)) throw cause
         // The request may have reached the leader: say so, and do not resend it.
         deadline.throwIfStopped(`${call.what} (it may or may not have been applied)`)
         throw unreachable(region, cause, ' (the write may or may not have been applied)')

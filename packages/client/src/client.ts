@@ -60,6 +60,7 @@ import {
 } from './transaction.js'
 import type { RegionRoute } from './topology.js'
 import type { Transport } from './transport.js'
+import { guardTransport, type ReplyGuard } from './reply-guard.js'
 
 /** One concurrent version of a key in a siblings namespace. */
 export interface Sibling<T = unknown> {
@@ -187,6 +188,8 @@ export interface CausewayInit {
   headers: Record<string, string>
   /** Whether `close()` also closes the transport (true when `connect` made it). */
   ownsTransport: boolean
+  /** Reply size cap and trusted origins (`reply-guard.ts`). */
+  guard: ReplyGuard
   /** Whether an offline engine will be attached (`connect({ persist })`). */
   persist?: boolean
 }
@@ -251,7 +254,13 @@ export class Causeway<Offline extends boolean = false> {
     // eslint-disable-next-line @typescript-eslint/no-this-alias
     const self = this
     this.#parts = {
-      transport: init.persist === true ? this.#observed(init.transport) : init.transport,
+      // Guarded outermost: a request refused for its origin never reaches the network (nor
+      // tells the offline engine anything).
+      transport: guardTransport(
+        init.persist === true ? this.#observed(init.transport) : init.transport,
+        init.guard,
+      ),
+      guard: init.guard,
       headers: init.headers,
       session: this.session,
       regions: this.regions,
@@ -300,6 +309,11 @@ export class Causeway<Offline extends boolean = false> {
           this.#offline?.connectivity.markOnline()
           return res
         } catch (error) {
+          // A reply too large arrived: the gateway is reachable.
+          if (error instanceof CausewayError && error.code === 'REPLY_TOO_LARGE') {
+            this.#offline?.connectivity.markOnline()
+            throw error
+          }
           if (req.signal?.aborted !== true && !this.closed)
             this.#offline?.connectivity.markOffline(
               new CausewayError(

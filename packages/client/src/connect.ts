@@ -10,6 +10,12 @@ import { type ConnectOptions, checkTimeout, resolveDefaults } from './options.js
 import { baseUrl, checkTopology, findRegion, regionRoutes, scopeOf } from './topology.js'
 import type { PersistStore } from './offline/outbox-types.js'
 import { type Transport, fetchTransport } from './transport.js'
+import {
+  type ReplyGuard,
+  checkMaxReplyBytes,
+  isGuardRefusal,
+  trustedOriginsOf,
+} from './reply-guard.js'
 
 /** Opens the store a `persist` name stands for in this runtime. */
 export type StoreOpener = (name: string) => Promise<PersistStore>
@@ -133,6 +139,10 @@ export function buildClient(
   const session = pieces.session ?? restoreSession(options.session, scope)
   const defaults = resolveDefaults(options.defaults, topology.limits)
   const regions = regionRoutes(topology, url)
+  const guard: ReplyGuard = {
+    maxReplyBytes: checkMaxReplyBytes(options.maxReplyBytes),
+    trustedOrigins: trustedOriginsOf(url, options.trustedOrigins),
+  }
   const home =
     options.region === undefined ? regions[topology.region]! : findRegion(regions, options.region)
   return new Causeway<boolean>({
@@ -145,6 +155,7 @@ export function buildClient(
     headers,
     ownsTransport: pieces.ownsTransport,
     persist: pieces.persist,
+    guard,
   })
 }
 
@@ -159,6 +170,7 @@ export async function fetchTopology(
     options.defaults?.timeoutMs === undefined
       ? DEFAULT_LIMITS.defaultTimeoutMs
       : checkTimeout(options.defaults.timeoutMs, DEFAULT_LIMITS.maxTimeoutMs)
+  const maxReplyBytes = checkMaxReplyBytes(options.maxReplyBytes)
   const deadline = new CallDeadline(topologyTimeout, options.signal, new AbortController().signal)
   let res
   try {
@@ -167,8 +179,10 @@ export async function fetchTopology(
       url: url + '/v1/topology',
       headers: { ...headers },
       signal: deadline.signal,
+      maxReplyBytes,
     })
   } catch (cause) {
+    if (isGuardRefusal(cause)) throw cause
     deadline.throwIfStopped(`connect to ${url}`)
     // The fetch transport's error names the URL that failed and, in a browser, why it may have.
     const why = cause instanceof Error ? cause.message : String(cause)

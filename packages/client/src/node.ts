@@ -16,6 +16,7 @@ import { openClient } from './connect.js'
 import type { PersistStore } from './offline/outbox-types.js'
 import type { ConnectOptions } from './options.js'
 import { type Transport, parseJsonBody } from './transport.js'
+import { replyTooLarge } from './reply-guard.js'
 import { undiciTransport } from './undici-transport.js'
 
 export * from './index.js'
@@ -61,12 +62,24 @@ export function httpTransport(options: HttpTransportOptions = {}): Transport {
             signal: req.signal,
           },
           (res) => {
-            let text = ''
-            res.setEncoding('utf8')
-            res.on('data', (chunk: string) => {
-              text += chunk
+            const chunks: Buffer[] = []
+            let size = 0
+            const limit = req.maxReplyBytes ?? Infinity
+            res.on('data', (chunk: Buffer) => {
+              size += chunk.length
+              // Past maxReplyBytes: stop reading (the socket is dropped) rather than buffer it.
+              if (size > limit) {
+                reject(replyTooLarge(req.url, limit))
+                return void res.destroy()
+              }
+              chunks.push(chunk)
             })
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: parseJsonBody(text) }))
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                body: parseJsonBody(Buffer.concat(chunks).toString('utf8')),
+              }),
+            )
             res.on('error', reject)
             res.on('close', () => {
               if (!res.complete)

@@ -99,8 +99,29 @@ export interface ConnectOptions {
   transport?: Transport
   /** Extra headers sent with every request. @default {} */
   headers?: Record<string, string>
-  /** Sent as `authorization: Bearer <apiKey>`. @default none */
+  /**
+   * Sent as `authorization: Bearer <apiKey>`, only to the origin of `url` and those of
+   * `trustedOrigins` (a call to a region elsewhere rejects with `UNTRUSTED_ORIGIN`).
+   * @default none
+   */
   apiKey?: string
+  /**
+   * Origins (absolute http(s) URLs; only their origin counts) besides `url`'s that may receive
+   * credentials: the `authorization` header (from `apiKey`, or a token in `headers`),
+   * `proxy-authorization`, `cookie` and `x-api-key`. Region URLs come from the gateway's
+   * topology, and whoever can alter that reply could otherwise collect the key: list the other
+   * regions' gateways here, e.g. `['https://eu.example.com']`. Calls without credentials go to
+   * any region.
+   * @default [] (only the origin of `url`)
+   */
+  trustedOrigins?: readonly string[]
+  /**
+   * Most bytes of one reply body, and of one change-feed event: a transport stops reading a
+   * longer reply and the call rejects with `REPLY_TOO_LARGE` (a write's outcome is then unknown).
+   * A custom `transport` should honour `TransportRequest.maxReplyBytes` as the built-in ones do.
+   * @default 33554432 (32 MiB)
+   */
+  maxReplyBytes?: number
   /** Aborts `connect` itself (the topology fetch). */
   signal?: AbortSignal
   /**

@@ -10,6 +10,7 @@ import {
   type WriteReply,
   isHlc,
 } from '@causeway/core'
+import { invalidReply, isReplyHlc, isReplyIndex } from './reply-guard.js'
 
 function isIndex(v: unknown, min: number): v is number {
   return typeof v === 'number' && Number.isSafeInteger(v) && v >= min
@@ -18,6 +19,8 @@ function isIndex(v: unknown, min: number): v is number {
 function isRegion(v: unknown, regions: number): v is number {
   return isIndex(v, 0) && v < regions
 }
+
+const OUT_OF_BOUNDS = 'an index over 2^53 - 2 or a time far ahead'
 
 function malformed(what: string, body: unknown): CausewayError {
   return new CausewayError('INTERNAL', `the gateway sent a malformed ${what} reply`, { body })
@@ -42,6 +45,18 @@ export function checkReadReply(body: unknown, regions: number): ReadReply {
   ) {
     throw malformed('read', body)
   }
+  // Within the gateway's own bounds, or INVALID_REPLY: these go out in the next call's headers.
+  // Checked without allocating on the common path (every read passes here).
+  const now = Date.now()
+  if (
+    !isReplyIndex(r.epoch, 1) ||
+    (r.idx !== undefined && !isReplyIndex(r.idx, 0)) ||
+    (r.tid !== undefined && !isReplyIndex(r.tid, 0)) ||
+    (r.ts !== undefined && !isReplyHlc(r.ts, now)) ||
+    (r.siblings !== undefined &&
+      !r.siblings.every((s) => isReplyIndex(s.idx, 0) && isReplyHlc(s.ts, now)))
+  )
+    throw invalidReply('read', OUT_OF_BOUNDS, body)
   return r as ReadReply
 }
 
@@ -75,5 +90,7 @@ export function checkWriteReply(body: unknown, regions: number): WriteReply {
   ) {
     throw malformed('write', body)
   }
+  if (!isReplyIndex(r.idx, 1) || !isReplyIndex(r.epoch, 1) || !isReplyHlc(r.ts))
+    throw invalidReply('write', OUT_OF_BOUNDS, body)
   return r as WriteReply
 }

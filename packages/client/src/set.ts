@@ -23,6 +23,7 @@ import type { WriteOutcome, WriteResult } from './client.js'
 import { readCall, writeCall, type CheckedRead, type ClientParts } from './client-access.js'
 import type { PendingWrite } from './offline/outbox-types.js'
 import { isUnreachable } from './offline/outcome.js'
+import { checkReplyBounds } from './reply-guard.js'
 import type { SetEntry } from './offline/read-cache.js'
 import type { ReadOptions, WriteOptions } from './options.js'
 
@@ -399,6 +400,12 @@ function checkMeta(body: unknown, what: string, regions: number): CheckedRead<Re
     typeof r.waitedMs !== 'number'
   )
     throw malformed(what, body)
+  checkReplyBounds(
+    `set ${what}`,
+    body,
+    [['epoch', r.epoch, 1], ...r.seen.map((idx, d) => [`seen[${d}]`, idx, 0] as const)],
+    [['ts', r.ts]],
+  )
   const meta = r as ReadMeta
   // The epoch is the serving replica's own region's; other regions' positions' are not said.
   const observed = meta.seen.map((idx, dc): ReadObservation => ({

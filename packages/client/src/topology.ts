@@ -4,6 +4,7 @@
  */
 import { CausewayError, type SessionScope, type Topology, checkNamespaces } from '@causeway/core'
 import { PROTOCOL_VERSION } from '@causeway/core'
+import { invalidReply, isReplyIndex } from './reply-guard.js'
 
 /** One region as the client routes to it. */
 export interface RegionRoute {
@@ -51,6 +52,8 @@ export function checkTopology(body: unknown): Topology {
   if (!isInt(t.partitions, 1)) throw malformed('bad partition count')
   if (!isInt(t.replicas, 1)) throw malformed('bad replica count')
   if (!Array.isArray(t.epochs) || t.epochs.length !== t.partitions) throw malformed('bad epochs')
+  if (!t.epochs.every((e) => isReplyIndex(e, 1)))
+    throw invalidReply('topology', 'an epoch is not an integer in 1..2^53 - 2')
   const l = t.limits as Record<string, unknown> | null
   if (
     !l ||
@@ -93,9 +96,23 @@ export function regionRoutes(topology: Topology, connectedUrl: string): RegionRo
   return topology.regions.map((r) => ({
     id: r.id,
     name: r.name,
-    url:
-      r.id === topology.region ? baseUrl(connectedUrl) : baseUrl(new URL(r.url, connectedUrl).href),
+    url: r.id === topology.region ? baseUrl(connectedUrl) : regionUrl(r.url, connectedUrl),
   }))
+}
+
+// A region's URL, resolved against the connected gateway's: http(s) only, since the SDK sends
+// requests (and, to trusted origins, credentials) there; a `javascript:` or `data:` URL from a
+// forged topology is refused (`INVALID_REPLY`).
+function regionUrl(url: string, connectedUrl: string): string {
+  let resolved: URL | undefined
+  try {
+    resolved = new URL(url, connectedUrl)
+  } catch {
+    resolved = undefined
+  }
+  if (resolved?.protocol !== 'http:' && resolved?.protocol !== 'https:')
+    throw invalidReply('topology', `region URL ${JSON.stringify(url)} is not an http(s) URL`)
+  return baseUrl(resolved.href)
 }
 
 /** Finds a region by name or id; throws `UNKNOWN_REGION` otherwise. */

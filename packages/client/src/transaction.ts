@@ -29,6 +29,7 @@ import {
 import { CallDeadline } from './call-deadline.js'
 import type { ClientParts } from './client-access.js'
 import { checkDurability } from './options.js'
+import { checkReplyBounds, isGuardRefusal } from './reply-guard.js'
 import type { RegionRef, RegionRoute } from './topology.js'
 import { findRegion } from './topology.js'
 import type { TransportResponse } from './transport.js'
@@ -300,6 +301,18 @@ export class Transaction {
       throw new CausewayError('INTERNAL', 'the gateway sent a malformed commit reply', {
         body: reply,
       })
+    checkReplyBounds(
+      'commit',
+      reply,
+      [
+        ['tid', reply.tid, 1],
+        ...(reply.writes ?? []).flatMap((w) => [
+          ['write idx', w.idx, 1] as const,
+          ['write epoch', w.epoch, 1] as const,
+        ]),
+      ],
+      [['ts', reply.ts]],
+    )
     const session: Session = parts.session
     if (reply.outcome === 'applied' && reply.ts !== undefined)
       for (const w of reply.writes ?? [])
@@ -424,6 +437,19 @@ export class Transaction {
       throw new CausewayError('INTERNAL', 'the gateway sent a malformed transactional read reply', {
         body: reply,
       })
+    checkReplyBounds(
+      'transactional read',
+      reply,
+      [
+        ['snapshot', reply.snapshot, 0],
+        ...reply.items.flatMap((item) => [
+          ['item tid', item.tid, 0] as const,
+          ['item epoch', item.epoch, 1] as const,
+          ['item idx', item.idx, 0] as const,
+        ]),
+      ],
+      reply.items.map((item) => ['item ts', item.ts] as const),
+    )
     this.#snapshot = reply.snapshot
     parts.session.observeTid(this.region.id, reply.snapshot)
     for (const item of reply.items)
@@ -464,6 +490,7 @@ export class Transaction {
             signal: deadline.signal,
           })
         } catch (cause) {
+          if (isGuardRefusal(cause)) throw cause
           deadline.throwIfStopped(
             `transaction ${what}${resend ? ' (it may or may not have been applied)' : ''}`,
           )

@@ -5,6 +5,7 @@
  */
 
 import { CausewayError } from '@causeway/core'
+import { replyTooLarge } from './reply-guard.js'
 
 /** One HTTP request, fully built by the client. */
 export interface TransportRequest {
@@ -17,6 +18,12 @@ export interface TransportRequest {
   body?: string
   /** Aborts the request: the call's deadline, the caller's signal or `close()`. */
   signal?: AbortSignal
+  /**
+   * Most bytes of the reply's body: a transport stops reading past it and rejects with
+   * `REPLY_TOO_LARGE`. The client sets it on every request (`connect({ maxReplyBytes })`).
+   * @default no limit
+   */
+  maxReplyBytes?: number
 }
 
 /** The gateway's reply: its status and its body parsed as JSON (undefined when not JSON). */
@@ -83,7 +90,7 @@ export function fetchTransport(options: FetchTransportOptions = {}): Transport {
         if (req.signal?.aborted) throw cause
         throw fetchFailure(req, cause)
       }
-      const body = parseJsonBody(await res.text())
+      const body = parseJsonBody(await readText(res, req))
       if (res.status !== 429) return { status: res.status, body }
       const retryAfter = res.headers.get('retry-after')
       return retryAfter === null
@@ -91,6 +98,41 @@ export function fetchTransport(options: FetchTransportOptions = {}): Transport {
         : { status: res.status, body, retryAfter }
     },
   }
+}
+
+/**
+ * A reply's body as text, read up to `req.maxReplyBytes`: a reply that announces or reaches more
+ * is cancelled as soon as it passes the limit, so it never sits in memory whole.
+ */
+async function readText(res: Response, req: TransportRequest): Promise<string> {
+  const limit = req.maxReplyBytes
+  if (limit === undefined || res.body === null) return res.text()
+  const announced = Number(res.headers.get('content-length') ?? NaN)
+  if (announced > limit) {
+    await res.body.cancel().catch(() => {})
+    throw replyTooLarge(req.url, limit)
+  }
+  const reader = res.body.getReader()
+  const chunks: Uint8Array[] = []
+  let size = 0
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) break
+    size += value.byteLength
+    if (size > limit) {
+      await reader.cancel().catch(() => {})
+      throw replyTooLarge(req.url, limit)
+    }
+    chunks.push(value)
+  }
+  // Decoded once, whole: a multi-byte character may straddle two chunks.
+  const all = new Uint8Array(size)
+  let at = 0
+  for (const chunk of chunks) {
+    all.set(chunk, at)
+    at += chunk.byteLength
+  }
+  return new TextDecoder().decode(all)
 }
 
 /**

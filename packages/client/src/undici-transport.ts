@@ -12,6 +12,7 @@ import {
   type TransportResponse,
   parseJsonBody,
 } from './transport.js'
+import { replyTooLarge } from './reply-guard.js'
 
 /** Options of {@link undiciTransport}. */
 export interface UndiciTransportOptions {
@@ -44,16 +45,23 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   readonly #resolve: Resolve
   readonly #reject: Reject
   readonly #signal: AbortSignal | undefined
+  readonly #url: string
+  /** `maxReplyBytes`: reading stops past it. */
+  readonly #limit: number
+  #size = 0
   #controller: Dispatcher.DispatchController | undefined
   #status = 0
   #retryAfter: string | undefined
   #chunks: Buffer[] = []
   #settled = false
 
-  constructor(resolve: Resolve, reject: Reject, signal: AbortSignal | undefined) {
+  constructor(resolve: Resolve, reject: Reject, req: TransportRequest) {
+    const signal = req.signal
     this.#resolve = resolve
     this.#reject = reject
     this.#signal = signal
+    this.#url = req.url
+    this.#limit = req.maxReplyBytes ?? Infinity
     // The handler itself is the listener (handleEvent): no closure per request.
     signal?.addEventListener('abort', this)
   }
@@ -71,6 +79,8 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   ): void {
     // Called again after an informational (1xx) reply: the last status is the reply's.
     this.#status = statusCode
+    const length = headers['content-length']
+    if (typeof length === 'string' && Number(length) > this.#limit) this.#tooLarge()
     // Only a 429's: the client waits what it says (rate-limit-backoff.ts).
     if (statusCode === 429) {
       const value = headers['retry-after']
@@ -79,7 +89,19 @@ class ReplyCollector implements Dispatcher.DispatchHandler {
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.#settled) return
+    this.#size += chunk.length
+    if (this.#size > this.#limit) return this.#tooLarge()
     this.#chunks.push(chunk)
+  }
+
+  /** Past `maxReplyBytes`: stop reading (the connection is dropped) and reject. */
+  #tooLarge(): void {
+    if (!this.#finish()) return
+    const error = replyTooLarge(this.#url, this.#limit)
+    this.#chunks = []
+    this.#controller?.abort(error)
+    this.#reject(error)
   }
 
   onResponseEnd(): void {
@@ -169,7 +191,7 @@ export function undiciTransport(options: UndiciTransportOptions = {}): Transport
               headers: req.headers,
               body: req.body ?? null,
             },
-            new ReplyCollector(resolve, reject, req.signal),
+            new ReplyCollector(resolve, reject, req),
           )
         } catch (error) {
           // Not an http(s) URL undici accepts.

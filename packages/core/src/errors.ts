@@ -183,6 +183,22 @@ export const ERROR_CODES = {
    * (status, metric) and takes the origin's entries again once the origin's history agrees.
    */
   SHIPPING_DIVERGED: 409,
+  /**
+   * SDK only: a gateway's reply body (or one change-feed event) is larger than the client's
+   * `maxReplyBytes` (32 MiB by default); the SDK stopped reading it. A write's outcome is unknown.
+   */
+  REPLY_TOO_LARGE: 502,
+  /**
+   * SDK only: a reply carries a value the SDK refuses to record in the session: an index, counter,
+   * epoch or tid above 2^53 - 2, an HLC more than two hours ahead of the device's clock, or a region
+   * URL in the topology that is not http(s). Nothing of the reply was recorded.
+   */
+  INVALID_REPLY: 502,
+  /**
+   * SDK only: a call would send credentials (the API key, a token) to an origin other than the
+   * gateway's `connect()` was given and those listed in `trustedOrigins`. Nothing was sent.
+   */
+  UNTRUSTED_ORIGIN: 403,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

@@ -61,6 +61,8 @@ const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 const SET_BODY_LIMIT = 8 * 1024 * 1024
 // Elements written to the socket in one chunk of a scan.
 const SCAN_CHUNK_BYTES = 16 * 1024
+// Chunks of a scan reply made ahead of the socket.
+const SCAN_READ_AHEAD = 2
 
 /** The reply fields every set read carries. */
 function metaFields(meta: SetReadMeta, region: number) {
@@ -288,7 +290,11 @@ export const setRoutes: FastifyPluginAsyncTypebox<SetRoutesOptions> = async (
       if (after !== undefined) Object.assign(scan, { after: queryElement(request.url, 'after') })
       const result = await sets.scan(scan)
       // A stream is sent as it is (the schema documents it; it does not serialise it).
-      const body = Readable.from(scanBody(result, service.region)) as unknown as SetScanReply
+      // Two chunks read ahead of the socket: what one scan holds in memory beyond the socket's
+      // own buffer, whatever the set's size (the walk pulls keys only as the stream asks).
+      const body = Readable.from(scanBody(result, service.region), {
+        highWaterMark: SCAN_READ_AHEAD,
+      }) as unknown as SetScanReply
       return reply.type('application/json; charset=utf-8').send(body)
     },
   )

@@ -112,6 +112,17 @@ export async function keysBefore(
 }
 
 /**
+ * Keys a walk reads per step ({@link SnapshotKv.keys}): what one walk (a scan, a compaction pass)
+ * holds at once of the store and does in one turn of the event loop.
+ */
+export const WALK_BATCH = 64
+
+/** Resolves on a later turn of the event loop, after pending I/O callbacks have run. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve))
+}
+
+/**
  * The store at one snapshot as core's {@link OrderedKv}, for core's walks (scans, compaction
  * passes). Read-only: set writes go through the replica's commits.
  */
@@ -139,6 +150,20 @@ export class SnapshotKv implements OrderedKv {
       if (value !== undefined) options[bound] = toStoreString(value)
     }
     if (range.limit !== undefined) options.limit = range.limit
-    for await (const key of this.#db.keys(options)) yield fromStoreString(key)
+    const iterator = this.#db.keys(options)
+    try {
+      for (;;) {
+        const batch = await iterator.nextv(WALK_BATCH)
+        if (batch.length === 0) return
+        for (const key of batch) yield fromStoreString(key)
+        // memory-level answers each step without I/O (a resolved promise), so a walk of a large
+        // set would otherwise hold the event loop until it ends, and twenty of them stall every
+        // other request; classic-level's steps are cheap enough to do the same. Between batches
+        // other requests get their turn.
+        await yieldToEventLoop()
+      }
+    } finally {
+      await iterator.close().catch(() => {})
+    }
   }
 }

@@ -13,6 +13,7 @@ import {
   CausewayError,
   HEADER_AFTER,
   formatReadNeed,
+  isHlc,
   partitionOf,
   type ChangeEvent,
   type ReadLevel,
@@ -22,6 +23,12 @@ import type { Sibling } from '../client.js'
 import { checkRead } from '../options.js'
 import type { KeyEntry } from '../offline/read-cache.js'
 import { findRegion } from '../topology.js'
+import {
+  checkCredentialsOrigin,
+  checkReplyBounds,
+  invalidReply,
+  replyTooLarge,
+} from '../reply-guard.js'
 import type { Change, FeedSink, WatchHost, WatchOptions, WatchTarget } from './watch-handle.js'
 
 const MAX_WATCH_KEYS = 100
@@ -100,6 +107,9 @@ export async function runFeed(
       ? `prefix=${encodeURIComponent(target.prefix)}`
       : `keys=${encodeURIComponent(target.keys.map((k) => encodeURIComponent(k)).join(','))}`
   const newest = new Map<string, { ts: string; dc: number }>()
+  // Credentials only to trusted origins (`reply-guard.ts`): refused before anything is sent.
+  checkCredentialsOrigin(parts.guard, region.url, parts.headers)
+  const { maxReplyBytes } = parts.guard
   let cursor = options.since
   let backoff = FIRST_BACKOFF_MS
 
@@ -149,8 +159,12 @@ export async function runFeed(
       } else {
         const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader()
         let ended: CausewayError | undefined
+        // Characters fed since the last whole event: what the parser holds of the next one.
+        let pending = 0
         const parser = createParser({
           onEvent: (event: EventSourceMessage) => {
+            pending = 0
+            if (ended !== undefined) return
             arm()
             if (event.event === 'heartbeat') {
               if (event.id !== undefined) {
@@ -159,8 +173,14 @@ export async function runFeed(
               }
               backoff = FIRST_BACKOFF_MS
             } else if (event.event === 'change') {
+              let change: Change | undefined
+              try {
+                change = changeOf(event.data, event.id ?? cursor ?? '', host)
+              } catch (error) {
+                ended = error as CausewayError
+                return
+              }
               if (event.id !== undefined) cursor = event.id
-              const change = changeOf(event.data, event.id ?? cursor ?? '', host)
               if (change === undefined) return
               if (isStale(change, newest, host)) {
                 if (event.id !== undefined) sink.cursor(event.id)
@@ -183,10 +203,17 @@ export async function runFeed(
           if (done || sink.closed) break
           parser.feed(value)
           if (ended !== undefined) break
+          pending += value.length
+          // One event larger than a whole reply may be: the gateway is not to be trusted.
+          if (pending > maxReplyBytes) {
+            ended = replyTooLarge(url, maxReplyBytes)
+            break
+          }
         }
         await reader.cancel().catch(() => {})
         if (ended !== undefined) {
-          if (ended.status >= 500) failure = ended
+          // A reply the SDK refuses ends the watch: reconnecting would get the same.
+          if (ended.status >= 500 && !distrusted(ended)) failure = ended
           else {
             sink.end(ended)
             return
@@ -209,7 +236,16 @@ export async function runFeed(
   }
 }
 
-/** A change event's data as a {@link Change}, recorded in the session and the read cache. */
+/** Whether a feed's error is the SDK refusing what the gateway sent. */
+function distrusted(error: CausewayError): boolean {
+  return error.code === 'INVALID_REPLY' || error.code === 'REPLY_TOO_LARGE'
+}
+
+/**
+ * A change event's data as a {@link Change}, recorded in the session and the read cache; throws
+ * `INVALID_REPLY` for a position or time beyond the gateway's bounds (it would go out in the
+ * session's next vector).
+ */
 function changeOf(data: string, cursor: string, host: WatchHost): Change | undefined {
   let e: ChangeEvent
   try {
@@ -220,6 +256,17 @@ function changeOf(data: string, cursor: string, host: WatchHost): Change | undef
   if (typeof e?.key !== 'string' || typeof e.p !== 'number' || typeof e.dc !== 'number')
     return undefined
   const { parts, topology } = host
+  if (
+    !Number.isInteger(e.p) ||
+    e.p < 0 ||
+    e.p >= topology.partitions ||
+    !Number.isInteger(e.dc) ||
+    e.dc < 0 ||
+    e.dc >= topology.regions.length
+  )
+    throw invalidReply('change', `partition ${e.p} or region ${e.dc} does not exist`)
+  checkReplyBounds('change', undefined, [['idx', e.idx, 0]], [['ts', e.ts]])
+  if (!isHlc(e.ts)) throw invalidReply('change', `ts ${String(e.ts)} is not an HLC`)
   // An event does not say the epoch its origin issued the entry in: the session keeps the index,
   // which a gateway judges by its histories alone.
   parts.session.observeRead(e.p, { dc: e.dc, idx: e.idx, ts: e.ts })
