@@ -543,6 +543,55 @@ describe('conflicts', () => {
     expect((await db.get(key)).siblings).toEqual([{ v: 2 }])
   })
 
+  // Issue 24.2: each offline edit reads (locally) and writes with the context it read; another
+  // device edits the key once, online, meanwhile. Only the device's last edit and the other's
+  // are concurrent: the key must end with exactly those two versions.
+  for (const edits of [2, 5])
+    for (const region of [0, 1])
+      it(`a chain of ${edits} offline edits against an online edit in region ${region}: exactly the two concurrent versions`, async () => {
+        const key = `cart:${fresh('ch')}item`
+        const a = await client(store())
+        const other = await connect({ url: cluster.urls[region]!, defaults: { timeoutMs: 3000 } })
+        onTestFinished(() => other.close())
+        await a.put(key, { v: 0 })
+        await until(async () => (await other.get(key, { read: 'eventual' })).found)
+        const seen = await other.get(key)
+        proxy.setOffline(true)
+        try {
+          for (let i = 1; i <= edits; i++) {
+            const r = await a.get(key)
+            expect(r.siblings).toEqual([{ v: i - 1 }])
+            expect(await a.put(key, { v: i }, { context: r.context! })).toMatchObject({
+              pending: true,
+            })
+          }
+          expect(await other.put(key, { b: 1 }, { context: seen.context! })).toMatchObject({
+            pending: false,
+          })
+          // The online edit reaches region 0 before the replay (each region ships to the other).
+          const home = await connect({ url: cluster.urls[0]!, defaults: { timeoutMs: 3000 } })
+          onTestFinished(() => home.close())
+          await until(async () => {
+            const r = await home.get(key, { read: 'eventual' })
+            return JSON.stringify(r.siblings) === '[{"b":1}]'
+          })
+        } finally {
+          proxy.setOffline(false)
+        }
+        expect(await a.sync()).toMatchObject({ applied: edits, pending: 0 })
+        const after = await a.get(key)
+        expect(after.siblings).toHaveLength(2)
+        expect(after.siblings).toEqual(expect.arrayContaining([{ v: edits }, { b: 1 }]))
+        // In the other region too, once shipped.
+        await until(async () => {
+          const r = await other.get(key)
+          return r.siblings?.length === 2
+        })
+        expect((await other.get(key)).siblings).toEqual(
+          expect.arrayContaining([{ v: edits }, { b: 1 }]),
+        )
+      })
+
   it('set writes offline keep add-wins: a remove made offline removes only what was observed', async () => {
     const name = fresh('set')
     const a = await client(store())

@@ -16,6 +16,8 @@ export interface AppliedOp {
   key: string
   op: StoredOp
   result: WriteResult
+  /** The queued edits folded into it (`ops-request.ts`): applied with it, with its result. */
+  folded?: [string, StoredOp][] | undefined
 }
 
 /** An op refused for good, with its outbox key and the error. */
@@ -23,6 +25,8 @@ export interface RefusedOp {
   key: string
   op: StoredOp
   error: CausewayError
+  /** The queued edits folded into it: refused with it. */
+  folded?: [string, StoredOp][] | undefined
 }
 
 /** How {@link AppliedOps.record} records. */
@@ -71,7 +75,7 @@ export class AppliedOps {
   /** Records an applied write in the session (NuKV: hwm, dtW), before its call returns. */
   observe(op: StoredOp, result: WriteResult): void {
     this.#ctx.session.observeWrite(op.partition, result)
-    this.#contexts.set(op.opId, result.context ?? op.context)
+    this.#contexts.set(op.opId, result.context)
     this.#ctx.host.parts.changed()
   }
 
@@ -131,24 +135,34 @@ export class AppliedOps {
     const { store, session, sessionSaver, host, count } = this.#ctx
     const changes: StoreChange[] = []
     if (!observed) {
-      for (const { op, result } of done) {
+      for (const { op, result, folded } of done) {
         session.observeWrite(op.partition, result)
-        this.#contexts.set(op.opId, result.context ?? op.context)
+        this.#contexts.set(op.opId, result.context)
+        for (const [, f] of folded ?? []) this.#contexts.set(f.opId, result.context)
       }
       if (done.length > 0) host.parts.changed()
     }
     while (this.#contexts.size > 1000) {
       this.#contexts.delete(this.#contexts.keys().next().value!)
     }
-    if (queued) for (const { key } of done) changes.push({ type: 'del', in: 'outbox', key })
-    for (const { key, op, error } of failed) {
-      changes.push({ type: 'del', in: 'outbox', key })
-      changes.push({
-        type: 'put',
-        in: 'failed',
-        key,
-        value: { ...op, error: error.toBody(), failedAt: Date.now() },
-      })
+    let removed = 0
+    if (queued)
+      for (const { key, folded } of done) {
+        for (const [k] of folded ?? []) changes.push({ type: 'del', in: 'outbox', key: k })
+        changes.push({ type: 'del', in: 'outbox', key })
+        removed += 1 + (folded?.length ?? 0)
+      }
+    for (const { key, op, error, folded } of failed) {
+      for (const [k, o] of [...(folded ?? []), [key, op] as const]) {
+        changes.push({ type: 'del', in: 'outbox', key: k })
+        changes.push({
+          type: 'put',
+          in: 'failed',
+          key: k,
+          value: { ...o, error: error.toBody(), failedAt: Date.now() },
+        })
+        removed++
+      }
     }
     changes.push(...(await this.#cache.afterWrites(done)))
     changes.push(...(await this.#rechain(done, failed)))
@@ -157,7 +171,7 @@ export class AppliedOps {
     count.begin()
     try {
       await (soon ? store.commitSoon(changes) : store.commit(changes))
-      if (queued && done.length + failed.length > 0) count.counted(-(done.length + failed.length))
+      if (removed > 0) count.counted(-removed)
     } catch (error) {
       // The ops stay queued: a replay finds them applied (their ids) and removes them then.
       host.events.emit('error', { error: error as CausewayError })
@@ -173,15 +187,20 @@ export class AppliedOps {
    * is not read at all: a read of it walks every removed op not compacted away yet, the costliest
    * part of an online write by far.
    */
-  async #rechain(
-    done: { op: StoredOp; result: WriteResult }[],
-    failed: { op: StoredOp }[],
-  ): Promise<StoreChange[]> {
+  async #rechain(done: AppliedOp[], failed: RefusedOp[]): Promise<StoreChange[]> {
+    // An op made over one that was applied supersedes what that one made: its reply's context.
+    // Without one (the leader held a version of the key this device never saw) it is sent with
+    // none rather than the earlier op's base, which that op superseded already.
     const contexts = new Map<string, string | undefined>()
-    for (const { op, result } of done)
-      if (this.#chainable(op)) contexts.set(op.opId, result.context ?? op.context)
-    for (const { op } of failed) if (this.#chainable(op)) contexts.set(op.opId, op.context)
-    if (contexts.size === 0 || this.#ctx.count.value <= done.length) return []
+    for (const { op, result, folded } of done)
+      if (this.#chainable(op))
+        for (const o of [op, ...(folded ?? []).map(([, f]) => f)])
+          contexts.set(o.opId, result.context)
+    for (const { op, folded } of failed)
+      if (this.#chainable(op))
+        for (const o of [op, ...(folded ?? []).map(([, f]) => f)]) contexts.set(o.opId, op.context)
+    const rows = done.reduce((n, d) => n + 1 + (d.folded?.length ?? 0), 0)
+    if (contexts.size === 0 || this.#ctx.count.value <= rows) return []
     const changes: StoreChange[] = []
     for (const [key, value] of await this.#ctx.store.entries('outbox')) {
       const op = value as StoredOp

@@ -169,7 +169,7 @@ export class Replay {
       this.#waiters.report(told)
       told = []
       if (rows.length > count.value && !count.changing) count.set(rows.length)
-      const batch = cutBatch(rows as OutboxRow[], host.topology)
+      const { rows: batch, folded } = cutBatch(rows as OutboxRow[], host.topology)
       const outcome = await sendBatch(host.parts, this.#ctx.session, batch)
       if (outcome.kind === 'transient') {
         stopped = outcome.error
@@ -183,34 +183,43 @@ export class Replay {
         key: batch[i]![0],
         op: batch[i]![1],
         result,
+        folded: folded.get(batch[i]![1].opId),
       }))
       const failed: RefusedOp[] = []
       if (outcome.error !== undefined) {
         if (outcome.error.index === -1) {
           // The whole request was refused for good (credentials, scope): every op of it.
-          for (const [key, op] of batch) failed.push({ key, op, error: outcome.error.error })
+          for (const [key, op] of batch)
+            failed.push({ key, op, error: outcome.error.error, folded: folded.get(op.opId) })
         } else if (!isTransient(outcome.error.error)) {
           const [key, op] = batch[outcome.error.index]! as [string, StoredOp]
-          failed.push({ key, op, error: outcome.error.error })
+          failed.push({ key, op, error: outcome.error.error, folded: folded.get(op.opId) })
         } else {
           stopped = outcome.error.error
         }
       }
       await this.#applied.record(done, { failed })
-      applied += done.length
-      failedCount += failed.length
+      const rowsOf = (n: number, d: { folded?: unknown[] | undefined }) =>
+        n + 1 + (d.folded?.length ?? 0)
+      applied += done.reduce(rowsOf, 0)
+      failedCount += failed.reduce(rowsOf, 0)
       for (const { op } of done)
         if (op.kind === 'put' || op.kind === 'delete')
           if (host.conflictMode(op.key) === 'siblings' && refresh.size < MAX_REFRESH)
             refresh.add(op.key)
-      const outcomes: OpOutcome[] = done.map(({ op, result }) => ({
-        opId: op.opId,
-        result: bodyOf(result),
-      }))
-      for (const { op, error } of failed) {
-        outcomes.push({ opId: op.opId, error: error.toBody() })
-        const failedOp: FailedOp = { ...publicOp(op), error, failedAt: Date.now() }
-        host.events.emit('error', { error, op: failedOp })
+      const outcomes: OpOutcome[] = []
+      for (const { op, result, folded: into } of done) {
+        // A folded edit resolves with the result of the op it was folded into, under its own id.
+        for (const [, f] of into ?? [])
+          outcomes.push({ opId: f.opId, result: { ...bodyOf(result), opId: f.opId } })
+        outcomes.push({ opId: op.opId, result: bodyOf(result) })
+      }
+      for (const { op, error, folded: into } of failed) {
+        for (const o of [...(into ?? []).map(([, f]) => f), op]) {
+          outcomes.push({ opId: o.opId, error: error.toBody() })
+          const failedOp: FailedOp = { ...publicOp(o), error, failedAt: Date.now() }
+          host.events.emit('error', { error, op: failedOp })
+        }
       }
       told = outcomes
       if (stopped !== undefined) break
