@@ -725,6 +725,88 @@ describe('storage limits', () => {
   })
 })
 
+/**
+ * An abstract-level store that, while `full`, refuses every batch that puts anything, as
+ * IndexedDB over its quota does (a batch of removals alone still goes through: it frees space).
+ */
+function quotaStore(): MemoryLevel & { full: boolean; refused: number } {
+  const level = new MemoryLevel() as MemoryLevel & { full: boolean; refused: number }
+  type Batch = (ops: { type: string }[], ...rest: unknown[]) => Promise<void>
+  const inner = (level as unknown as { _batch: Batch })._batch.bind(level)
+  level.full = false
+  level.refused = 0
+  ;(level as unknown as { _batch: Batch })._batch = async (ops, ...rest) => {
+    if (level.full && ops.some((o) => o.type === 'put')) {
+      level.refused++
+      const error = new Error('')
+      error.name = 'QuotaExceededError'
+      throw error
+    }
+    return inner(ops, ...rest)
+  }
+  return level
+}
+
+describe('a full store during a replay (issue 24.1)', () => {
+  it('the queue is uploaded once: outcomes that cannot be recorded stay in memory, the replay stops with STORAGE_FULL, and drains once space returns', async () => {
+    const level = quotaStore()
+    const transport = recordingTransport((req) => req.url.includes('/v1/ops'))
+    const db = await connect({
+      url: proxy.url,
+      persist: level as unknown as PersistStore,
+      transport,
+      defaults: { timeoutMs: 3000 },
+    })
+    open.push(db)
+    const errors: string[] = []
+    db.on('error', ({ error }) => errors.push(error.code))
+    const p = fresh('full')
+    const changes = await feed(p)
+    proxy.setOffline(true)
+    try {
+      for (let i = 0; i < 40; i++) await db.put(`${p}${i}`, { i })
+      level.full = true
+      const error = await db.put(`${p}x`, 1).catch((e: unknown) => e)
+      expect((error as CausewayError).code).toBe('STORAGE_FULL')
+    } finally {
+      proxy.setOffline(false)
+    }
+    const first = await db.sync()
+    expect(first.error?.code).toBe('STORAGE_FULL')
+    // Applied once each; their removals (alone) went through, so the badge counted down.
+    const counts = await countChanges(changes, 40)
+    expect(counts.size).toBe(40)
+    expect([...counts.values()].every((c) => c === 1)).toBe(true)
+    expect(transport.sent).toHaveLength(1)
+    expect(errors).toContain('STORAGE_FULL')
+    // Still full: a sync sends nothing again, and reads show the writes.
+    const again = await db.sync()
+    expect(again.error?.code).toBe('STORAGE_FULL')
+    expect(transport.sent).toHaveLength(1)
+    expect(await db.pending()).toEqual([])
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(`${p}7`)).toMatchObject({ source: 'local', value: { i: 7 } })
+    } finally {
+      proxy.setOffline(false)
+    }
+    // Space returns: the outcomes are recorded, nothing is sent again.
+    level.full = false
+    expect(await db.sync()).toMatchObject({ pending: 0 })
+    expect(transport.sent).toHaveLength(1)
+    await db.close()
+    const reopened = await client(level as unknown as PersistStore)
+    proxy.setOffline(true)
+    try {
+      expect(await reopened.get(`${p}39`)).toMatchObject({ source: 'local', value: { i: 39 } })
+      expect(await reopened.pending()).toEqual([])
+    } finally {
+      proxy.setOffline(false)
+    }
+    changes.close()
+  }, 60_000)
+})
+
 describe('clients sharing one store (tabs)', () => {
   it('one owns the outbox; the other sees its pending ops and takes over when it closes; each op applied once', async () => {
     const p = fresh('t')

@@ -11,6 +11,16 @@ import type { StoreChange } from './local-store.js'
 import type { StoredOp } from './outbox-types.js'
 import { asCausewayError } from './outcome.js'
 
+/** The op ids of applied and refused ops, those folded into them included. */
+function idsOf(done: AppliedOp[], failed: RefusedOp[]): string[] {
+  const ids: string[] = []
+  for (const d of [...done, ...failed]) {
+    ids.push(d.op.opId)
+    for (const [, f] of d.folded ?? []) ids.push(f.opId)
+  }
+  return ids
+}
+
 /** An op applied, with its outbox key and result. */
 export interface AppliedOp {
   key: string
@@ -39,6 +49,8 @@ export interface RecordOptions {
   observed?: boolean
   /** Written with the next batch (nothing waits for it). */
   soon?: boolean
+  /** The cache entries they leave, computed before (a retry of what a full store refused). */
+  cache?: StoreChange[]
 }
 
 /**
@@ -66,6 +78,18 @@ export class AppliedOps {
   #deferTimer: ReturnType<typeof setTimeout> | undefined
   /** The deferred recordings started, one after the other (each reads what the last wrote). */
   #recording: Promise<void> = Promise.resolve()
+  /**
+   * Outcomes the store refused to record (a full store): kept here and written by
+   * {@link retryUnrecorded}; `inOutbox` when even their removal could not be written.
+   */
+  #unrecorded: {
+    done: AppliedOp[]
+    failed: RefusedOp[]
+    inOutbox: boolean
+    cache: StoreChange[]
+  }[] = []
+  /** Op ids of {@link #unrecorded}: applied or refused already, so never sent again. */
+  readonly #skip = new Set<string>()
 
   constructor(ctx: EngineContext, cache: CacheRecords) {
     this.#ctx = ctx
@@ -130,8 +154,8 @@ export class AppliedOps {
    */
   async record(
     done: AppliedOp[],
-    { queued = true, failed = [], observed = false, soon = false }: RecordOptions = {},
-  ): Promise<void> {
+    { queued = true, failed = [], observed = false, soon = false, cache }: RecordOptions = {},
+  ): Promise<CausewayError | undefined> {
     const { store, session, sessionSaver, host, count } = this.#ctx
     const changes: StoreChange[] = []
     if (!observed) {
@@ -164,7 +188,7 @@ export class AppliedOps {
         removed++
       }
     }
-    changes.push(...(await this.#cache.afterWrites(done)))
+    changes.push(...(cache ?? (await this.#cache.afterWrites(done))))
     changes.push(...(await this.#rechain(done, failed)))
     // What the session learnt of them, saved with their removal (`session-store.ts`).
     if (done.length > 0) changes.push(...sessionSaver.rows(done.map(({ op }) => op.partition)))
@@ -172,12 +196,89 @@ export class AppliedOps {
     try {
       await (soon ? store.commitSoon(changes) : store.commit(changes))
       if (removed > 0) count.counted(-removed)
-    } catch (error) {
-      // The ops stay queued: a replay finds them applied (their ids) and removes them then.
-      host.events.emit('error', { error: error as CausewayError })
+      this.#cache.written(changes)
+      for (const id of idsOf(done, failed)) this.#skip.delete(id)
+      return undefined
+    } catch (cause) {
+      const error = asCausewayError(cause)
+      await this.#keep(done, failed, queued, changes)
+      host.events.emit('error', { error })
+      return error
     } finally {
       count.end()
     }
+  }
+
+  /**
+   * The store refused to record `done` and `failed` (a full store): their outcomes stay in
+   * memory, never sent again (the gateway has them), their cache entries readable from memory,
+   * and their removals from the outbox are tried alone (removals free space, and the badge
+   * counts down), until {@link retryUnrecorded} writes the rest. Refused ones stay queued (moving
+   * them to `failed` needs room).
+   */
+  async #keep(
+    done: AppliedOp[],
+    failed: RefusedOp[],
+    queued: boolean,
+    changes: StoreChange[],
+  ): Promise<void> {
+    const { store, count } = this.#ctx
+    for (const id of idsOf(done, failed)) this.#skip.add(id)
+    this.#cache.keep(changes)
+    let inOutbox = queued
+    if (queued && done.length > 0) {
+      const removals: StoreChange[] = []
+      for (const { key, folded } of done) {
+        for (const [k] of folded ?? []) removals.push({ type: 'del', in: 'outbox', key: k })
+        removals.push({ type: 'del', in: 'outbox', key })
+      }
+      try {
+        await store.commitAlone(removals)
+        count.counted(-removals.length)
+        inOutbox = false
+      } catch {
+        // Not even that: they stay queued, skipped by the replay until this is retried.
+      }
+    }
+    this.#unrecorded.push({
+      done,
+      failed,
+      inOutbox,
+      cache: changes.filter((c) => c.in === 'cache'),
+    })
+  }
+
+  /** Whether outcomes wait in memory for the store to take them. */
+  get unrecorded(): boolean {
+    return this.#unrecorded.length > 0
+  }
+
+  /** Whether the op `opId` was applied (or refused) and must not be sent again. */
+  skips(opId: string): boolean {
+    return this.#skip.has(opId)
+  }
+
+  /**
+   * Writes the outcomes kept in memory ({@link #keep}), oldest first; the error of the first
+   * the store still refuses (then it and the later ones stay in memory), undefined when all are
+   * written. The replay calls it before sending anything.
+   */
+  async retryUnrecorded(): Promise<CausewayError | undefined> {
+    while (this.#unrecorded.length > 0) {
+      const { done, failed, inOutbox, cache } = this.#unrecorded.shift()!
+      const error = await this.record(done, {
+        queued: inOutbox,
+        failed,
+        observed: true,
+        cache: this.#cache.kept(cache),
+      })
+      if (error !== undefined) {
+        // `record` kept it again, at the end: put it back first, in its order.
+        this.#unrecorded.unshift(this.#unrecorded.pop()!)
+        return error
+      }
+    }
+    return undefined
   }
 
   /**

@@ -59,7 +59,8 @@ export class Replay {
     if (this.#ctx.closed) throw new CausewayError('SHUTTING_DOWN', 'the client is closed')
     // Known offline with nothing to replay: the replay would send nothing, so nothing would find
     // out that the network is back (an app's "retry" button, a network switch): ask the gateway.
-    if (!connectivity.online && count.value === 0) await connectivity.probeNow()
+    if (!connectivity.online && count.value === 0 && !this.#applied.unrecorded)
+      await connectivity.probeNow()
     if (!lock.owner) {
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
@@ -96,13 +97,14 @@ export class Replay {
       this.#again = true
       return
     }
-    if (this.#ctx.count.value > 0 || this.#waiters.size > 0) void this.sync().catch(() => {})
+    if (this.#ctx.count.value > 0 || this.#waiters.size > 0 || this.#applied.unrecorded)
+      void this.sync().catch(() => {})
   }
 
   /** The connectivity probe: a replay when something is queued, else a topology fetch. */
   async probe(): Promise<boolean> {
     const { lock, count, host, connectivity } = this.#ctx
-    if (lock.owner && count.value > 0) {
+    if (lock.owner && (count.value > 0 || this.#applied.unrecorded)) {
       const result = await this.sync()
       return result.error === undefined || !isUnreachable(result.error)
     }
@@ -151,10 +153,18 @@ export class Replay {
     // write is applied then goes at once, rather than queue behind this replay, be sent by it,
     // and keep it sending for as long as it writes.
     let told: OpOutcome[] = []
-    this.#sending = true
+    // Outcomes a full store refused to record come first: until they are written nothing is sent,
+    // so a store that stays full costs no upload (they are never sent again either way).
+    stopped = await this.#applied.retryUnrecorded()
+    this.#sending = stopped === undefined
     for (;;) {
-      if (this.#ctx.closed) break
-      const rows = await store.entries('outbox', { limit: this.#maxBatch })
+      if (this.#ctx.closed || stopped !== undefined) break
+      const read = await store.entries('outbox', { limit: this.#maxBatch })
+      const rows = read.filter(([, op]) => !this.#applied.skips((op as StoredOp).opId))
+      if (rows.length === 0 && read.length > 0) {
+        stopped = new CausewayError('STORAGE_FULL', 'applied writes wait to be recorded')
+        break
+      }
       if (rows.length === 0 && store.busy) {
         // A write queued meanwhile may be among what is being written: read again after it.
         await store.flush()
@@ -198,7 +208,10 @@ export class Replay {
           stopped = outcome.error.error
         }
       }
-      await this.#applied.record(done, { failed })
+      const unrecorded = await this.#applied.record(done, { failed })
+      // The store refused their outcomes (full): they stay in memory, never sent again, and the
+      // replay stops here, retried with backoff, rather than read and send the same rows again.
+      if (unrecorded !== undefined) stopped ??= unrecorded
       const rowsOf = (n: number, d: { folded?: unknown[] | undefined }) =>
         n + 1 + (d.folded?.length ?? 0)
       applied += done.reduce(rowsOf, 0)
