@@ -11,7 +11,7 @@ import { startDevCluster, type DevCluster } from '@causeway/gateway'
 import { encodeCausalContext } from '@causeway/core'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { openSse, type SseStream } from '../../../gateway/test/support/sse-client.js'
 import {
   CausewayError,
@@ -831,6 +831,32 @@ describe('clients sharing one store (tabs)', () => {
     const counts = await countChanges(changes, 2)
     expect(Object.fromEntries(counts)).toEqual({ [p + 'a']: 1, [p + 'b']: 1 })
     changes.close()
+  })
+
+  it('one order across clients of a store whatever their clocks: writes 1 (A), 2 (B), the clock corrected back 2 h, 3 (B), 4 (A) replay as 1, 2, 3, 4 (issue 24.4)', async () => {
+    const key = `${fresh('clock')}k`
+    const shared = store()
+    const a = await client(shared)
+    const b = await client(shared)
+    const realNow = Date.now.bind(Date)
+    let skewMs = 2 * 3600_000
+    const now = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs)
+    onTestFinished(() => now.mockRestore())
+    proxy.setOffline(true)
+    try {
+      await a.put(key, 1)
+      await b.put(key, 2)
+      skewMs = 0
+      await b.put(key, 3)
+      await a.put(key, 4)
+      expect((await a.pending()).map((o) => o.value)).toEqual([1, 2, 3, 4])
+    } finally {
+      proxy.setOffline(false)
+    }
+    now.mockRestore()
+    expect(await a.sync()).toMatchObject({ applied: 4, pending: 0 })
+    expect((await a.get(key)).value).toBe(4)
+    expect((await b.get(key)).value).toBe(4)
   })
 
   it('a tab that does not own the outbox asks the owner to replay and learns the outcome', async () => {
