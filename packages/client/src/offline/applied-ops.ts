@@ -127,12 +127,13 @@ export class AppliedOps {
     if (batch.length > 0) {
       this.#deferred = []
       this.#recording = this.#recording
-        .then(() =>
-          this.record(
+        .then(async () => {
+          // A store that refuses it keeps it in memory (`#keep`) and says so (the error event).
+          await this.record(
             batch.map((d) => d.applied),
             { observed: true, soon: true },
-          ),
-        )
+          )
+        })
         // Left queued: a replay finds them applied by their op ids.
         .catch((error: unknown) =>
           this.#ctx.host.events.emit('error', { error: asCausewayError(error) }),

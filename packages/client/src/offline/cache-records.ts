@@ -48,6 +48,9 @@ export class CacheRecords {
   /** The cache entry of a set, or undefined. */
   async set(name: string): Promise<SetEntry | undefined> {
     await this.#ctx.settleApplied()
+    // A set read's recording under way first: a remove made right after a `has` carries the
+    // context that `has` showed (add-wins), not none.
+    await this.#chains.get(setEntryId(name))
     const entry = (await this.#stored(setEntryId(name))) as SetEntry | undefined
     return entry?.t === 's' ? entry : undefined
   }

@@ -16,6 +16,7 @@ import type { WriteResult } from '../client.js'
 import type { WriteOptions } from '../options.js'
 import type { SetElement, SetWriteOptions } from '../set.js'
 import type { AppliedOps } from './applied-ops.js'
+import type { ClusterCheck } from './cluster-check.js'
 import type { EngineContext } from './engine-context.js'
 import type { StoreChange } from './local-store.js'
 import type { LocalReads } from './local-reads.js'
@@ -51,13 +52,20 @@ export class OutboxWrites {
   readonly #applied: AppliedOps
   readonly #replay: Replay
   readonly #reads: LocalReads
+  readonly #cluster: ClusterCheck
   #seq = 0
   #stamp = 0
 
   constructor(
     ctx: EngineContext,
     clientId: string,
-    parts: { waiters: OpWaiters; applied: AppliedOps; replay: Replay; reads: LocalReads },
+    parts: {
+      waiters: OpWaiters
+      applied: AppliedOps
+      replay: Replay
+      reads: LocalReads
+      cluster: ClusterCheck
+    },
   ) {
     this.#ctx = ctx
     this.clientId = clientId
@@ -65,6 +73,7 @@ export class OutboxWrites {
     this.#applied = parts.applied
     this.#replay = parts.replay
     this.#reads = parts.reads
+    this.#cluster = parts.cluster
   }
 
   /** Outbox keys made from now on sort after `lastKey` (the last one in the store). */
@@ -113,13 +122,22 @@ export class OutboxWrites {
     }
     const { key, stamp } = await this.#outboxKey(op.opId)
     const online = connectivity.online
-    if (online && op.afterOp === undefined && !this.#replay.sending && this.#queuedBehind() === 0) {
+    // Sent at once only once the gateway is known to serve this device's cluster (checked after
+    // each offline spell): otherwise queued, and the replay checks it before it sends anything.
+    const cluster = this.#cluster.clear
+    if (
+      online &&
+      cluster &&
+      op.afterOp === undefined &&
+      !this.#replay.sending &&
+      this.#queuedBehind() === 0
+    ) {
       if (lock.owner) return this.#sendAhead(key, stamp, op, send)
       if (count.value === 0 && (await store.entries('outbox', { limit: 1 })).length === 0)
         return this.#sendUnqueued(key, stamp, op, send)
     }
     await this.#queue(key, stamp, op)
-    if (!online) return { pending: true, opId: op.opId }
+    if (!online || this.#cluster.changed !== undefined) return { pending: true, opId: op.opId }
     const outcome = this.#waiters.waitFor(op.opId, timeoutMs)
     this.#replay.kick()
     return outcome

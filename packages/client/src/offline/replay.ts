@@ -8,6 +8,7 @@
 import { CausewayError, MAX_BATCH_OPS } from '@causeway/core'
 import type { AppliedOps, AppliedOp, RefusedOp } from './applied-ops.js'
 import type { CacheRecords } from './cache-records.js'
+import type { ClusterCheck } from './cluster-check.js'
 import type { EngineContext } from './engine-context.js'
 import type { OpWaiters } from './op-waiters.js'
 import { type OutboxRow, cutBatch, sendBatch } from './ops-request.js'
@@ -37,8 +38,17 @@ export class Replay {
   #stopped = false
   #sending = false
 
-  constructor(ctx: EngineContext, waiters: OpWaiters, applied: AppliedOps, cache: CacheRecords) {
+  readonly #cluster: ClusterCheck
+
+  constructor(
+    ctx: EngineContext,
+    waiters: OpWaiters,
+    applied: AppliedOps,
+    cache: CacheRecords,
+    cluster: ClusterCheck,
+  ) {
     this.#ctx = ctx
+    this.#cluster = cluster
     this.#waiters = waiters
     this.#applied = applied
     this.#cache = cache
@@ -179,6 +189,22 @@ export class Replay {
       this.#waiters.report(told)
       told = []
       if (rows.length > count.value && !count.changing) count.set(rows.length)
+      // The gateway must still serve this device's cluster (a reset one would take the queue
+      // without a word): checked after each offline spell; on a change the outbox pauses.
+      if (!this.#cluster.clear) {
+        stopped = await this.#cluster
+          .verify()
+          .catch(
+            (cause: unknown) =>
+              new CausewayError(
+                'NETWORK_ERROR',
+                `cannot ask ${host.parts.home.url} for its cluster: ${(cause as Error)?.message ?? String(cause)}`,
+                { url: host.parts.home.url },
+                { cause },
+              ),
+          )
+        if (stopped !== undefined) break
+      }
       const { rows: batch, folded } = cutBatch(rows as OutboxRow[], host.topology)
       const outcome = await sendBatch(host.parts, this.#ctx.session, batch)
       if (outcome.kind === 'transient') {
@@ -242,7 +268,8 @@ export class Replay {
     this.#stopped = stopped !== undefined
     if (stopped !== undefined) {
       if (isUnreachable(stopped)) connectivity.markOffline(stopped)
-      else connectivity.retryLater()
+      // A changed cluster waits for the app (`resetCluster`), not for a retry.
+      else if (stopped.code !== 'CLUSTER_CHANGED') connectivity.retryLater()
       // Whoever waits learns now that its write stays queued.
       this.#waiters.report(this.#waiters.ids().map((opId) => ({ opId, pending: true as const })))
     }
