@@ -163,6 +163,9 @@ export class Replay {
     // write is applied then goes at once, rather than queue behind this replay, be sent by it,
     // and keep it sending for as long as it writes.
     let told: OpOutcome[] = []
+    // A 413 halves the batch for this replay only: the next one starts whole again (what was too
+    // large then, a few big values, is usually gone).
+    this.#maxBatch = MAX_BATCH_OPS
     // Outcomes a full store refused to record come first: until they are written nothing is sent,
     // so a store that stays full costs no upload (they are never sent again either way).
     stopped = await this.#applied.retryUnrecorded()
