@@ -73,6 +73,7 @@ export class OfflineEngine {
     const channel = openTabChannel(channelName, (m) => this.#onMessage(m))
     const connectivity = new Connectivity(host.events, () => this.#replay.kick())
     connectivity.setProbe(() => this.#replay.probe())
+    connectivity.setQueued(() => this.#ctx.count.value > 0)
     this.connectivity = connectivity
     const ctx: EngineContext = {
       host,
