@@ -399,6 +399,10 @@ export class Causeway<Offline extends boolean = false> {
         engine.connectivity.markOffline(error as CausewayError)
         return engine.localRead<T>(key, error as CausewayError)
       }
+      // Positions the session holds that the gateway never had: a reset cluster, maybe. Checked
+      // (the `clusterChanged` event when so) before the outbox sends anything more.
+      if (engine !== undefined && (error as CausewayError)?.code === 'VECTOR_UNREACHABLE')
+        engine.cluster.suspect()
       throw error
     }
     const { reply, attempts } = outcome
@@ -604,6 +608,29 @@ export class Causeway<Offline extends boolean = false> {
     this.#throwIfClosed()
     if (this.#offline === undefined) return { applied: 0, failed: 0, pending: 0, owner: true }
     return this.#offline.sync()
+  }
+
+  /**
+   * The way on after a `clusterChanged` event (`CLUSTER_CHANGED`: the gateway serves a cluster
+   * that was reset, or restored from a copy of its data, so it knows nothing of this device's
+   * session): forgets the session and the read cache, keeps the new cluster's topology, and keeps
+   * the queued writes (`queued: 'keep'`, sent as blind writes: their causal contexts named
+   * versions of the old cluster) or drops them (`'drop'`), in one batch of the store; then closes
+   * this client. Connect again (`connect({ url, persist })`) to go on with a fresh session; other
+   * tabs of the store must connect again too. Rejects with `INVALID_OPTION` when no change was found.
+   */
+  async resetCluster({ queued }: { queued: 'keep' | 'drop' }): Promise<void> {
+    this.#throwIfClosed()
+    if (queued !== 'keep' && queued !== 'drop')
+      throw new CausewayError('INVALID_OPTION', "resetCluster: queued must be 'keep' or 'drop'", {
+        option: 'queued',
+      })
+    if (this.#offline === undefined)
+      throw new CausewayError('INVALID_OPTION', 'resetCluster needs a client with persist', {
+        option: 'persist',
+      })
+    await this.#offline.resetCluster(queued)
+    await this.close()
   }
 
   /** The writes queued in the outbox (of every tab sharing the store), oldest first. */

@@ -27,7 +27,16 @@ export async function browserStore(name: string): Promise<PersistStore> {
       'INVALID_OPTION',
       `persist: ${JSON.stringify(name)} names an IndexedDB database, and this runtime has no IndexedDB; in Node, import connect from '@causeway/client/node' (a directory) or pass an abstract-level store`,
     )
-  const { BrowserLevel } = await import('browser-level')
+  type Ctor = new (name: string) => unknown
+  // `browser-level` is CommonJS: a plain bundle (and Node) gives its exports as named ones, a
+  // split ESM bundle (esbuild --splitting) only as `default`. Take it from either shape.
+  const mod = (await import('browser-level')) as {
+    BrowserLevel?: Ctor
+    default?: { BrowserLevel?: Ctor }
+  }
+  const BrowserLevel = mod.BrowserLevel ?? mod.default?.BrowserLevel
+  if (typeof BrowserLevel !== 'function')
+    throw new CausewayError('INTERNAL', 'browser-level did not load: no BrowserLevel export found')
   return new BrowserLevel(name) as unknown as PersistStore
 }
 

@@ -105,7 +105,11 @@ export function httpTransport(options: HttpTransportOptions = {}): Transport {
 export async function levelStore(directory: string): Promise<PersistStore> {
   let mod: { ClassicLevel: new (location: string) => unknown }
   try {
-    mod = (await import('classic-level')) as unknown as typeof mod
+    // CommonJS: named exports in Node, possibly only `default` once bundled: either shape.
+    const loaded = (await import('classic-level')) as unknown as typeof mod & {
+      default?: typeof mod
+    }
+    mod = loaded.ClassicLevel === undefined && loaded.default ? loaded.default : loaded
   } catch (cause) {
     throw new CausewayError(
       'INVALID_OPTION',

@@ -11,7 +11,7 @@ import { startDevCluster, type DevCluster } from '@causeway/gateway'
 import { encodeCausalContext } from '@causeway/core'
 import { ClassicLevel } from 'classic-level'
 import { MemoryLevel } from 'memory-level'
-import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, onTestFinished, vi } from 'vitest'
 import { openSse, type SseStream } from '../../../gateway/test/support/sse-client.js'
 import {
   CausewayError,
@@ -543,6 +543,55 @@ describe('conflicts', () => {
     expect((await db.get(key)).siblings).toEqual([{ v: 2 }])
   })
 
+  // Issue 24.2: each offline edit reads (locally) and writes with the context it read; another
+  // device edits the key once, online, meanwhile. Only the device's last edit and the other's
+  // are concurrent: the key must end with exactly those two versions.
+  for (const edits of [2, 5])
+    for (const region of [0, 1])
+      it(`a chain of ${edits} offline edits against an online edit in region ${region}: exactly the two concurrent versions`, async () => {
+        const key = `cart:${fresh('ch')}item`
+        const a = await client(store())
+        const other = await connect({ url: cluster.urls[region]!, defaults: { timeoutMs: 3000 } })
+        onTestFinished(() => other.close())
+        await a.put(key, { v: 0 })
+        await until(async () => (await other.get(key, { read: 'eventual' })).found)
+        const seen = await other.get(key)
+        proxy.setOffline(true)
+        try {
+          for (let i = 1; i <= edits; i++) {
+            const r = await a.get(key)
+            expect(r.siblings).toEqual([{ v: i - 1 }])
+            expect(await a.put(key, { v: i }, { context: r.context! })).toMatchObject({
+              pending: true,
+            })
+          }
+          expect(await other.put(key, { b: 1 }, { context: seen.context! })).toMatchObject({
+            pending: false,
+          })
+          // The online edit reaches region 0 before the replay (each region ships to the other).
+          const home = await connect({ url: cluster.urls[0]!, defaults: { timeoutMs: 3000 } })
+          onTestFinished(() => home.close())
+          await until(async () => {
+            const r = await home.get(key, { read: 'eventual' })
+            return JSON.stringify(r.siblings) === '[{"b":1}]'
+          })
+        } finally {
+          proxy.setOffline(false)
+        }
+        expect(await a.sync()).toMatchObject({ applied: edits, pending: 0 })
+        const after = await a.get(key)
+        expect(after.siblings).toHaveLength(2)
+        expect(after.siblings).toEqual(expect.arrayContaining([{ v: edits }, { b: 1 }]))
+        // In the other region too, once shipped.
+        await until(async () => {
+          const r = await other.get(key)
+          return r.siblings?.length === 2
+        })
+        expect((await other.get(key)).siblings).toEqual(
+          expect.arrayContaining([{ v: edits }, { b: 1 }]),
+        )
+      })
+
   it('set writes offline keep add-wins: a remove made offline removes only what was observed', async () => {
     const name = fresh('set')
     const a = await client(store())
@@ -676,6 +725,88 @@ describe('storage limits', () => {
   })
 })
 
+/**
+ * An abstract-level store that, while `full`, refuses every batch that puts anything, as
+ * IndexedDB over its quota does (a batch of removals alone still goes through: it frees space).
+ */
+function quotaStore(): MemoryLevel & { full: boolean; refused: number } {
+  const level = new MemoryLevel() as MemoryLevel & { full: boolean; refused: number }
+  type Batch = (ops: { type: string }[], ...rest: unknown[]) => Promise<void>
+  const inner = (level as unknown as { _batch: Batch })._batch.bind(level)
+  level.full = false
+  level.refused = 0
+  ;(level as unknown as { _batch: Batch })._batch = async (ops, ...rest) => {
+    if (level.full && ops.some((o) => o.type === 'put')) {
+      level.refused++
+      const error = new Error('')
+      error.name = 'QuotaExceededError'
+      throw error
+    }
+    return inner(ops, ...rest)
+  }
+  return level
+}
+
+describe('a full store during a replay (issue 24.1)', () => {
+  it('the queue is uploaded once: outcomes that cannot be recorded stay in memory, the replay stops with STORAGE_FULL, and drains once space returns', async () => {
+    const level = quotaStore()
+    const transport = recordingTransport((req) => req.url.includes('/v1/ops'))
+    const db = await connect({
+      url: proxy.url,
+      persist: level as unknown as PersistStore,
+      transport,
+      defaults: { timeoutMs: 3000 },
+    })
+    open.push(db)
+    const errors: string[] = []
+    db.on('error', ({ error }) => errors.push(error.code))
+    const p = fresh('full')
+    const changes = await feed(p)
+    proxy.setOffline(true)
+    try {
+      for (let i = 0; i < 40; i++) await db.put(`${p}${i}`, { i })
+      level.full = true
+      const error = await db.put(`${p}x`, 1).catch((e: unknown) => e)
+      expect((error as CausewayError).code).toBe('STORAGE_FULL')
+    } finally {
+      proxy.setOffline(false)
+    }
+    const first = await db.sync()
+    expect(first.error?.code).toBe('STORAGE_FULL')
+    // Applied once each; their removals (alone) went through, so the badge counted down.
+    const counts = await countChanges(changes, 40)
+    expect(counts.size).toBe(40)
+    expect([...counts.values()].every((c) => c === 1)).toBe(true)
+    expect(transport.sent).toHaveLength(1)
+    expect(errors).toContain('STORAGE_FULL')
+    // Still full: a sync sends nothing again, and reads show the writes.
+    const again = await db.sync()
+    expect(again.error?.code).toBe('STORAGE_FULL')
+    expect(transport.sent).toHaveLength(1)
+    expect(await db.pending()).toEqual([])
+    proxy.setOffline(true)
+    try {
+      expect(await db.get(`${p}7`)).toMatchObject({ source: 'local', value: { i: 7 } })
+    } finally {
+      proxy.setOffline(false)
+    }
+    // Space returns: the outcomes are recorded, nothing is sent again.
+    level.full = false
+    expect(await db.sync()).toMatchObject({ pending: 0 })
+    expect(transport.sent).toHaveLength(1)
+    await db.close()
+    const reopened = await client(level as unknown as PersistStore)
+    proxy.setOffline(true)
+    try {
+      expect(await reopened.get(`${p}39`)).toMatchObject({ source: 'local', value: { i: 39 } })
+      expect(await reopened.pending()).toEqual([])
+    } finally {
+      proxy.setOffline(false)
+    }
+    changes.close()
+  }, 60_000)
+})
+
 describe('clients sharing one store (tabs)', () => {
   it('one owns the outbox; the other sees its pending ops and takes over when it closes; each op applied once', async () => {
     const p = fresh('t')
@@ -700,6 +831,32 @@ describe('clients sharing one store (tabs)', () => {
     const counts = await countChanges(changes, 2)
     expect(Object.fromEntries(counts)).toEqual({ [p + 'a']: 1, [p + 'b']: 1 })
     changes.close()
+  })
+
+  it('one order across clients of a store whatever their clocks: writes 1 (A), 2 (B), the clock corrected back 2 h, 3 (B), 4 (A) replay as 1, 2, 3, 4 (issue 24.4)', async () => {
+    const key = `${fresh('clock')}k`
+    const shared = store()
+    const a = await client(shared)
+    const b = await client(shared)
+    const realNow = Date.now.bind(Date)
+    let skewMs = 2 * 3600_000
+    const now = vi.spyOn(Date, 'now').mockImplementation(() => realNow() + skewMs)
+    onTestFinished(() => now.mockRestore())
+    proxy.setOffline(true)
+    try {
+      await a.put(key, 1)
+      await b.put(key, 2)
+      skewMs = 0
+      await b.put(key, 3)
+      await a.put(key, 4)
+      expect((await a.pending()).map((o) => o.value)).toEqual([1, 2, 3, 4])
+    } finally {
+      proxy.setOffline(false)
+    }
+    now.mockRestore()
+    expect(await a.sync()).toMatchObject({ applied: 4, pending: 0 })
+    expect((await a.get(key)).value).toBe(4)
+    expect((await b.get(key)).value).toBe(4)
   })
 
   it('a tab that does not own the outbox asks the owner to replay and learns the outcome', async () => {

@@ -121,6 +121,12 @@ export const ERROR_CODES = {
    */
   STORAGE_FULL: 507,
   /**
+   * SDK, offline: the gateway now serves another cluster than the one this device's session,
+   * read cache and queued writes belong to (it was reset, or restored from a copy of its data).
+   * Nothing queued was sent; `db.resetCluster()` is the way on.
+   */
+  CLUSTER_CHANGED: 409,
+  /**
    * The replica serving the request holds a value of this key that it cannot decode (corrupt, or
    * written by an older, buggy version). The key is quarantined: reported, counted and listed in
    * `GET /v1/status`, and rebuilt from the replica's log in the background; other keys are not

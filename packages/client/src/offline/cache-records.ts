@@ -28,6 +28,11 @@ export class CacheRecords {
   readonly #ctx: EngineContext
   /** The last recording of each entry: the next one runs after it. */
   readonly #chains = new Map<string, Promise<void>>()
+  /**
+   * Entries applied writes left that a full store could not take (`AppliedOps.record`): read
+   * before the store's until they are written, so local reads still show those writes.
+   */
+  readonly #memory = new Map<string, unknown>()
 
   constructor(ctx: EngineContext) {
     this.#ctx = ctx
@@ -36,15 +41,45 @@ export class CacheRecords {
   /** The cache entry of a key, or undefined. */
   async key(key: string): Promise<KeyEntry | undefined> {
     await this.#ctx.settleApplied()
-    const entry = (await this.#ctx.store.get('cache', keyEntryId(key))) as KeyEntry | undefined
+    const entry = (await this.#stored(keyEntryId(key))) as KeyEntry | undefined
     return entry?.t === 'k' ? entry : undefined
   }
 
   /** The cache entry of a set, or undefined. */
   async set(name: string): Promise<SetEntry | undefined> {
     await this.#ctx.settleApplied()
-    const entry = (await this.#ctx.store.get('cache', setEntryId(name))) as SetEntry | undefined
+    // A set read's recording under way first: a remove made right after a `has` carries the
+    // context that `has` showed (add-wins), not none.
+    await this.#chains.get(setEntryId(name))
+    const entry = (await this.#stored(setEntryId(name))) as SetEntry | undefined
     return entry?.t === 's' ? entry : undefined
+  }
+
+  /** An entry, from {@link keep} first, else from the store. */
+  #stored(id: string): Promise<unknown> {
+    return this.#memory.has(id)
+      ? Promise.resolve(this.#memory.get(id))
+      : this.#ctx.store.get('cache', id)
+  }
+
+  /** Keeps the cache entries of `changes` in memory: the store refused them. */
+  keep(changes: readonly StoreChange[]): void {
+    for (const c of changes)
+      if (c.in === 'cache' && c.type === 'put') this.#memory.set(c.key, c.value)
+  }
+
+  /** The entries of `changes` still kept in memory, as they are now, to write. */
+  kept(changes: readonly StoreChange[]): StoreChange[] {
+    const out: StoreChange[] = []
+    for (const c of changes)
+      if (c.in === 'cache' && this.#memory.has(c.key))
+        out.push({ type: 'put', in: 'cache', key: c.key, value: this.#memory.get(c.key) })
+    return out
+  }
+
+  /** The entries of `changes` are in the store now. */
+  written(changes: readonly StoreChange[]): void {
+    for (const c of changes) if (c.in === 'cache') this.#memory.delete(c.key)
   }
 
   /** Records a remote read of `key` (only if at least as new), reporting a conflict. */
@@ -56,9 +91,10 @@ export class CacheRecords {
       if (this.#ctx.closed) return
       // A write applied before this read was made is in the entry first (`AppliedOps.defer`).
       await this.#ctx.settleApplied()
-      const old = (await store.get('cache', id)) as KeyEntry | undefined
+      const old = (await this.#stored(id)) as KeyEntry | undefined
       if (!isAtLeastAsNew(old?.t === 'k' ? old : undefined, next)) return
       await store.commit([{ type: 'put', in: 'cache', key: id, value: next }])
+      this.#memory.delete(id)
       const live = (next.versions ?? []).filter((v) => !v.deleted)
       if (live.length > 1 && old?.context !== next.context)
         host.events.emit('conflict', {
@@ -91,10 +127,11 @@ export class CacheRecords {
       .then(async () => {
         if (this.#ctx.closed) return
         await this.#ctx.settleApplied()
-        const old = (await store.get('cache', id)) as SetEntry | undefined
+        const old = (await this.#stored(id)) as SetEntry | undefined
         await store.commit([
           { type: 'put', in: 'cache', key: id, value: update(old?.t === 's' ? old : undefined) },
         ])
+        this.#memory.delete(id)
       })
       .catch((error: unknown) => host.events.emit('error', { error: asCausewayError(error) }))
     this.#chains.set(id, tail)
@@ -127,7 +164,7 @@ export class CacheRecords {
     const ids = [...new Set(done.map(({ op }) => cacheIdOf(op)))]
     const old = new Map<string, unknown>()
     const values = await this.#ctx.store.getMany('cache', ids)
-    ids.forEach((id, i) => old.set(id, values[i]))
+    ids.forEach((id, i) => old.set(id, this.#memory.has(id) ? this.#memory.get(id) : values[i]))
     for (const { op, result } of done) {
       const id = cacheIdOf(op)
       old.set(id, entryAfter(old.get(id), op, result, this.#ctx.host.conflictMode(op.key)))

@@ -13,6 +13,12 @@ import type { EventHub } from './events.js'
 
 const FIRST_RETRY_MS = 1000
 const MAX_RETRY_MS = 30_000
+/**
+ * The longest wait between probes while writes are queued: a gateway that was down while the
+ * browser stayed online (so no `online` event comes) is found within this of its return, not up
+ * to 30 s later. A probe is one small request.
+ */
+const QUEUED_MAX_RETRY_MS = 4000
 
 /** What the probe does: true when the gateway answered. */
 export type Probe = () => Promise<boolean>
@@ -28,6 +34,7 @@ export class Connectivity {
   readonly #events: EventHub
   readonly #onOnline: () => void
   #probe: Probe = async () => false
+  #queued: () => boolean = () => false
   #online = true
   #failures = 0
   #timer: ReturnType<typeof setTimeout> | undefined
@@ -44,6 +51,11 @@ export class Connectivity {
     this.#onOnline = onOnline
     this.#scope.addEventListener?.('online', this.#browserOnline)
     this.#scope.addEventListener?.('offline', this.#browserOffline)
+  }
+
+  /** Sets whether writes wait to be sent (then the backoff stops at {@link QUEUED_MAX_RETRY_MS}). */
+  setQueued(queued: () => boolean): void {
+    this.#queued = queued
   }
 
   /** Sets what a probe does (the engine's sync, or a topology fetch). */
@@ -92,7 +104,8 @@ export class Connectivity {
   /** Schedules the next probe with backoff (after an offline spell or a transient failure). */
   retryLater(): void {
     if (this.#closed || this.#timer !== undefined) return
-    const base = Math.min(MAX_RETRY_MS, FIRST_RETRY_MS * 2 ** this.#failures)
+    const max = this.#queued() ? QUEUED_MAX_RETRY_MS : MAX_RETRY_MS
+    const base = Math.min(max, FIRST_RETRY_MS * 2 ** this.#failures)
     this.#failures = Math.min(this.#failures + 1, 10)
     const delay = base / 2 + Math.random() * (base / 2)
     this.#timer = setTimeout(() => {

@@ -21,12 +21,13 @@
  * stamp, and batches go one after the other, so op n+1 is never applied before op n; the gateway
  * applies an op id at most once.
  */
-import type { CausewayError, ReadReply } from '@causeway/core'
+import { CausewayError, type ReadReply } from '@causeway/core'
 import type { ReadResult, WriteResult } from '../client.js'
 import type { WriteOptions } from '../options.js'
 import type { SetElement, SetWriteOptions } from '../set.js'
 import { AppliedOps } from './applied-ops.js'
 import { CacheRecords } from './cache-records.js'
+import { ClusterCheck } from './cluster-check.js'
 import { Connectivity } from './connectivity.js'
 import type { EngineContext, EngineHost } from './engine-context.js'
 import { randomId } from './ids.js'
@@ -41,7 +42,8 @@ import { OutboxWrites, type SendOne } from './outbox-writes.js'
 import { asCausewayError } from './outcome.js'
 import type { KeyEntry, SetEntry } from './read-cache.js'
 import { Replay } from './replay.js'
-import { SessionSaver } from './session-store.js'
+import type { StoreChange } from './local-store.js'
+import { SESSION_ROW_PREFIX, SessionSaver } from './session-store.js'
 import { openTabChannel, type TabMessage } from './tab-channel.js'
 
 export type { EngineHost } from './engine-context.js'
@@ -50,6 +52,8 @@ export { openStore, saveTopology, type OpenedStore } from './opened-store.js'
 /** The offline engine of one client (see the module comment). */
 export class OfflineEngine {
   readonly connectivity: Connectivity
+  /** Whether the gateway still serves this device's cluster (`cluster-check.ts`). */
+  readonly cluster: ClusterCheck
   readonly #ctx: EngineContext
   readonly #opened: OpenedStore
   readonly #waiters: OpWaiters
@@ -59,6 +63,8 @@ export class OfflineEngine {
   readonly #reads: LocalReads
   readonly #writes: OutboxWrites
   #sessionSave: ReturnType<typeof setTimeout> | undefined
+  /** `resetCluster` forgot the session: it is not saved again. */
+  #resetting = false
 
   private constructor(host: EngineHost, opened: OpenedStore) {
     this.#opened = opened
@@ -67,6 +73,7 @@ export class OfflineEngine {
     const channel = openTabChannel(channelName, (m) => this.#onMessage(m))
     const connectivity = new Connectivity(host.events, () => this.#replay.kick())
     connectivity.setProbe(() => this.#replay.probe())
+    connectivity.setQueued(() => this.#ctx.count.value > 0)
     this.connectivity = connectivity
     const ctx: EngineContext = {
       host,
@@ -86,13 +93,15 @@ export class OfflineEngine {
     this.#waiters = new OpWaiters(channel)
     this.#cache = new CacheRecords(ctx)
     this.#applied = new AppliedOps(ctx, this.#cache)
-    this.#replay = new Replay(ctx, this.#waiters, this.#applied, this.#cache)
+    this.cluster = new ClusterCheck(ctx, false)
+    this.#replay = new Replay(ctx, this.#waiters, this.#applied, this.#cache, this.cluster)
     this.#reads = new LocalReads(ctx, this.#cache)
     this.#writes = new OutboxWrites(ctx, clientId, {
       waiters: this.#waiters,
       applied: this.#applied,
       replay: this.#replay,
       reads: this.#reads,
+      cluster: this.cluster,
     })
   }
 
@@ -209,7 +218,7 @@ export class OfflineEngine {
    * `session-store.ts`).
    */
   sessionChanged(): void {
-    if (this.#sessionSave !== undefined || this.#ctx.closed) return
+    if (this.#sessionSave !== undefined || this.#ctx.closed || this.#resetting) return
     this.#sessionSave = setTimeout(() => {
       this.#sessionSave = undefined
       void this.#saveSession().catch((error: unknown) =>
@@ -265,6 +274,49 @@ export class OfflineEngine {
     }
   }
 
+  /**
+   * The way on after `CLUSTER_CHANGED` (see `Causeway.resetCluster`): in one batch, the session
+   * and the read cache are forgotten, the new cluster's topology is kept, and the queued writes
+   * are dropped or kept without what tied them to the old cluster (their causal contexts, which
+   * name versions the new cluster never had: kept ones become blind writes). Then closes.
+   */
+  async resetCluster(queued: 'keep' | 'drop'): Promise<void> {
+    const change = this.cluster.changed
+    if (change === undefined)
+      throw new CausewayError('INVALID_OPTION', 'resetCluster: no cluster change was found', {
+        option: 'resetCluster',
+      })
+    const ctx = this.#ctx
+    await this.#applied.settle()
+    await this.#replay.finished()
+    await this.#cache.settled()
+    // What is written from here on (the session, on close) must not bring the old state back.
+    clearTimeout(this.#sessionSave)
+    this.#sessionSave = undefined
+    this.#resetting = true
+    const changes: StoreChange[] = []
+    for (const [key] of await ctx.store.entries('cache'))
+      changes.push({ type: 'del', in: 'cache', key })
+    for (const key of ['session', 'session-head']) changes.push({ type: 'del', in: 'meta', key })
+    for (const [key] of await ctx.store.entries('meta', { prefix: SESSION_ROW_PREFIX }))
+      changes.push({ type: 'del', in: 'meta', key })
+    for (const [key, value] of await ctx.store.entries('outbox')) {
+      if (queued === 'drop') {
+        changes.push({ type: 'del', in: 'outbox', key })
+        continue
+      }
+      const op: StoredOp = { ...(value as StoredOp) }
+      delete op.context
+      delete op.afterOp
+      op.elements = op.elements?.map((e) => (typeof e === 'string' ? e : e.element))
+      if (op.elements === undefined) delete op.elements
+      changes.push({ type: 'put', in: 'outbox', key, value: op })
+    }
+    changes.push({ type: 'put', in: 'meta', key: 'topology', value: change.topology })
+    await ctx.store.commit(changes)
+    await this.close()
+  }
+
   /** Stops: timers, the lock (another client takes the outbox over), the channel, the store. */
   async close(): Promise<void> {
     const ctx = this.#ctx
@@ -277,7 +329,7 @@ export class OfflineEngine {
     await this.#applied.settle()
     await this.#replay.finished()
     await this.#cache.settled()
-    await this.#saveSession().catch(() => {})
+    if (!this.#resetting) await this.#saveSession().catch(() => {})
     await ctx.store.flush()
     ctx.lock.release()
     ctx.channel.close()

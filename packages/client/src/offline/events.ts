@@ -39,6 +39,13 @@ export interface CausewayEvents {
    * session, a background refresh.
    */
   error: { error: CausewayError; op?: FailedOp | PendingOp }
+  /**
+   * The gateway serves another cluster than the one this device's state belongs to (`from`, `to`:
+   * the cluster ids; `error`: `CLUSTER_CHANGED`). The outbox is paused: nothing queued was or
+   * will be sent (`pending` ops wait) until `db.resetCluster({ queued: 'keep' | 'drop' })`, after
+   * which the app connects again.
+   */
+  clusterChanged: { error: CausewayError; from: string; to: string; pending: number }
 }
 
 /** The names of {@link CausewayEvents}. */

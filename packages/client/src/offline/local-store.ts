@@ -210,6 +210,25 @@ export class LocalStore {
     return this.#ask(changes, true)
   }
 
+  /**
+   * Applies `changes` in a batch of their own, after everything asked for before: never joined
+   * with others, so a full store that refuses the others' puts can still take these (removals
+   * free space). Rejects with `STORAGE_FULL` when the store refuses it.
+   */
+  async commitAlone(changes: StoreChange[]): Promise<void> {
+    await this.flush()
+    const ops: PersistBatchOp[] = changes.map((c) =>
+      c.type === 'put'
+        ? { type: 'put', key: c.key, value: c.value, sublevel: this.#levels[c.in] }
+        : { type: 'del', key: c.key, sublevel: this.#levels[c.in] },
+    )
+    try {
+      await this.db.batch(ops)
+    } catch (cause) {
+      throw storageFull(cause)
+    }
+  }
+
   /** Whether changes are asked for that are not written yet (`entries` does not see them). */
   get busy(): boolean {
     return this.#writing !== undefined || this.#queue.length > 0

@@ -67,8 +67,10 @@ export async function openOfflineClient(
     })
     const engine = await OfflineEngine.start(db.engineHost, opened)
     db.attachOffline(engine)
-    if (fetched) await saveTopology(opened, topology, url)
-    else void refreshTopology(db, engine, opened, topology, url, hooks, transport)
+    if (fetched) {
+      engine.cluster.found(topology)
+      await saveTopology(opened, topology, url)
+    } else void refreshTopology(db, engine, opened, url, hooks, transport)
     return db
   } catch (error) {
     if (ownsTransport) await transport.close?.()
@@ -84,7 +86,6 @@ async function refreshTopology(
   db: Causeway<boolean>,
   engine: OfflineEngine,
   opened: OpenedStore,
-  stored: Topology,
   url: string,
   hooks: OfflineHooks,
   transport: Transport,
@@ -103,16 +104,8 @@ async function refreshTopology(
   }
   if (db.closed) return
   engine.connectivity.markOnline()
-  const a = scopeOf(stored)
-  const b = scopeOf(fresh)
-  if (a.cluster !== b.cluster || a.regions !== b.regions || a.partitions !== b.partitions) {
-    db.engineHost.events.emit('error', {
-      error: new CausewayError(
-        'FOREIGN_SESSION',
-        `the gateway at ${url} serves cluster ${JSON.stringify(b.cluster)}; this store holds the state of ${JSON.stringify(a.cluster)}: use another store`,
-      ),
-    })
-    return
-  }
+  // Another cluster (reset, or restored from a copy): the outbox pauses and the app is told
+  // (`clusterChanged`); the stored topology stays until `resetCluster` replaces it.
+  if (engine.cluster.found(fresh) !== undefined) return
   await saveTopology(opened, fresh, url).catch(() => {})
 }

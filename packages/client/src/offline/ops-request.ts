@@ -36,18 +36,71 @@ export type BatchOutcome =
    */
   | { kind: 'done'; results: WriteResult[]; error?: { index: number; error: CausewayError } }
 
+/** A batch to send: its rows, and per op id sent the earlier rows folded into it. */
+export interface Batch {
+  rows: OutboxRow[]
+  /**
+   * Consecutive edits of one siblings key, each made over the one before, go as one op: the
+   * last's id and value with the first's context (`foldable`). Keyed by the op id sent, the rows
+   * it stands for besides its own, oldest first; they leave the outbox with it.
+   */
+  folded: Map<string, OutboxRow[]>
+}
+
+/**
+ * Whether `op` can be folded into `into`, the op before it in the outbox: an edit of the same key
+ * made over it (a local context, `~<opId>`, so the key is of a siblings namespace), for the same
+ * region, durability and level. Sent one after the other, the second would need the first's
+ * reply context, which cannot name the first's version alone when the region's leader holds a
+ * version of the key the device never saw (a DVVSet keeps one counter per region: a context
+ * covering the first's dot covers every earlier dot of that region too), so the two would stay
+ * as siblings of each other. Folded, the key gets one version, superseding what the first was
+ * based on.
+ */
+function foldable(into: StoredOp, op: StoredOp): boolean {
+  return (
+    op.afterOp === into.opId &&
+    op.key === into.key &&
+    (op.kind === 'put' || op.kind === 'delete') &&
+    (into.kind === 'put' || into.kind === 'delete') &&
+    op.region === into.region &&
+    op.durability === into.durability &&
+    op.level === into.level
+  )
+}
+
 /**
  * The next batch: consecutive ops for one region with one durability, within the body budget,
- * ending before an op made over an op of the same batch (its context comes from that reply).
+ * ending before an op made over an op of the same batch (its context comes from that reply),
+ * unless it directly follows that op: then the two are folded into one ({@link foldable}).
+ * A chain of edits is never cut, so a batch sent again after a lost reply sends it whole again.
  */
-export function cutBatch(rows: OutboxRow[], topology: Topology): OutboxRow[] {
+export function cutBatch(rows: OutboxRow[], topology: Topology): Batch {
   const first = rows[0]![1]
   const budget = topology.limits.maxValueBytes * BATCH_VALUE_FACTOR
   const ids = new Set<string>()
   let bytes = 0
   const batch: OutboxRow[] = []
+  const folded = new Map<string, OutboxRow[]>()
+  // The original row behind the last op of `batch` (a folded one is a copy).
+  let lastRow: OutboxRow | undefined
   for (const row of rows) {
     const op = row[1]
+    const prev = batch.at(-1)
+    if (prev !== undefined && foldable(lastRow![1], op)) {
+      const into = prev[1]
+      const merged: StoredOp = { ...op, dt: hlcMax(into.dt, op.dt) }
+      delete merged.afterOp
+      delete merged.context
+      if (into.afterOp !== undefined) merged.afterOp = into.afterOp
+      if (into.context !== undefined) merged.context = into.context
+      folded.set(op.opId, [...(folded.get(into.opId) ?? []), lastRow!])
+      folded.delete(into.opId)
+      batch[batch.length - 1] = [row[0], merged]
+      ids.add(op.opId)
+      lastRow = row
+      continue
+    }
     if (op.region !== first.region || op.durability !== first.durability) break
     if (op.afterOp !== undefined && ids.has(op.afterOp)) break
     const size = op.value === undefined ? 64 : JSON.stringify(op.value).length + 64
@@ -55,8 +108,9 @@ export function cutBatch(rows: OutboxRow[], topology: Topology): OutboxRow[] {
     bytes += size
     ids.add(op.opId)
     batch.push(row)
+    lastRow = row
   }
-  return batch
+  return { rows: batch, folded }
 }
 
 /** Sends `batch` to its region's gateway and reads the reply. */

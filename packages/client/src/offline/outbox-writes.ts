@@ -16,7 +16,9 @@ import type { WriteResult } from '../client.js'
 import type { WriteOptions } from '../options.js'
 import type { SetElement, SetWriteOptions } from '../set.js'
 import type { AppliedOps } from './applied-ops.js'
+import type { ClusterCheck } from './cluster-check.js'
 import type { EngineContext } from './engine-context.js'
+import type { StoreChange } from './local-store.js'
 import type { LocalReads } from './local-reads.js'
 import type { OpWaiters } from './op-waiters.js'
 import type { PendingWrite, StoredOp } from './outbox-types.js'
@@ -32,6 +34,13 @@ function afterRequest<T>(f: () => Promise<T>): Promise<T> {
   )
 }
 
+/**
+ * The `meta` entry holding the stamp of the last outbox key any client of the store made: each
+ * new key goes after it (and after this client's own last), and is written with the op, so the
+ * outbox's order is the order of writes across tabs, whatever their clocks say.
+ */
+const LAST_STAMP = 'outboxStamp'
+
 /** Sends one op alone, with its op id. */
 export type SendOne = (op: StoredOp) => Promise<WriteResult>
 
@@ -43,13 +52,20 @@ export class OutboxWrites {
   readonly #applied: AppliedOps
   readonly #replay: Replay
   readonly #reads: LocalReads
+  readonly #cluster: ClusterCheck
   #seq = 0
   #stamp = 0
 
   constructor(
     ctx: EngineContext,
     clientId: string,
-    parts: { waiters: OpWaiters; applied: AppliedOps; replay: Replay; reads: LocalReads },
+    parts: {
+      waiters: OpWaiters
+      applied: AppliedOps
+      replay: Replay
+      reads: LocalReads
+      cluster: ClusterCheck
+    },
   ) {
     this.#ctx = ctx
     this.clientId = clientId
@@ -57,6 +73,7 @@ export class OutboxWrites {
     this.#applied = parts.applied
     this.#replay = parts.replay
     this.#reads = parts.reads
+    this.#cluster = parts.cluster
   }
 
   /** Outbox keys made from now on sort after `lastKey` (the last one in the store). */
@@ -70,10 +87,20 @@ export class OutboxWrites {
     return `${this.clientId}.${++this.#seq}`
   }
 
-  /** The outbox key of a new op: increasing in this client, close to time order across them. */
-  #outboxKey(opId: string): string {
-    this.#stamp = Math.max(this.#stamp + 1, Date.now() * 1000)
-    return this.#stamp.toString(16).padStart(14, '0') + '.' + opId
+  /**
+   * The outbox key of a new op, and the change that records its stamp: after the last stamp any
+   * client of the store recorded ({@link LAST_STAMP}) and this client's own last. Never from a
+   * clock: a tab whose clock was corrected back would otherwise queue its next write before
+   * writes another tab made earlier (the replay order is the key order).
+   */
+  async #outboxKey(opId: string): Promise<{ key: string; stamp: StoreChange }> {
+    const stored = await this.#ctx.store.get('meta', LAST_STAMP).catch(() => undefined)
+    const last = typeof stored === 'number' && Number.isSafeInteger(stored) ? stored : 0
+    this.#stamp = Math.max(this.#stamp, last) + 1
+    return {
+      key: this.#stamp.toString(16).padStart(14, '0') + '.' + opId,
+      stamp: { type: 'put', in: 'meta', key: LAST_STAMP, value: this.#stamp },
+    }
   }
 
   /**
@@ -93,15 +120,24 @@ export class OutboxWrites {
         if (known.context !== undefined) op.context = known.context
       }
     }
-    const key = this.#outboxKey(op.opId)
+    const { key, stamp } = await this.#outboxKey(op.opId)
     const online = connectivity.online
-    if (online && op.afterOp === undefined && !this.#replay.sending && this.#queuedBehind() === 0) {
-      if (lock.owner) return this.#sendAhead(key, op, send)
+    // Sent at once only once the gateway is known to serve this device's cluster (checked after
+    // each offline spell): otherwise queued, and the replay checks it before it sends anything.
+    const cluster = this.#cluster.clear
+    if (
+      online &&
+      cluster &&
+      op.afterOp === undefined &&
+      !this.#replay.sending &&
+      this.#queuedBehind() === 0
+    ) {
+      if (lock.owner) return this.#sendAhead(key, stamp, op, send)
       if (count.value === 0 && (await store.entries('outbox', { limit: 1 })).length === 0)
-        return this.#sendUnqueued(key, op, send)
+        return this.#sendUnqueued(key, stamp, op, send)
     }
-    await this.#queue(key, op)
-    if (!online) return { pending: true, opId: op.opId }
+    await this.#queue(key, stamp, op)
+    if (!online || this.#cluster.changed !== undefined) return { pending: true, opId: op.opId }
     const outcome = this.#waiters.waitFor(op.opId, timeoutMs)
     this.#replay.kick()
     return outcome
@@ -175,7 +211,12 @@ export class OutboxWrites {
    * op id and records its result then) or its removal written with the session that holds it:
    * never neither.
    */
-  async #sendAhead(key: string, op: StoredOp, send: SendOne): Promise<WriteResult | PendingWrite> {
+  async #sendAhead(
+    key: string,
+    stamp: StoreChange,
+    op: StoredOp,
+    send: SendOne,
+  ): Promise<WriteResult | PendingWrite> {
     const { store, count, connectivity, host, inflight, removing } = this.#ctx
     // Counted from now (silently: an online write that succeeds never shows as pending).
     count.begin()
@@ -191,7 +232,7 @@ export class OutboxWrites {
     // Queued once the request is on its way (the HTTP client writes it in the loop's check
     // phase, as this does): the store's batch runs while the request is on the network.
     const queued = afterRequest(() =>
-      store.commit([{ type: 'put', in: 'outbox', key, value: op }]),
+      store.commit([{ type: 'put', in: 'outbox', key, value: op }, stamp]),
     ).then(
       () => count.end(),
       (error: unknown) => {
@@ -247,6 +288,7 @@ export class OutboxWrites {
   /** A client that does not own the outbox, with nothing queued: send at once, queue on failure. */
   async #sendUnqueued(
     key: string,
+    stamp: StoreChange,
     op: StoredOp,
     send: SendOne,
   ): Promise<WriteResult | PendingWrite> {
@@ -256,7 +298,7 @@ export class OutboxWrites {
     } catch (error) {
       if (!isTransient(error)) throw error
       if (isUnreachable(error)) this.#ctx.connectivity.markOffline(error as CausewayError)
-      await this.#queue(key, op)
+      await this.#queue(key, stamp, op)
       this.#ctx.channel.post({ t: 'kick' })
       return { pending: true, opId: op.opId }
     }
@@ -270,11 +312,11 @@ export class OutboxWrites {
   }
 
   /** Appends `op` to the outbox and counts it (`STORAGE_FULL` when the store refuses it). */
-  async #queue(key: string, op: StoredOp): Promise<void> {
+  async #queue(key: string, stamp: StoreChange, op: StoredOp): Promise<void> {
     const { store, count } = this.#ctx
     count.begin()
     try {
-      await store.commit([{ type: 'put', in: 'outbox', key, value: op }])
+      await store.commit([{ type: 'put', in: 'outbox', key, value: op }, stamp])
       count.counted(+1)
     } finally {
       count.end()

@@ -8,6 +8,7 @@
 import { CausewayError, MAX_BATCH_OPS } from '@causeway/core'
 import type { AppliedOps, AppliedOp, RefusedOp } from './applied-ops.js'
 import type { CacheRecords } from './cache-records.js'
+import type { ClusterCheck } from './cluster-check.js'
 import type { EngineContext } from './engine-context.js'
 import type { OpWaiters } from './op-waiters.js'
 import { type OutboxRow, cutBatch, sendBatch } from './ops-request.js'
@@ -37,8 +38,17 @@ export class Replay {
   #stopped = false
   #sending = false
 
-  constructor(ctx: EngineContext, waiters: OpWaiters, applied: AppliedOps, cache: CacheRecords) {
+  readonly #cluster: ClusterCheck
+
+  constructor(
+    ctx: EngineContext,
+    waiters: OpWaiters,
+    applied: AppliedOps,
+    cache: CacheRecords,
+    cluster: ClusterCheck,
+  ) {
     this.#ctx = ctx
+    this.#cluster = cluster
     this.#waiters = waiters
     this.#applied = applied
     this.#cache = cache
@@ -59,7 +69,8 @@ export class Replay {
     if (this.#ctx.closed) throw new CausewayError('SHUTTING_DOWN', 'the client is closed')
     // Known offline with nothing to replay: the replay would send nothing, so nothing would find
     // out that the network is back (an app's "retry" button, a network switch): ask the gateway.
-    if (!connectivity.online && count.value === 0) await connectivity.probeNow()
+    if (!connectivity.online && count.value === 0 && !this.#applied.unrecorded)
+      await connectivity.probeNow()
     if (!lock.owner) {
       return new Promise((resolve) => {
         const timer = setTimeout(() => {
@@ -96,13 +107,14 @@ export class Replay {
       this.#again = true
       return
     }
-    if (this.#ctx.count.value > 0 || this.#waiters.size > 0) void this.sync().catch(() => {})
+    if (this.#ctx.count.value > 0 || this.#waiters.size > 0 || this.#applied.unrecorded)
+      void this.sync().catch(() => {})
   }
 
   /** The connectivity probe: a replay when something is queued, else a topology fetch. */
   async probe(): Promise<boolean> {
     const { lock, count, host, connectivity } = this.#ctx
-    if (lock.owner && count.value > 0) {
+    if (lock.owner && (count.value > 0 || this.#applied.unrecorded)) {
       const result = await this.sync()
       return result.error === undefined || !isUnreachable(result.error)
     }
@@ -151,10 +163,21 @@ export class Replay {
     // write is applied then goes at once, rather than queue behind this replay, be sent by it,
     // and keep it sending for as long as it writes.
     let told: OpOutcome[] = []
-    this.#sending = true
+    // A 413 halves the batch for this replay only: the next one starts whole again (what was too
+    // large then, a few big values, is usually gone).
+    this.#maxBatch = MAX_BATCH_OPS
+    // Outcomes a full store refused to record come first: until they are written nothing is sent,
+    // so a store that stays full costs no upload (they are never sent again either way).
+    stopped = await this.#applied.retryUnrecorded()
+    this.#sending = stopped === undefined
     for (;;) {
-      if (this.#ctx.closed) break
-      const rows = await store.entries('outbox', { limit: this.#maxBatch })
+      if (this.#ctx.closed || stopped !== undefined) break
+      const read = await store.entries('outbox', { limit: this.#maxBatch })
+      const rows = read.filter(([, op]) => !this.#applied.skips((op as StoredOp).opId))
+      if (rows.length === 0 && read.length > 0) {
+        stopped = new CausewayError('STORAGE_FULL', 'applied writes wait to be recorded')
+        break
+      }
       if (rows.length === 0 && store.busy) {
         // A write queued meanwhile may be among what is being written: read again after it.
         await store.flush()
@@ -169,7 +192,23 @@ export class Replay {
       this.#waiters.report(told)
       told = []
       if (rows.length > count.value && !count.changing) count.set(rows.length)
-      const batch = cutBatch(rows as OutboxRow[], host.topology)
+      // The gateway must still serve this device's cluster (a reset one would take the queue
+      // without a word): checked after each offline spell; on a change the outbox pauses.
+      if (!this.#cluster.clear) {
+        stopped = await this.#cluster
+          .verify()
+          .catch(
+            (cause: unknown) =>
+              new CausewayError(
+                'NETWORK_ERROR',
+                `cannot ask ${host.parts.home.url} for its cluster: ${(cause as Error)?.message ?? String(cause)}`,
+                { url: host.parts.home.url },
+                { cause },
+              ),
+          )
+        if (stopped !== undefined) break
+      }
+      const { rows: batch, folded } = cutBatch(rows as OutboxRow[], host.topology)
       const outcome = await sendBatch(host.parts, this.#ctx.session, batch)
       if (outcome.kind === 'transient') {
         stopped = outcome.error
@@ -183,34 +222,46 @@ export class Replay {
         key: batch[i]![0],
         op: batch[i]![1],
         result,
+        folded: folded.get(batch[i]![1].opId),
       }))
       const failed: RefusedOp[] = []
       if (outcome.error !== undefined) {
         if (outcome.error.index === -1) {
           // The whole request was refused for good (credentials, scope): every op of it.
-          for (const [key, op] of batch) failed.push({ key, op, error: outcome.error.error })
+          for (const [key, op] of batch)
+            failed.push({ key, op, error: outcome.error.error, folded: folded.get(op.opId) })
         } else if (!isTransient(outcome.error.error)) {
           const [key, op] = batch[outcome.error.index]! as [string, StoredOp]
-          failed.push({ key, op, error: outcome.error.error })
+          failed.push({ key, op, error: outcome.error.error, folded: folded.get(op.opId) })
         } else {
           stopped = outcome.error.error
         }
       }
-      await this.#applied.record(done, { failed })
-      applied += done.length
-      failedCount += failed.length
+      const unrecorded = await this.#applied.record(done, { failed })
+      // The store refused their outcomes (full): they stay in memory, never sent again, and the
+      // replay stops here, retried with backoff, rather than read and send the same rows again.
+      if (unrecorded !== undefined) stopped ??= unrecorded
+      const rowsOf = (n: number, d: { folded?: unknown[] | undefined }) =>
+        n + 1 + (d.folded?.length ?? 0)
+      applied += done.reduce(rowsOf, 0)
+      failedCount += failed.reduce(rowsOf, 0)
       for (const { op } of done)
         if (op.kind === 'put' || op.kind === 'delete')
           if (host.conflictMode(op.key) === 'siblings' && refresh.size < MAX_REFRESH)
             refresh.add(op.key)
-      const outcomes: OpOutcome[] = done.map(({ op, result }) => ({
-        opId: op.opId,
-        result: bodyOf(result),
-      }))
-      for (const { op, error } of failed) {
-        outcomes.push({ opId: op.opId, error: error.toBody() })
-        const failedOp: FailedOp = { ...publicOp(op), error, failedAt: Date.now() }
-        host.events.emit('error', { error, op: failedOp })
+      const outcomes: OpOutcome[] = []
+      for (const { op, result, folded: into } of done) {
+        // A folded edit resolves with the result of the op it was folded into, under its own id.
+        for (const [, f] of into ?? [])
+          outcomes.push({ opId: f.opId, result: { ...bodyOf(result), opId: f.opId } })
+        outcomes.push({ opId: op.opId, result: bodyOf(result) })
+      }
+      for (const { op, error, folded: into } of failed) {
+        for (const o of [...(into ?? []).map(([, f]) => f), op]) {
+          outcomes.push({ opId: o.opId, error: error.toBody() })
+          const failedOp: FailedOp = { ...publicOp(o), error, failedAt: Date.now() }
+          host.events.emit('error', { error, op: failedOp })
+        }
       }
       told = outcomes
       if (stopped !== undefined) break
@@ -220,7 +271,8 @@ export class Replay {
     this.#stopped = stopped !== undefined
     if (stopped !== undefined) {
       if (isUnreachable(stopped)) connectivity.markOffline(stopped)
-      else connectivity.retryLater()
+      // A changed cluster waits for the app (`resetCluster`), not for a retry.
+      else if (stopped.code !== 'CLUSTER_CHANGED') connectivity.retryLater()
       // Whoever waits learns now that its write stays queued.
       this.#waiters.report(this.#waiters.ids().map((opId) => ({ opId, pending: true as const })))
     }
