@@ -50,7 +50,9 @@ export async function runCli(
 export async function urlsOf(
   cli: CliProcess,
   regions: number,
-  timeoutMs = 20_000,
+  // A fail-safe, not a verdict: a CLI that starts redis-servers and compiles on the fly took over
+  // 20 s to print its URLs on a loaded 2-core machine.
+  timeoutMs = 90_000,
 ): Promise<string[]> {
   const printed = () =>
     [...cli.stdout().matchAll(/^region (\d+) \(\S+\) (http:\/\/\S+)$/gm)].map((m) => m[2]!)

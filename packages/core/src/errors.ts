@@ -176,6 +176,13 @@ export const ERROR_CODES = {
    * (status, metric) and takes the origin's entries again once the origin's history agrees.
    */
   SHIPPING_DIVERGED: 409,
+  /**
+   * The request's body would take the body bytes this gateway holds in flight (bodies received and
+   * not yet answered) past its limit: the API key's (or, without one, the address's) share, or the
+   * whole gateway's (`details.scope`: `'key'` or `'gateway'`). Nothing was read or done; retry after
+   * `retry-after` seconds.
+   */
+  BODY_BUDGET_EXCEEDED: 429,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const
