@@ -67,7 +67,7 @@ const twoRegions = {
   auth: { clusterSecret: 'secret-0123456789abcdef' },
 }
 
-describe('causeway gateway: command-line and config errors', () => {
+describe('causeway gateway: command-line and config errors', { timeout: 240_000 }, () => {
   it('needs --config', async () => {
     const { code, stderr } = await runCli(['gateway'])
     expect(code).toBe(2)
