@@ -230,6 +230,11 @@ describe('body bytes in flight: a global cap and a share per key, before any bod
       },
       { timeout: 10_000, interval: 100 },
     )
+    // A request answered gives its bytes back too: another as large fits A's share again.
+    const a4 = await rawConnection(port)
+    sendOpsHead(a4, KEY_A, 600_000)
+    a4.socket.write('x'.repeat(600_000))
+    expect((await replyOf(a4)).body).toMatchObject({ code: 'INVALID_JSON' })
   })
 })
 
