@@ -256,6 +256,9 @@ export const HTTP_LIMIT_ARGS = {
   'request-timeout': { type: 'string' },
   'connection-timeout': { type: 'string' },
   'max-connections': { type: 'string' },
+  'max-connections-per-address': { type: 'string' },
+  'max-body-bytes': { type: 'string' },
+  'max-body-bytes-per-key': { type: 'string' },
 } as const
 
 /** Usage lines of {@link HTTP_LIMIT_ARGS}. */
@@ -265,6 +268,12 @@ export const HTTP_LIMIT_USAGE = `  --headers-timeout MS   time for a request's h
   --connection-timeout MS  close a connection silent both ways this long
                          [default: the larger of 120000 and maxTimeoutMs + 10000]
   --max-connections N    connections per gateway; more are closed        [default: 10000]
+  --max-connections-per-address N  connections one client address holds
+                         (behind a proxy: set to --max-connections)  [default: max-connections / 10]
+  --max-body-bytes N     request-body bytes in flight per gateway; more: 429 BODY_BUDGET_EXCEEDED
+                                                                         [default: 268435456]
+  --max-body-bytes-per-key N  request-body bytes in flight per API key (per address without one)
+                                                                         [default: 67108864]
 `
 
 const HOUR_MS = 3_600_000
@@ -276,6 +285,9 @@ export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS
   requestTimeoutMs?: number
   connectionTimeoutMs?: number
   maxConnections?: number
+  maxConnectionsPerAddress?: number
+  maxBodyBytesInFlight?: number
+  maxBodyBytesInFlightPerKey?: number
 } {
   const out: Record<string, number> = {}
   const ms = (flag: keyof typeof HTTP_LIMIT_ARGS, field: string, max: number) => {
@@ -287,6 +299,9 @@ export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS
   ms('request-timeout', 'requestTimeoutMs', HOUR_MS)
   ms('connection-timeout', 'connectionTimeoutMs', HOUR_MS)
   ms('max-connections', 'maxConnections', 1_000_000)
+  ms('max-connections-per-address', 'maxConnectionsPerAddress', 1_000_000)
+  ms('max-body-bytes', 'maxBodyBytesInFlight', 2 ** 40)
+  ms('max-body-bytes-per-key', 'maxBodyBytesInFlightPerKey', 2 ** 40)
   return out
 }
 
@@ -294,18 +309,22 @@ export function httpLimitsOf(values: Partial<Record<keyof typeof HTTP_LIMIT_ARGS
 export const RATE_LIMIT_ARGS = {
   'rate-limit': { type: 'string' },
   'rate-limit-window': { type: 'string' },
+  'rate-limit-refused': { type: 'string' },
 } as const
 
 /** The rate limit given on the command line (only what was given). */
 export function rateLimitOf(values: Partial<Record<keyof typeof RATE_LIMIT_ARGS, string>>): {
   max?: number
   windowMs?: number
+  maxRefused?: number
 } {
-  const out: { max?: number; windowMs?: number } = {}
+  const out: { max?: number; windowMs?: number; maxRefused?: number } = {}
   if (values['rate-limit'] !== undefined)
     out.max = integer('rate-limit', values['rate-limit'], 0, 0, 100_000_000)
   if (values['rate-limit-window'] !== undefined)
     out.windowMs = integer('rate-limit-window', values['rate-limit-window'], 0, 1, HOUR_MS)
+  if (values['rate-limit-refused'] !== undefined)
+    out.maxRefused = integer('rate-limit-refused', values['rate-limit-refused'], 0, 0, 100_000_000)
   return out
 }
 

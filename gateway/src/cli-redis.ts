@@ -42,11 +42,15 @@ export const GATEWAY_USAGE = `Options of gateway (one gateway process of one reg
   --strict               refuse to start when the Redis servers cannot keep the
                          config's redis.durability (else: a warning)
   --max-watchers N       change feeds (GET /v1/watch) of this gateway    [default: 1000]
+  --max-watchers-per-key N  change feeds one API key (or address) holds on this
+                         gateway                     [default: max-watchers / 10]
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]
   --rate-limit N         requests per window per API key (per address without one);
                          0 turns it off                 [default: the config's, else 5000]
   --rate-limit-window MS the rate limit's window       [default: the config's, else 1000]
+  --rate-limit-refused N refused requests (401, 403) per window per address before
+                         all its requests are refused; 0 = off [default: the config's, else 100]
   HTTP limits (override the config's \`http\`):
 ${HTTP_LIMIT_USAGE}`
 
@@ -90,9 +94,10 @@ interface GatewayCommand {
   opRetentionMs: number | undefined
   strict: boolean
   maxWatchers: number | undefined
+  maxWatchersPerKey: number | undefined
   maxWatchMs: number | undefined
   http: HttpLimits
-  rateLimit: { max?: number; windowMs?: number }
+  rateLimit: { max?: number; windowMs?: number; maxRefused?: number }
 }
 
 function parseGateway(args: string[]): GatewayCommand | 'help' {
@@ -110,6 +115,7 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       'op-retention-ms': { type: 'string' },
       strict: { type: 'boolean' },
       'max-watchers': { type: 'string' },
+      'max-watchers-per-key': { type: 'string' },
       'max-watch-ms': { type: 'string' },
       ...HTTP_LIMIT_ARGS,
       ...RATE_LIMIT_ARGS,
@@ -138,6 +144,10 @@ function parseGateway(args: string[]): GatewayCommand | 'help' {
       values['max-watchers'] === undefined
         ? undefined
         : integer('max-watchers', values['max-watchers'], 0, 0, 1e6),
+    maxWatchersPerKey:
+      values['max-watchers-per-key'] === undefined
+        ? undefined
+        : integer('max-watchers-per-key', values['max-watchers-per-key'], 0, 1, 1e6),
     maxWatchMs:
       values['max-watch-ms'] === undefined
         ? undefined
@@ -191,6 +201,9 @@ export async function runGatewayCommand(args: string[]): Promise<'help' | undefi
     corsOrigins: command.corsOrigins,
     watch: {
       ...(command.maxWatchers === undefined ? {} : { maxWatchers: command.maxWatchers }),
+      ...(command.maxWatchersPerKey === undefined
+        ? {}
+        : { maxWatchersPerKey: command.maxWatchersPerKey }),
       ...(command.maxWatchMs === undefined ? {} : { maxStreamMs: command.maxWatchMs }),
     },
     cluster: {

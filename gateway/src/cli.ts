@@ -83,11 +83,15 @@ Options of dev:
                          region order                      [default: http://HOST:PORT]
   --op-retention-ms MS   how long an idle op-id client's records are kept [default: 86400000]
   --max-watchers N       change feeds (GET /v1/watch) per gateway        [default: 1000]
+  --max-watchers-per-key N  change feeds one API key (or address) holds per
+                         gateway                     [default: max-watchers / 10]
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]
   --rate-limit N         requests per window per client address; 0 = off
                          (a dev cluster has no API keys)                 [default: 0]
   --rate-limit-window MS the rate limit's window                        [default: 1000]
+  --rate-limit-refused N refused requests (401, 403) per window per address before
+                         all its requests are refused; 0 = off            [default: 100]
 ${HTTP_LIMIT_USAGE}
 
   --backend level|redis  storage backend (redis: see below)             [default: level]
@@ -141,6 +145,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       'public-url': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
+      'max-watchers-per-key': { type: 'string' },
       'max-watch-ms': { type: 'string' },
       backend: { type: 'string' },
       ...HTTP_LIMIT_ARGS,
@@ -208,6 +213,11 @@ function parseDev(args: string[]): DevCommand | 'help' {
     options.opRetentionMs = integer('op-retention-ms', values['op-retention-ms'], 0, 1, 2 ** 40)
   if (values['max-watchers'] !== undefined)
     options.watch = { maxWatchers: integer('max-watchers', values['max-watchers'], 0, 0, 1e6) }
+  if (values['max-watchers-per-key'] !== undefined)
+    options.watch = {
+      ...options.watch,
+      maxWatchersPerKey: integer('max-watchers-per-key', values['max-watchers-per-key'], 0, 1, 1e6),
+    }
   if (values['max-watch-ms'] !== undefined)
     options.watch = {
       ...options.watch,

@@ -51,7 +51,7 @@ export interface GatewayServerOptions {
   /** HTTP limits that override the config's `http` (the command line's). */
   http?: HttpLimits
   /** Rate-limit settings that override the config's `rateLimit` (the command line's). */
-  rateLimit?: { max?: number; windowMs?: number }
+  rateLimit?: { max?: number; windowMs?: number; maxRefused?: number }
   /**
    * Refuse to start when the Redis servers cannot keep the durability the config promises
    * (`redis.durability`, checked by `cluster/durability-check.ts`), instead of warning.
@@ -148,6 +148,7 @@ export async function startGateway(options: GatewayServerOptions): Promise<Gatew
           rateLimit: {
             max: rateLimit.max,
             windowMs: rateLimit.windowMs,
+            maxRefused: rateLimit.maxRefused,
             redis: limiter,
             // In partition 0's key space, where the counters' server is by default.
             prefix: `${new ReplicaKeys(config.redis.namespace, region, 0).prefix}rate:`,

@@ -154,6 +154,28 @@ export const ClusterConfigFileSchema = Type.Object(
           requestTimeoutMs: Type.Optional(Ms("most time from a request's first byte to its last")),
           connectionTimeoutMs: Type.Optional(Ms('close a connection silent both ways this long')),
           maxConnections: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+          maxConnectionsPerAddress: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 1_000_000,
+              description: 'connections one client address may hold (default: maxConnections / 10)',
+            }),
+          ),
+          maxBodyBytesInFlight: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 2 ** 40,
+              description: 'request-body bytes in flight, all clients together (default: 256 MiB)',
+            }),
+          ),
+          maxBodyBytesInFlightPerKey: Type.Optional(
+            Type.Integer({
+              minimum: 1,
+              maximum: 2 ** 40,
+              description:
+                'request-body bytes in flight per API key (per address without one; default: 64 MiB)',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -168,6 +190,14 @@ export const ClusterConfigFileSchema = Type.Object(
           }),
           windowMs: Type.Optional(Ms('the window of the rate limit')),
           redis: Type.Optional(RedisUrl),
+          maxRefused: Type.Optional(
+            Type.Integer({
+              minimum: 0,
+              maximum: 100_000_000,
+              description:
+                'refused requests (401, 403) per window per client address before all its requests are refused; 0: off',
+            }),
+          ),
         },
         { additionalProperties: false },
       ),
@@ -539,6 +569,8 @@ export interface RateLimitConfig {
    * @default the leader of the region's partition 0
    */
   redis: string | undefined
+  /** Refused requests (401, 403) per window per client address; 0: not counted. */
+  maxRefused: number
 }
 
 /** A checked config, with defaults filled in and secrets resolved. */
@@ -559,7 +591,10 @@ export interface ClusterConfig {
     previousClusterSecrets: string[]
   }
   limits: Limits
-  /** Time limits and the connection cap of each gateway (only those the file sets). */
+  /**
+   * Time limits, the connection cap and each address's share of it, and the budget of body bytes
+   * in flight of each gateway (only those the file sets).
+   */
   http: HttpLimits
   /** The rate limit of each gateway. */
   rateLimit: RateLimitConfig
@@ -802,6 +837,7 @@ export function parseClusterConfig(
       max: file.rateLimit?.max ?? DEFAULT_RATE_LIMIT.max,
       windowMs: file.rateLimit?.windowMs ?? DEFAULT_RATE_LIMIT.windowMs,
       redis: file.rateLimit?.redis,
+      maxRefused: file.rateLimit?.maxRefused ?? DEFAULT_RATE_LIMIT.maxRefused,
     },
     shipping: { ...DEFAULT_SHIPPING, ...file.shipping },
     namespaces,

@@ -29,7 +29,8 @@ import {
   serverOptionsFor,
   type HttpLimits,
 } from './http-limits.js'
-import { registerRateLimit, type RateLimitOptions } from './rate-limit.js'
+import { limitRefusals, registerRateLimit, type RateLimitOptions } from './rate-limit.js'
+import { BodyBudget, chargeBodies } from './body-budget.js'
 import { parseTextTypes } from './text-types.js'
 import { healthRoute } from './routes/health.js'
 import type { LabelReceiver } from '../replication/causal/label-link.js'
@@ -102,7 +103,8 @@ export interface GatewayOptions {
    */
   watch?: WatchOptions
   /**
-   * Time limits of a request and a connection, and the connection cap (`http-limits.ts`).
+   * Time limits of a request and a connection, the connection cap and each address's share of it
+   * (`http-limits.ts`), and the budget of body bytes in flight (`body-budget.ts`).
    * @default every limit at its default
    */
   http?: HttpLimits
@@ -199,7 +201,11 @@ export function buildGateway(options: GatewayOptions): Gateway {
     }
   })
   decorateForAuth(app)
+  // Before authentication: an address over its budget of refused requests is not checked again.
+  if (options.rateLimit) limitRefusals(app, options.rateLimit)
   app.addHook('onRequest', authenticate(options.auth ?? {}))
+  // After authentication, which names the key a body is charged to; before any body is read.
+  app.addHook('onRequest', chargeBodies(new BodyBudget(limits), limits))
   // A request no route answers is answered now, before its body is read: an unknown method
   // with a body (`QUERY /healthz`) is 405 like any other, not a content-type error. Made before
   // any route is added: it records the methods of every route for 405's `Allow`.

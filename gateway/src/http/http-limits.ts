@@ -13,8 +13,12 @@
  *   steadily it trickles;
  * - connection: Node's socket timeout, no byte in either direction; longer than any wait a
  *   request may ask for (`limits.maxTimeoutMs`), since a read waiting for a replica sends nothing;
- * - connections: `server.maxConnections`; a connection over the cap is closed as it is accepted.
+ * - connections: `server.maxConnections`; a connection over the cap is closed as it is accepted;
+ *   so is one over its client address's share (`maxConnectionsPerAddress`), so that one address
+ *   holding idle sockets cannot lock every other client out;
+ * - body bytes in flight: see `body-budget.ts`.
  */
+import { Socket as NetSocket, type Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { CausewayError } from '@causeway/core'
 import { writeErrorAndClose } from './client-errors.js'
@@ -47,6 +51,27 @@ export interface HttpLimits {
    * @default 10000
    */
   maxConnections?: number
+  /**
+   * Most connections one client address holds at once; one more is closed as soon as it is
+   * accepted. Behind a proxy or load balancer every connection comes from its address: raise this
+   * to `maxConnections` there (the proxy bounds its clients itself).
+   * @default a tenth of `maxConnections` (1000), at least 1
+   */
+  maxConnectionsPerAddress?: number
+  /**
+   * Most request-body bytes the gateway holds in flight at once, all clients together (bodies
+   * received or declared and not yet answered). A request that would exceed it is refused with
+   * `BODY_BUDGET_EXCEEDED` (429) before its body is read, unless nothing else is in flight.
+   * @default 256 MiB
+   */
+  maxBodyBytesInFlight?: number
+  /**
+   * Most request-body bytes one API key (or, without one, one client address) has in flight at
+   * once: its share of `maxBodyBytesInFlight`. Over it: `BODY_BUDGET_EXCEEDED` (429), unless the
+   * key has nothing else in flight (one body of any size the route takes always fits).
+   * @default 64 MiB
+   */
+  maxBodyBytesInFlightPerKey?: number
 }
 
 /** {@link HttpLimits} with every field filled in. */
@@ -58,6 +83,8 @@ export const DEFAULT_HTTP_LIMITS = Object.freeze({
   bodyTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   maxConnections: 10_000,
+  maxBodyBytesInFlight: 256 * 1024 * 1024,
+  maxBodyBytesInFlightPerKey: 64 * 1024 * 1024,
 })
 
 /** How often Node checks the header and request deadlines (its own default is every 30 s). */
@@ -75,6 +102,7 @@ export function resolveHttpLimits(
   const resolved: ResolvedHttpLimits = {
     ...DEFAULT_HTTP_LIMITS,
     connectionTimeoutMs: Math.max(120_000, maxTimeoutMs + 10_000),
+    maxConnectionsPerAddress: 0, // filled in below, from maxConnections
   }
   for (const [name, value] of Object.entries(limits ?? {})) {
     if (value === undefined) continue
@@ -82,6 +110,8 @@ export function resolveHttpLimits(
       throw new RangeError(`http limit ${name} must be a positive whole number, not ${value}`)
     ;(resolved as Record<string, number>)[name] = value as number
   }
+  if (limits?.maxConnectionsPerAddress === undefined)
+    resolved.maxConnectionsPerAddress = Math.max(1, Math.floor(resolved.maxConnections / 10))
   if (resolved.headersTimeoutMs > resolved.requestTimeoutMs)
     throw new RangeError(
       `headersTimeoutMs (${resolved.headersTimeoutMs}) must not exceed requestTimeoutMs (${resolved.requestTimeoutMs})`,
@@ -124,6 +154,9 @@ export function dropStalledBodies(limits: ResolvedHttpLimits) {
     const raw = request.raw
     if (raw.complete || !hasBody(request)) return
     const socket = raw.socket
+    // An injected request (`app.inject`, tests) has no connection to drop; its stand-in socket
+    // cannot be ended, and its timer would go off after the test that made it.
+    if (!(socket instanceof NetSocket)) return
     let seen = socket.bytesRead
     const check = (): void => {
       if (raw.complete || socket.destroyed) return
@@ -159,7 +192,29 @@ export function dropStalledBodies(limits: ResolvedHttpLimits) {
   }
 }
 
-/** Applies the connection cap to the gateway's server. */
+/**
+ * Applies the connection cap, and each client address's share of it, to the gateway's server.
+ * Node closes a connection over `maxConnections` before announcing it; one over its address's
+ * share is closed here, as it is announced, before a byte of it is read.
+ */
 export function capConnections(app: FastifyInstance, limits: ResolvedHttpLimits): void {
   app.server.maxConnections = limits.maxConnections
+  const share = limits.maxConnectionsPerAddress
+  if (share >= limits.maxConnections) return
+  /** Open connections per client address; an address leaves the map with its last connection. */
+  const open = new Map<string, number>()
+  app.server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? ''
+    const held = open.get(address) ?? 0
+    if (held >= share) {
+      socket.destroy()
+      return
+    }
+    open.set(address, held + 1)
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1
+      if (left > 0) open.set(address, left)
+      else open.delete(address)
+    })
+  })
 }

@@ -181,7 +181,8 @@ export class RedisChaosCluster {
 
   /** The region's gateway that holds the most shipping leases (asked through `/v1/status`). */
   async leaseHolder(d: number): Promise<ChaosGateway> {
-    const deadline = Date.now() + 10_000
+    // A deadline, not a verdict: a loaded machine's gateways may take more than 10 s to answer.
+    const deadline = Date.now() + 60_000
     while (Date.now() < deadline) {
       let best: { g: ChaosGateway; held: number } | undefined
       for (const g of this.gateways.filter((x) => x.region === d)) {

@@ -37,7 +37,9 @@ export function startCli(args: string[]): CliProcess {
 /** Runs `causeway <args>` to its end (at most `timeoutMs`). */
 export async function runCli(
   args: string[],
-  timeoutMs = 15_000,
+  // A fail-safe, not a verdict: on a loaded 2-core machine the bin (tsx compiling the sources)
+  // took over 15 s just to refuse a bad config.
+  timeoutMs = 90_000,
 ): Promise<{ code: number | string; stdout: string; stderr: string }> {
   const cli = startCli(args)
   const timer = setTimeout(() => cli.child.kill('SIGKILL'), timeoutMs)
@@ -50,7 +52,9 @@ export async function runCli(
 export async function urlsOf(
   cli: CliProcess,
   regions: number,
-  timeoutMs = 20_000,
+  // A fail-safe, not a verdict: a CLI that starts redis-servers and compiles on the fly took over
+  // 20 s to print its URLs on a loaded 2-core machine.
+  timeoutMs = 90_000,
 ): Promise<string[]> {
   const printed = () =>
     [...cli.stdout().matchAll(/^region (\d+) \(\S+\) (http:\/\/\S+)$/gm)].map((m) => m[2]!)

@@ -45,7 +45,8 @@ async function get(url: string, key: string, query = '', after?: WriteReply) {
   return { status: res.status, body: (await res.json()) as Record<string, unknown> }
 }
 
-describe('causeway dev', () => {
+// Each test starts CLI processes, which wait (with a deadline) for their URLs: see urlsOf.
+describe('causeway dev', { timeout: 240_000 }, () => {
   it('with --wan-delay 800, a read in region 1 after a write in region 0 waits for it with causeway-after', async () => {
     const cli = dev([
       '--memory',

@@ -18,6 +18,9 @@ describe('limit flags', () => {
         'request-timeout': '20000',
         'connection-timeout': '90000',
         'max-connections': '500',
+        'max-connections-per-address': '20',
+        'max-body-bytes': '100000000',
+        'max-body-bytes-per-key': '30000000',
       }),
     ).toEqual({
       headersTimeoutMs: 5000,
@@ -25,12 +28,16 @@ describe('limit flags', () => {
       requestTimeoutMs: 20_000,
       connectionTimeoutMs: 90_000,
       maxConnections: 500,
+      maxConnectionsPerAddress: 20,
+      maxBodyBytesInFlight: 100_000_000,
+      maxBodyBytesInFlightPerKey: 30_000_000,
     })
     expect(rateLimitOf({})).toEqual({})
     expect(rateLimitOf({ 'rate-limit': '0', 'rate-limit-window': '250' })).toEqual({
       max: 0,
       windowMs: 250,
     })
+    expect(rateLimitOf({ 'rate-limit-refused': '0' })).toEqual({ maxRefused: 0 })
   })
 
   it('bounds how far ahead of the clock a write may depend (--max-skew)', () => {

@@ -67,7 +67,7 @@ const twoRegions = {
   auth: { clusterSecret: 'secret-0123456789abcdef' },
 }
 
-describe('causeway gateway: command-line and config errors', () => {
+describe('causeway gateway: command-line and config errors', { timeout: 240_000 }, () => {
   it('needs --config', async () => {
     const { code, stderr } = await runCli(['gateway'])
     expect(code).toBe(2)
@@ -114,80 +114,87 @@ describe('causeway gateway: command-line and config errors', () => {
   })
 })
 
-describe('causeway gateway over running Redis servers', { tags: ['redis'] }, () => {
-  it('serves the region named by --region, with the API keys of the config', async () => {
-    const leader = await startRedis()
-    const follower = await startRedis()
-    await follower.replicaOf(leader)
-    const port = await freePort()
-    const key = 'cli-api-key-0123456789'
-    const path = await writeConfig('one.json', {
-      format: 1,
-      cluster: 'cli-test',
-      partitions: 1,
-      regions: [
-        { name: 'home', url: `http://127.0.0.1:${port}`, replicas: [[leader.url, follower.url]] },
-      ],
-      auth: { apiKeys: [key] },
+describe(
+  'causeway gateway over running Redis servers',
+  { tags: ['redis'], timeout: 240_000 },
+  () => {
+    it('serves the region named by --region, with the API keys of the config', async () => {
+      const leader = await startRedis()
+      const follower = await startRedis()
+      await follower.replicaOf(leader)
+      const port = await freePort()
+      const key = 'cli-api-key-0123456789'
+      const path = await writeConfig('one.json', {
+        format: 1,
+        cluster: 'cli-test',
+        partitions: 1,
+        regions: [
+          { name: 'home', url: `http://127.0.0.1:${port}`, replicas: [[leader.url, follower.url]] },
+        ],
+        auth: { apiKeys: [key] },
+      })
+      const app = 'https://app.example.com'
+      const gateway = cli([
+        ...['gateway', '--config', path, '--region', 'home', '--port', String(port)],
+        ...['--cors-origin', app],
+      ])
+      const [url] = await urlsOf(gateway, 1)
+      expect(url).toBe(`http://127.0.0.1:${port}`)
+      expect((await fetch(`${url}/v1/kv/x`)).status).toBe(401)
+      // Pages of the origin it was given may call (and read its 401); no other origin's.
+      const fromApp = await fetch(`${url}/v1/kv/x`, { headers: { origin: app } })
+      expect([fromApp.status, fromApp.headers.get('access-control-allow-origin')]).toEqual([
+        401,
+        app,
+      ])
+      const fromOther = await fetch(`${url}/v1/kv/x`, { headers: { origin: 'https://other.test' } })
+      expect(fromOther.headers.get('access-control-allow-origin')).toBeNull()
+      const auth = { authorization: `Bearer ${key}` }
+      const put = await fetch(`${url}/v1/kv/x?durability=majority`, {
+        method: 'PUT',
+        headers: { ...auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ value: 42 }),
+      })
+      expect(put.status).toBe(200)
+      const get = await fetch(`${url}/v1/kv/x?replica=follower`, {
+        headers: { ...auth, 'causeway-after': `0:${((await put.json()) as { idx: number }).idx}` },
+      })
+      expect(await get.json()).toMatchObject({ found: true, value: 42, replica: 1 })
+      expect(await stopCli(gateway, 'SIGTERM')).toBe(0)
+      expect(gateway.stderr()).toContain('stopped')
     })
-    const app = 'https://app.example.com'
-    const gateway = cli([
-      ...['gateway', '--config', path, '--region', 'home', '--port', String(port)],
-      ...['--cors-origin', app],
-    ])
-    const [url] = await urlsOf(gateway, 1)
-    expect(url).toBe(`http://127.0.0.1:${port}`)
-    expect((await fetch(`${url}/v1/kv/x`)).status).toBe(401)
-    // Pages of the origin it was given may call (and read its 401); no other origin's.
-    const fromApp = await fetch(`${url}/v1/kv/x`, { headers: { origin: app } })
-    expect([fromApp.status, fromApp.headers.get('access-control-allow-origin')]).toEqual([401, app])
-    const fromOther = await fetch(`${url}/v1/kv/x`, { headers: { origin: 'https://other.test' } })
-    expect(fromOther.headers.get('access-control-allow-origin')).toBeNull()
-    const auth = { authorization: `Bearer ${key}` }
-    const put = await fetch(`${url}/v1/kv/x?durability=majority`, {
-      method: 'PUT',
-      headers: { ...auth, 'content-type': 'application/json' },
-      body: JSON.stringify({ value: 42 }),
-    })
-    expect(put.status).toBe(200)
-    const get = await fetch(`${url}/v1/kv/x?replica=follower`, {
-      headers: { ...auth, 'causeway-after': `0:${((await put.json()) as { idx: number }).idx}` },
-    })
-    expect(await get.json()).toMatchObject({ found: true, value: 42, replica: 1 })
-    expect(await stopCli(gateway, 'SIGTERM')).toBe(0)
-    expect(gateway.stderr()).toContain('stopped')
-  })
 
-  it('warns when the servers cannot keep the durability the config promises, and with --strict refuses to start', async () => {
-    const leader = await startRedis({ appendfsync: 'everysec' })
-    const follower = await startRedis()
-    await follower.replicaOf(leader)
-    const port = await freePort()
-    const path = await writeConfig('lazy.json', {
-      format: 1,
-      cluster: 'cli-lazy',
-      partitions: 1,
-      regions: [
-        { name: 'home', url: `http://127.0.0.1:${port}`, replicas: [[leader.url, follower.url]] },
-      ],
-      redis: { durability: 'leader' },
+    it('warns when the servers cannot keep the durability the config promises, and with --strict refuses to start', async () => {
+      const leader = await startRedis({ appendfsync: 'everysec' })
+      const follower = await startRedis()
+      await follower.replicaOf(leader)
+      const port = await freePort()
+      const path = await writeConfig('lazy.json', {
+        format: 1,
+        cluster: 'cli-lazy',
+        partitions: 1,
+        regions: [
+          { name: 'home', url: `http://127.0.0.1:${port}`, replicas: [[leader.url, follower.url]] },
+        ],
+        redis: { durability: 'leader' },
+      })
+      const strict = await runCli(
+        ['gateway', '--config', path, '--port', String(port), '--strict'],
+        60_000,
+      )
+      expect(strict.code).not.toBe(0)
+      expect(strict.stderr).toMatch(/cannot keep durability 'leader'/)
+      expect(strict.stderr).toMatch(/appendfsync everysec\) may lose the last second/)
+      expect(await accepting(port)).toBe(false)
+      const lenient = cli(['gateway', '--config', path, '--port', String(port)])
+      await urlsOf(lenient, 1)
+      expect(lenient.stderr()).toMatch(/WARNING: durability 'leader' cannot be kept/)
+      expect(await stopCli(lenient, 'SIGTERM')).toBe(0)
     })
-    const strict = await runCli(
-      ['gateway', '--config', path, '--port', String(port), '--strict'],
-      60_000,
-    )
-    expect(strict.code).not.toBe(0)
-    expect(strict.stderr).toMatch(/cannot keep durability 'leader'/)
-    expect(strict.stderr).toMatch(/appendfsync everysec\) may lose the last second/)
-    expect(await accepting(port)).toBe(false)
-    const lenient = cli(['gateway', '--config', path, '--port', String(port)])
-    await urlsOf(lenient, 1)
-    expect(lenient.stderr()).toMatch(/WARNING: durability 'leader' cannot be kept/)
-    expect(await stopCli(lenient, 'SIGTERM')).toBe(0)
-  })
-})
+  },
+)
 
-describe('causeway dev --backend redis', { tags: ['redis'] }, () => {
+describe('causeway dev --backend redis', { tags: ['redis'], timeout: 240_000 }, () => {
   it('starts its own redis-servers, and a restart on the same --data keeps the cluster', async () => {
     const data = join(dir, 'dev-data')
     const args = ['dev', '--backend', 'redis', '--port', '0', '--regions', '1']
@@ -239,5 +246,5 @@ describe('causeway dev --backend redis', { tags: ['redis'] }, () => {
     const ports = servers.regions.flatMap((r) => r.replicas.flat()).map((u) => new URL(u).port)
     ports.push(new URL(again!).port)
     await Promise.all(ports.map((port) => closed(Number(port))))
-  }, 45_000)
+  }, 240_000)
 })

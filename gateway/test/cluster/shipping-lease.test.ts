@@ -21,15 +21,17 @@ afterEach(async () => {
 
 function lease(key: string, ttlMs: number) {
   const log: string[] = []
+  /** When each event happened (performance.now), taken in the callback, not by polling. */
+  const at: number[] = []
   const l = new RedisLease({
     url: server.url,
     key,
     ttlMs,
-    onAcquired: () => log.push('acquired'),
-    onLost: () => log.push('lost'),
+    onAcquired: () => (log.push('acquired'), at.push(performance.now())),
+    onLost: () => (log.push('lost'), at.push(performance.now())),
   })
   leases.push(l)
-  return { lease: l, log }
+  return { lease: l, log, at }
 }
 
 async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> {
@@ -38,13 +40,22 @@ async function until(what: string, ok: () => boolean, ms = 5000): Promise<void> 
 
 describe('RedisLease', () => {
   it('has one holder at a time, which keeps it by renewing past its ttl', async () => {
+    // A ttl of 300 ms (renewals every 100 ms) lost the lease to B whenever the machine stalled
+    // for 300 ms; at 1500 ms a renewal may come ~1 s late and still hold it.
+    const TTL = 1500
     const key = `lease:${randomUUID()}`
-    const a = lease(key, 300)
+    const a = lease(key, TTL)
     a.lease.start()
     await until('a holds it', () => a.lease.held)
-    const b = lease(key, 300)
+    const b = lease(key, TTL)
     b.lease.start()
-    await new Promise((r) => setTimeout(r, 900))
+    // Two ttls pass (this only paces the test; the verdict is who holds the key after them):
+    // without renewals the key would have expired and B, trying every ttl/3, taken it.
+    const passed = performance.now() + 2 * TTL
+    await vi.waitFor(() => expect(performance.now()).toBeGreaterThan(passed), {
+      timeout: 4 * TTL,
+      interval: 100,
+    })
     expect([a.lease.held, b.lease.held]).toEqual([true, false])
     expect(a.log).toEqual(['acquired'])
     expect(b.log).toEqual([])
@@ -79,16 +90,22 @@ describe('RedisLease', () => {
   })
 
   it('gives up a lease it cannot renew before anyone else could take it', async () => {
+    // A ttl of 3 s: the lease ends itself at most ttl - 150 ms after its last renewal was sent
+    // (which was before the pause), so the bound below has 150 ms (plus the time between that
+    // renewal and the pause) of slack for late timers; at 600 ms the slack was 30 ms, and the
+    // moment was taken by polling every 10 ms.
+    const TTL = 3000
     const key = `lease:${randomUUID()}`
-    const a = lease(key, 600)
+    const a = lease(key, TTL)
     a.lease.start()
     await until('a holds it', () => a.lease.held)
     server.pause()
     const pausedAt = performance.now()
     try {
-      await until('a gave it up', () => !a.lease.held, 3000)
+      await until('a gave it up', () => !a.lease.held, 3 * TTL)
       // Within its ttl of the last renewal: before the key could have expired in Redis.
-      expect(performance.now() - pausedAt).toBeLessThan(600)
+      expect(a.log).toEqual(['acquired', 'lost'])
+      expect(a.at[1]! - pausedAt).toBeLessThan(TTL)
     } finally {
       server.resume()
     }

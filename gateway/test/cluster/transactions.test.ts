@@ -179,7 +179,9 @@ describe('old versions', () => {
       replicas: 2,
       sync: false,
       namespaces: { acct: { transactions: true } },
-      snapshots: { idleMs: 150, maxAgeMs: 400 },
+      // Room for a loaded machine: at idleMs 150 and maxAgeMs 400 a 150 ms stall between two of
+      // the reads below (or 400 ms for all of them) let the snapshot be collected under them.
+      snapshots: { idleMs: 1000, maxAgeMs: 20_000 },
       collectEveryMs: 25,
     })
     clusters.push(cluster)
@@ -198,8 +200,9 @@ describe('old versions', () => {
     const open = await tx.read({ keys: ['acct:x'], timeoutMs: 1000 })
     expect(open.snapshot).toBe(1)
     for (let n = 2; n <= 6; n++) await write(n)
+    // Reads 300 ms apart keep it open past idleMs (1.2 s in all).
     for (let i = 0; i < 4; i++) {
-      await new Promise((resolve) => setTimeout(resolve, 60))
+      await new Promise((resolve) => setTimeout(resolve, 300))
       const again = await tx.read({ keys: ['acct:x'], snapshot: 1, timeoutMs: 1000 })
       expect(again.items[0]!.version?.value).toBe('1')
     }
@@ -207,7 +210,7 @@ describe('old versions', () => {
     const leaders = [0, 1].map((p) => cluster.replica(0, p, 0))
     const followers = [0, 1].map((p) => cluster.replica(0, p, 1))
     await vi.waitUntil(() => [...leaders, ...followers].every((r) => r.txFloor() >= 6), {
-      timeout: 5000,
+      timeout: 20_000,
       interval: 20,
     })
     await expect(tx.read({ keys: ['acct:x'], snapshot: 1, timeoutMs: 1000 })).rejects.toMatchObject(

@@ -102,6 +102,7 @@ describe('cluster config', () => {
       max: 5000,
       windowMs: 1000,
       redis: undefined,
+      maxRefused: 100,
     })
     expect(parseClusterConfig(valid()).http).toEqual({})
     const data = {
@@ -114,8 +115,14 @@ describe('cluster config', () => {
         ],
         clusterSecret: SECRET,
       },
-      http: { bodyTimeoutMs: 5000, maxConnections: 100 },
-      rateLimit: { max: 0, windowMs: 2000, redis: 'redis://10.0.9.9:6379' },
+      http: {
+        bodyTimeoutMs: 5000,
+        maxConnections: 100,
+        maxConnectionsPerAddress: 5,
+        maxBodyBytesInFlight: 50_000_000,
+        maxBodyBytesInFlightPerKey: 20_000_000,
+      },
+      rateLimit: { max: 0, windowMs: 2000, redis: 'redis://10.0.9.9:6379', maxRefused: 7 },
     }
     const config = parseClusterConfig(data, 'x', { CART: 'c'.repeat(20) })
     expect(config.auth.apiKeys).toEqual([
@@ -123,8 +130,19 @@ describe('cluster config', () => {
       { key: 'c'.repeat(20), name: 'cart-app', namespaces: ['cart'], access: 'read' },
       { key: 'writer-key-0123456789', access: 'write', rateLimit: 50 },
     ])
-    expect(config.http).toEqual({ bodyTimeoutMs: 5000, maxConnections: 100 })
-    expect(config.rateLimit).toEqual({ max: 0, windowMs: 2000, redis: 'redis://10.0.9.9:6379' })
+    expect(config.http).toEqual({
+      bodyTimeoutMs: 5000,
+      maxConnections: 100,
+      maxConnectionsPerAddress: 5,
+      maxBodyBytesInFlight: 50_000_000,
+      maxBodyBytesInFlightPerKey: 20_000_000,
+    })
+    expect(config.rateLimit).toEqual({
+      max: 0,
+      windowMs: 2000,
+      redis: 'redis://10.0.9.9:6379',
+      maxRefused: 7,
+    })
     const refused = (apiKey: unknown) =>
       problems({ ...valid(), auth: { apiKeys: [apiKey], clusterSecret: SECRET } }).join('\n')
     expect(refused({ key: 'k'.repeat(20), namespaces: ['a:b'] })).toContain(

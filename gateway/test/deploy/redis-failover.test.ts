@@ -380,6 +380,18 @@ describe('writes nobody else had', { timeout: TIMEOUT }, () => {
   })
 })
 
+/** How many authentications the server at `url` refused (its `ACL LOG`, reason `auth`). */
+async function refusedReplicaAuths(url: string): Promise<number> {
+  const log = (await withRedis(url, (r) => r.call('ACL', 'LOG'))) as unknown[][]
+  let refused = 0
+  for (const entry of log) {
+    const fields = new Map<unknown, unknown>()
+    for (let i = 0; i + 1 < entry.length; i += 2) fields.set(String(entry[i]), entry[i + 1])
+    if (fields.get('reason') === 'auth') refused += Number(fields.get('count') ?? 1)
+  }
+  return refused
+}
+
 describe('without Sentinel', { timeout: TIMEOUT }, () => {
   let h: Harness
 
@@ -419,8 +431,14 @@ describe('without Sentinel', { timeout: TIMEOUT }, () => {
       (e: unknown) => e as { code: string },
     )
     expect(refused?.code).toBe('BACKEND_UNAVAILABLE')
-    // Seconds later the followers still hold everything (they refuse to copy the empty leader).
-    await new Promise((resolve) => setTimeout(resolve, 3000))
+    // The followers try to resynchronise from the empty leader and are refused (the replication
+    // user they authenticate as does not exist in the restarted process): wait until the leader
+    // has refused several such attempts, then check that they still hold everything. (A 3 s
+    // sleep decided this before: on a loaded machine no attempt may have been made in it.)
+    await vi.waitFor(
+      async () => expect(await refusedReplicaAuths(leader.url)).toBeGreaterThanOrEqual(4),
+      { timeout: 30_000, interval: 200 },
+    )
     expect(await withRedis(follower.url, (r) => r.dbsize())).toBeGreaterThanOrEqual(before)
     expect((await db.get('k3', { replica: 'follower' })).value).toBe(3)
     await db.close()

@@ -137,7 +137,7 @@ describe('http limits', () => {
   })
 
   it('refuses connections over maxConnections and serves those under it', async () => {
-    const { port } = await listen({ maxConnections: 2 })
+    const { port } = await listen({ maxConnections: 2, maxConnectionsPerAddress: 2 })
     const first = await open(port)
     const second = await open(port)
     // Both are accepted and held (the server counts them before the third arrives).
@@ -174,7 +174,13 @@ describe('http limits', () => {
       requestTimeoutMs: 30_000,
       connectionTimeoutMs: 120_000,
       maxConnections: 10_000,
+      maxConnectionsPerAddress: 1000,
+      maxBodyBytesInFlight: 256 * 1024 * 1024,
+      maxBodyBytesInFlightPerKey: 64 * 1024 * 1024,
     })
+    // An address's share follows the cap unless set.
+    expect(resolveHttpLimits({ maxConnections: 100 }, 1).maxConnectionsPerAddress).toBe(10)
+    expect(resolveHttpLimits({ maxConnections: 5 }, 1).maxConnectionsPerAddress).toBe(1)
     // A read may wait up to maxTimeoutMs without a byte on its connection.
     expect(resolveHttpLimits(undefined, 600_000).connectionTimeoutMs).toBe(610_000)
     expect(() => resolveHttpLimits({ bodyTimeoutMs: 0 }, 60_000)).toThrow(RangeError)

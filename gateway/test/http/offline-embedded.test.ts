@@ -20,7 +20,12 @@ offlineSuite('embedded cluster (LevelDB on disk)', async (): Promise<Deployment>
       sync: false,
       wanDelayMs: SUITE_OPTIONS.wanDelayMs,
       namespaces: SUITE_OPTIONS.namespaces,
-      watch: { maxWatchers: SUITE_OPTIONS.maxWatchers },
+      // The suite fills the whole gateway's cap with one key: its share is the cap here (the
+      // per-key share has its own test, http/tenant-shares.test.ts).
+      watch: {
+        maxWatchers: SUITE_OPTIONS.maxWatchers,
+        maxWatchersPerKey: SUITE_OPTIONS.maxWatchers,
+      },
     })
   let dev: DevCluster = await start()
   const deployment: Deployment = {

@@ -146,8 +146,13 @@ describe('ChannelLease (BroadcastChannel, no Web Locks)', () => {
     const clients = ['c', 'a', 'b'].map((id) => lease(id, name))
     const owned: number[] = []
     await Promise.all(clients.map((c, i) => c.start(() => owned.push(i))))
+    // Once one owns it (a 500 ms sleep alone decided this before: a slow election left none),
+    // no other takes it too within the next 500 ms: one owner callback in all. The wait only
+    // gives a second owner room to appear; it cannot fail a correct lease however slow.
+    await until(() => clients.some((c) => c.owner), 30_000)
     await new Promise((r) => setTimeout(r, 500))
     expect(clients.filter((c) => c.owner)).toHaveLength(1)
+    expect(owned).toHaveLength(1)
     const owner = clients.find((c) => c.owner)!
     owner.release()
     await until(() => clients.filter((c) => c.owner).length === 1)

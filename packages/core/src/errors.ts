@@ -205,6 +205,13 @@ export const ERROR_CODES = {
    * gateway's `connect()` was given and those listed in `trustedOrigins`. Nothing was sent.
    */
   UNTRUSTED_ORIGIN: 403,
+  /**
+   * The request's body would take the body bytes this gateway holds in flight (bodies received and
+   * not yet answered) past its limit: the API key's (or, without one, the address's) share, or the
+   * whole gateway's (`details.scope`: `'key'` or `'gateway'`). Nothing was read or done; retry after
+   * `retry-after` seconds.
+   */
+  BODY_BUDGET_EXCEEDED: 429,
   /** A bug: the request may or may not have taken effect. */
   INTERNAL: 500,
 } as const

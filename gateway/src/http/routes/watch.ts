@@ -15,6 +15,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import { Type } from 'typebox'
 import type { ChangeFeed, ChangeFeedService } from '../../cluster/change-feed.js'
 import type { ClusterService } from '../../cluster/cluster-service.js'
+import { principalOf } from '../auth.js'
 import { checkDataScope } from '../data-scope.js'
 import { LAST_EVENT_ID_HEADER, watchAfterHeader } from '../header-schemas.js'
 import { toCausewayError } from '../errors.js'
@@ -28,6 +29,13 @@ export interface WatchOptions {
    * @default 1000
    */
   maxWatchers?: number
+  /**
+   * Most feeds one API key (or, without one, one client address) holds on this gateway: its share
+   * of `maxWatchers`, so that one tenant cannot take every slot. One more is refused with
+   * `TOO_MANY_WATCHERS` (`details.scope: 'key'`).
+   * @default a tenth of `maxWatchers` (100), at least 1
+   */
+  maxWatchersPerKey?: number
   /**
    * Heartbeat period of a feed that asks for none (`heartbeatMs`), in ms.
    * @default 15000
@@ -64,6 +72,7 @@ const errors = { '4xx': ErrorReplySchema, '5xx': ErrorReplySchema }
 export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (app, options) => {
   const { service, changes } = options
   const maxWatchers = options.maxWatchers ?? 1000
+  const maxWatchersPerKey = options.maxWatchersPerKey ?? Math.max(1, Math.floor(maxWatchers / 10))
   const heartbeatMs = options.heartbeatMs ?? 15_000
   const retryAfterS = options.retryAfterS ?? 5
   const maxStreamMs = options.maxStreamMs ?? 30 * 60_000
@@ -74,6 +83,13 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
   })
   /** Feeds streaming or being opened, each with how to end it. */
   const active = new Set<{ shutdown(): void }>()
+  /** Feeds streaming or being opened per API key (`ip:<address>` without one). */
+  const perKey = new Map<string, number>()
+  const release = (key: string): void => {
+    const left = (perKey.get(key) ?? 1) - 1
+    if (left > 0) perKey.set(key, left)
+    else perKey.delete(key)
+  }
   let closing = false
 
   // Heartbeats are the feed's own events (with a cursor), not the plugin's comments.
@@ -96,7 +112,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
           'A `text/event-stream` of `change` events (data: `{ key, p, dc, idx, ts, deleted, value?, siblings?, context?, set? }`) ' +
           'and `heartbeat` events (data: `{ cursor }`, one at once, then every `heartbeatMs`), each with the cursor after it as its `id`. ' +
           'Resume with `since` or `Last-Event-ID`: every change after the cursor arrives exactly once. A failure after the start is an `error` event with an error body, then the end of the stream. ' +
-          `At most ${maxWatchers} feeds per gateway (429 TOO_MANY_WATCHERS).`,
+          `At most ${maxWatchers} feeds per gateway, ${maxWatchersPerKey} per API key (429 TOO_MANY_WATCHERS).`,
         operationId: 'watch',
         tags: ['kv'],
         querystring: withTimeoutMaximum(WatchQuerySchema, shape.limits.maxTimeoutMs),
@@ -135,7 +151,17 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
         throw new CausewayError(
           'TOO_MANY_WATCHERS',
           `this gateway already streams ${maxWatchers} change feeds; retry in ${retryAfterS} s or on another gateway`,
-          { limit: maxWatchers, retryAfterS },
+          { limit: maxWatchers, retryAfterS, scope: 'gateway' },
+        )
+      }
+      const key = principalOf(request)?.id ?? `ip:${request.ip}`
+      const held = perKey.get(key) ?? 0
+      if (held >= maxWatchersPerKey) {
+        reply.header('retry-after', String(retryAfterS))
+        throw new CausewayError(
+          'TOO_MANY_WATCHERS',
+          `this ${key.startsWith('ip:') ? 'address' : 'API key'} already holds ${maxWatchersPerKey} change feeds on this gateway, its share; close one or retry in ${retryAfterS} s`,
+          { limit: maxWatchersPerKey, retryAfterS, scope: 'key' },
         )
       }
       let feed: ChangeFeed | undefined
@@ -146,11 +172,14 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
           feed?.close()
         },
       }
-      active.add(watcher) // counted while it opens, so a burst cannot overshoot the limit
+      // Counted while it opens, so a burst cannot overshoot the limits.
+      active.add(watcher)
+      perKey.set(key, held + 1)
       try {
         feed = await changes.open(watch.request)
       } catch (error) {
         active.delete(watcher)
+        release(key)
         throw error
       }
       const sse = reply.sse
@@ -190,6 +219,7 @@ export const watchRoute: FastifyPluginAsyncTypebox<WatchRouteOptions> = async (a
         clearTimeout(expiry)
         feed.close()
         active.delete(watcher)
+        release(key)
         sse.close()
       }
     },

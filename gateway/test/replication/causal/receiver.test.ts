@@ -75,10 +75,11 @@ describe('the receiver (Algorithm 5)', () => {
     // The label of b first, then a's: labels only ever arrive in stream order, so a is sent first.
     await store.append(labelEnvelope(0, t(20), [a, b]))
     await store.stash(1, ship(0, [data(0, b)]))
-    // b's data is here, but a (its origin's earlier update) is not: nothing is applied.
-    await new Promise((r) => setTimeout(r, 30))
+    // b's data is here, but a (its origin's earlier update) is not: nothing is applied. Once the
+    // applier has looked and is blocked (not after a 30 ms sleep, which on a loaded machine may
+    // end before it looked at all, and pass without testing anything).
+    await vi.waitFor(() => expect(applier.blocked(0)).toBe('data'))
     expect(await value(1)).toBeUndefined()
-    expect(applier.blocked(0)).toBe('data')
     await store.stash(0, ship(0, [data(0, a)]))
     applier.kick()
     await vi.waitFor(async () => expect(await value(1)).toBe('"v1"'))
@@ -95,9 +96,8 @@ describe('the receiver (Algorithm 5)', () => {
     const y = lab(1, 1, 1, 50, { 0: t(10) })
     await store.append(labelEnvelope(1, t(50), [y]))
     await store.stash(1, ship(1, [data(1, y)]))
-    await new Promise((r) => setTimeout(r, 30))
+    await vi.waitFor(() => expect(applier.blocked(1)).toBe('dependencies'))
     expect(await value(1)).toBeUndefined()
-    expect(applier.blocked(1)).toBe('dependencies')
     await store.stash(0, ship(0, [data(0, x)]))
     await store.append(labelEnvelope(0, t(10), [x]))
     applier.kick()
