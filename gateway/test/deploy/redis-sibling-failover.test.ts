@@ -175,7 +175,9 @@ describe('a sibling dot lost in a Sentinel failover, shipping cut', { timeout: T
 
     // Nothing acknowledged and unseen is lost: the new leader's write was never in the context.
     // "before" and "lost" were seen by the context, so the write from region 1 superseded them.
-    expect(values(inA)).toEqual(['from-b', 'new'])
-    expect(values(inB)).toEqual(['from-b', 'new'])
+    expect({ inA: values(inA), inB: values(inB) }).toEqual({
+      inA: ['from-b', 'new'],
+      inB: ['from-b', 'new'],
+    })
   })
 })
