@@ -4,10 +4,11 @@
  * port (a new cluster id, none of the old data). Back online, nothing queued reaches the new
  * cluster before the app decides (the page counts the writes it sends), the page gets
  * `clusterChanged`, calls `db.resetCluster({ queued: 'keep' })`, connects again, and the queued
- * writes apply once under a fresh session, whose reads then work. The page is served from
- * another origin than the gateway.
+ * writes apply once under a fresh session, whose reads then work. The same with a cluster on disk
+ * restored from a copy of its data (the same id and epochs; the page's session ahead of the copy):
+ * found by the session's positions. The page is served from another origin than the gateway.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { createServer, type Server } from 'node:http'
 import { createServer as createNetServer } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -67,6 +68,7 @@ window.pendingCount = async () => (await db.pending()).length
 let browser: Browser
 let dir: string
 let server: Server
+let origin: string
 const running: DevCluster[] = []
 const open: Causeway<boolean>[] = []
 
@@ -78,16 +80,22 @@ async function freePort(): Promise<number> {
   return port
 }
 
-async function start(port: number): Promise<DevCluster> {
+async function start(port: number, dataDir?: string): Promise<DevCluster> {
   const cluster = await startDevCluster({
     regions: 1,
     partitions: 2,
     replicas: 1,
     port,
     host: '127.0.0.1',
+    ...(dataDir === undefined ? {} : { dataDir }),
   })
   running.push(cluster)
   return cluster
+}
+
+async function stop(cluster: DevCluster): Promise<void> {
+  await cluster.close()
+  running.splice(running.indexOf(cluster), 1)
 }
 
 async function servePage(out: string): Promise<string> {
@@ -136,6 +144,7 @@ describeInChromium('a reset cluster in Chromium (issue 24.3)', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'causeway-reset-'))
     browser = await launchChromium()
+    origin = await servePage(await mkdtemp(join(dir, 'page-')))
   }, 60_000)
 
   afterAll(async () => {
@@ -147,7 +156,6 @@ describeInChromium('a reset cluster in Chromium (issue 24.3)', () => {
   })
 
   it('nothing queued is sent to the new cluster; clusterChanged, resetCluster keep, then the queue applies once under a fresh session', async () => {
-    const origin = await servePage(await mkdtemp(join(dir, 'page-')))
     const port = await freePort()
     const first = await start(port)
     const url = first.urls[0]!
@@ -211,5 +219,59 @@ describeInChromium('a reset cluster in Chromium (issue 24.3)', () => {
       value: 1,
       source: 'remote',
     })
+  }, 90_000)
+
+  it('a cluster restored from a copy of its data (same id): nothing queued is sent, clusterChanged from and to the same id, resetCluster keep', async () => {
+    const port = await freePort()
+    const data = join(dir, 'data')
+    const copy = join(dir, 'copy')
+    let cluster = await start(port, data)
+    const url = cluster.urls[0]!
+    const page = await (await browser.newContext()).newPage()
+    await page.goto(origin + '/')
+    await page.waitForFunction(() => typeof (window as { open_?: unknown }).open_ === 'function')
+    await call(page, 'open_', url)
+    for (let i = 0; i < 5; i++) await call(page, 'put', `a${i}`, i)
+    await stop(cluster)
+    await cp(data, copy, { recursive: true })
+    cluster = await start(port, data)
+    // Written after the copy and read back: the page's session is ahead of the copy.
+    for (let i = 0; i < 6; i++) await call(page, 'put', `b${i}`, i)
+    await expect
+      .poll(async () => (await call<{ pending: number }>(page, 'sync')).pending, {
+        timeout: 20_000,
+      })
+      .toBe(0)
+    for (let i = 0; i < 6; i++)
+      expect(await call(page, 'get', `b${i}`)).toMatchObject({ found: true, value: i })
+    await stop(cluster)
+    for (let i = 0; i < 3; i++)
+      expect(await call(page, 'put', `q${i}`, i)).toEqual({ pending: true })
+    await start(port, copy)
+    const raw = await connect({ url, persist: false })
+    open.push(raw)
+    const id = await page.evaluate(() => (window as unknown as { cluster: () => string }).cluster())
+    expect(raw.session.toJSON().cluster).toBe(id)
+    const before = (await sent(page)).length
+
+    expect(await call(page, 'sync')).toMatchObject({ error: 'CLUSTER_CHANGED', pending: 3 })
+    await expect.poll(() => changes(page), { timeout: 10_000 }).toHaveLength(1)
+    expect(await changes(page)).toEqual([{ from: id, to: id, pending: 3, code: 'CLUSTER_CHANGED' }])
+    expect((await sent(page)).slice(before)).toEqual([])
+    for (let i = 0; i < 3; i++) expect((await raw.get(`q${i}`)).found).toBe(false)
+
+    expect(await call(page, 'reset', 'keep')).toBe(true)
+    await call(page, 'open_', url)
+    await expect
+      .poll(async () => (await call<{ pending: number }>(page, 'sync')).pending, {
+        timeout: 20_000,
+      })
+      .toBe(0)
+    expect([...(await sent(page)).slice(before)].sort()).toEqual(['q0', 'q1', 'q2'])
+    for (let i = 0; i < 3; i++)
+      expect(await call(page, 'get', `q${i}`)).toMatchObject({ found: true, value: i })
+    // What the copy holds reads back; what it lost is gone, and the app was told.
+    expect(await call(page, 'get', 'a2')).toMatchObject({ found: true, value: 2 })
+    expect(await call(page, 'get', 'b0')).toMatchObject({ found: false })
   }, 90_000)
 })
