@@ -41,7 +41,9 @@ export interface CausewayEvents {
   error: { error: CausewayError; op?: FailedOp | PendingOp }
   /**
    * The gateway serves another cluster than the one this device's state belongs to (`from`, `to`:
-   * the cluster ids; `error`: `CLUSTER_CHANGED`). The outbox is paused: nothing queued was or
+   * the cluster ids; `error`: `CLUSTER_CHANGED`), or the same cluster no longer holds positions
+   * the session has (restored from an older copy of its data: `from === to`, `error.details.reason`
+   * `'positions'`). The outbox is paused: nothing queued was or
    * will be sent (`pending` ops wait) until `db.resetCluster({ queued: 'keep' | 'drop' })`, after
    * which the app connects again.
    */
