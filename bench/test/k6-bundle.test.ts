@@ -56,8 +56,9 @@ describe('k6 bundle', () => {
     expect(text).not.toMatch(/typebox/i)
     // TypeBox alone is about 193 kB here; the whole SDK with the k6 transport is about 125 kB
     // (unminified; transactions about 18 kB of it; the offline engine and the change feed,
-    // loaded on first use, left out).
-    expect(k6.bytes).toBeLessThan(135_000)
+    // loaded on first use, left out); the checks of replies it does not trust (issue 23: size
+    // caps, bounds, credentials' origins) about 20 kB more: 145 kB.
+    expect(k6.bytes).toBeLessThan(160_000)
   })
 
   it('runs the real SDK through the k6 transport: session, tags, wire time', async () => {

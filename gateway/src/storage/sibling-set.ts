@@ -37,33 +37,28 @@ export interface SiblingVersion extends Sibling {
 }
 
 /**
- * `context` bounded by what `local` holds: each actor's counter at most the key's counter for it
- * here, actors the key has no entry for left out. A counter of this set is only ever raised by
- * the writes its actor's leader made (this leader's own, or those received from the actor's
- * region), so a write never supersedes, and a key never takes, a dot this replica has not
- * received for the key: not one a failover lost, nor one a forged or foreign context names. A
- * context read elsewhere, of writes not received here yet, supersedes what is here; the rest
- * arrive later as siblings of the write (safe; resolve again).
+ * `context` as the leader's write takes it: every actor's counter as the context names it. The
+ * context is signed by the cluster for this key (`sibling-contexts.ts`), so each counter names
+ * writes that a leader made; a context read in another region supersedes what it saw even where
+ * those writes have not arrived here yet (they are dropped when they arrive, as DVV sets do), so a
+ * region switch between a read and its write makes no false conflict. (Bounding the counters by
+ * what this leader holds, as tried first, left such writes as siblings of the write that
+ * superseded them: the siblings checker's `superseded-sibling`.) `local` is not consulted: the
+ * leader's own actor is checked by {@link writeSibling}.
  */
-export function boundContext(local: SiblingSet, context: CausalContext): CausalContext {
-  const out: (readonly [number, number])[] = []
-  for (const [actor, counter] of context) {
-    const held = local.entries.find(([a]) => a === actor)?.[1] ?? 0
-    if (held > 0) out.push([actor, Math.min(counter, held)])
-  }
-  return out
+export function boundContext(_local: SiblingSet, context: CausalContext): CausalContext {
+  return context.map(([actor, counter]) => [actor, counter] as const)
 }
 
 /**
  * The leader's write: `sibling` as a new dot of `actor` (`siblingActor(region, epoch)` of the
- * leader), superseding every sibling `context` covers, bounded by what `local` holds
- * ({@link boundContext}); the others stay. The result is newer than both `local` and the bounded
- * context.
+ * leader), superseding every sibling `context` covers ({@link boundContext}); the others stay.
+ * The result is newer than both `local` and the context.
  * @throws `CausewayError('INVALID_CONTEXT')` when `context` claims more writes of `actor` to the
  * key than `local` (the leader of this epoch, the only issuer of its dots) holds: such a context
  * was not issued by this cluster.
  * @throws `CausewayError('COUNTER_EXHAUSTED')` when the new dot would pass `MAX_SAFE_COUNTER`
- * (2^53 - 2 writes of one leader to one key: no input can cause it, since contexts are bounded).
+ * (2^53 - 2 writes of one leader to one key: no input can cause it, since contexts are signed).
  */
 export function writeSibling(
   local: SiblingSet,

@@ -83,7 +83,7 @@ describe('signed sibling contexts', () => {
   })
 })
 
-describe('a leader bounds a context by what it holds for the key', () => {
+describe('a leader takes a signed context as it names its counters', () => {
   const held: SiblingSet = {
     entries: [
       [0, 2, [{ ts: '0000000000010000' as never, value: '"a"' }]],
@@ -92,30 +92,46 @@ describe('a leader bounds a context by what it holds for the key', () => {
     anonymous: [],
   }
 
-  it('keeps each counter at most the key’s, and drops actors the key has no entry for', () => {
+  it('keeps every counter, also of writes not received here yet', () => {
     expect(
       boundContext(held, [
         [0, 2],
-        [1, MAX_SAFE_COUNTER],
+        [1, 3],
         [2, 7],
       ]),
     ).toEqual([
       [0, 2],
-      [1, 1],
+      [1, 3],
+      [2, 7],
     ])
   })
 
-  it('so a forged counter of another region never becomes the key’s', () => {
+  it('so a write with a context read in another region supersedes what it saw there when it arrives (no false conflict)', () => {
+    // The context saw region 1's writes 1 and 2; only write 1 has arrived here.
     const next = writeSibling(
       held,
-      [[1, MAX_SAFE_COUNTER]],
+      [
+        [0, 2],
+        [1, 2],
+      ],
       { ts: '0000000000030000' as never, value: '"c"' },
       0,
     )
-    expect(DvvSet.join(next)).toEqual([
-      [0, 3],
-      [1, 1],
-    ])
+    const arrived: SiblingSet = {
+      entries: [
+        [
+          1,
+          2,
+          [
+            { ts: '0000000000025000' as never, value: '"b2"' },
+            { ts: '0000000000020000' as never, value: '"b"' },
+          ],
+        ],
+      ],
+      anonymous: [],
+    }
+    const merged = DvvSet.sync([next, arrived])
+    expect(DvvSet.values(merged)).toEqual([{ ts: '0000000000030000', value: '"c"' }])
   })
 
   it('mints under the actor it is given, and refuses a claim on that actor beyond what it holds', () => {

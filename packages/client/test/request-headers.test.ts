@@ -41,7 +41,13 @@ describe('request headers of the SDK', () => {
       },
     }
     // An API key on an open dev cluster is accepted and ignored; the SDK still sends it.
-    const db = await connect({ url: cluster.urls[0]!, transport, apiKey: 'a-key' })
+    // The key goes to the other region's gateway too only because the app names it (issue 23).
+    const db = await connect({
+      url: cluster.urls[0]!,
+      transport,
+      apiKey: 'a-key',
+      trustedOrigins: cluster.urls,
+    })
     const written = await db.put('user:1', { name: 'Ada' })
     await db.get('user:1')
     await db.get('user:1', { region: 1, read: 'read-your-writes', timeoutMs: 3000 })

@@ -171,15 +171,12 @@ local function set_sync(a, b)
   for k = j, #b do out[#out + 1] = b[k] end
   return out
 end
--- The context bounded by the local set (boundContext in sibling-set.ts): each counter at most the
--- key's here, actors the key has no entry for left out.
+-- The context as a set without siblings (contextSet in sibling-set.ts). Its counters are taken as
+-- they are: the context is signed by the cluster for this key, so each names writes some leader
+-- made; one read in another region supersedes what it saw even before those writes arrive here.
 local function set_bound(context, local_set)
-  local held, out = {}, {}
-  for _, e in ipairs(local_set) do held[e[1]] = e[2] end
-  for _, e in ipairs(context) do
-    local h = held[e[1]]
-    if h then out[#out + 1] = { e[1], math.min(e[2], h), {} } end
-  end
+  local out = {}
+  for _, e in ipairs(context) do out[#out + 1] = { e[1], e[2], {} } end
   return out
 end
 -- update(new(context, sibling), local, actor): context is a set without siblings.
@@ -207,7 +204,7 @@ end
 -- error code and its message when the context claims writes of the leader's actor the key never
 -- had, or the new dot would pass the counter bound. Only this epoch's leader issues its actor's
 -- dots, so a context claiming more of them than the key has had was not issued by the cluster.
--- Other actors' counters are bounded by the local set (set_bound), never refused.
+-- Other actors' counters are taken as the signed context names them, never refused.
 local function sibling_refusal(context, local_set, actor)
   local own, claimed = 0, 0
   for _, e in ipairs(local_set) do if e[1] == actor then own = e[2] end end
