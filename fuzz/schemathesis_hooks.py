@@ -28,6 +28,9 @@ STATEFUL_REFUSALS = {
     "KEY_TOO_LARGE": "a key over limits.maxKeyBytes bytes of UTF-8",
     "VALUE_TOO_LARGE": "a value over limits.maxValueBytes bytes of JSON",
     "INVALID_ELEMENT": "an element over 1 KiB of UTF-8, or a set context the gateway did not sign",
+    # Which namespaces are transactional is the cluster's configuration (`--transactional`); the
+    # document describes every gateway's routes alike.
+    "NOT_TRANSACTIONAL": "a key outside the cluster's transactional namespaces",
     # A change-feed cursor names its cluster and shape: no schema can tell one of this cluster.
     "INVALID_CURSOR": "a cursor of another cluster, or none the gateway issued",
 }

@@ -150,6 +150,11 @@ export interface RedisDevClusterOptions {
    */
   corsOrigins?: readonly string[]
   /**
+   * Bearer tokens the client routes require, written to the config's `auth.apiKeys`.
+   * @default none: the client routes are open (the gateways listen on loopback)
+   */
+  apiKeys?: readonly string[]
+  /**
    * The URL clients reach each region at (a proxy, another host name), by region id: the
    * config's `regions[].url`, published in the topology.
    * @default the region's gateway (or balancer) on this machine
@@ -415,7 +420,10 @@ export async function startRedisDevCluster(
         : {
             transactions: { commitCache: options.commitCache === false ? 0 : options.commitCache },
           }),
-      auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
+      auth: {
+        clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url'),
+        ...(options.apiKeys && options.apiKeys.length > 0 ? { apiKeys: [...options.apiKeys] } : {}),
+      },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),

@@ -4,6 +4,7 @@
  * scrapes.
  */
 import { isReadLevel, isWriteLevel } from '@causeway/core'
+import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
@@ -64,7 +65,11 @@ export const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = asyn
         operationId: 'getMetrics',
         tags: ['operations'],
         produces: ['text/plain'],
-        response: { 200: Type.String({ description: 'Prometheus text exposition format' }) },
+        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys.
+        response: {
+          200: Type.String({ description: 'Prometheus text exposition format' }),
+          '4xx': ErrorReplySchema,
+        },
       },
     },
     async (_request, reply) => {
