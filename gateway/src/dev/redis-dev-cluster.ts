@@ -155,6 +155,12 @@ export interface RedisDevClusterOptions {
    */
   apiKeys?: readonly string[]
   /**
+   * Longest a change feed streams before the client resumes (the gateways' `--max-watch-ms`):
+   * fuzzing and tests end generated watches quickly with it.
+   * @default the gateway's (30 minutes)
+   */
+  maxWatchMs?: number
+  /**
    * The URL clients reach each region at (a proxy, another host name), by region id: the
    * config's `regions[].url`, published in the topology.
    * @default the region's gateway (or balancer) on this machine
@@ -474,6 +480,9 @@ export async function startRedisDevCluster(
               '--log-level',
               options.logLevel ?? 'warn',
               ...(options.corsOrigins ?? ['*']).flatMap((origin) => ['--cors-origin', origin]),
+              ...(options.maxWatchMs === undefined
+                ? []
+                : ['--max-watch-ms', String(options.maxWatchMs)]),
             ],
             // Its own process group: a Ctrl-C in the terminal reaches only this process, which
             // then stops each gateway with one SIGTERM (a second signal would cut the drain
