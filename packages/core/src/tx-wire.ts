@@ -144,10 +144,20 @@ export const TxCommitBodySchema = Type.Object(
       }),
     ),
     snapshot: Type.Integer({ minimum: 0, description: 'the snapshot the reads were made at' }),
-    reads: Type.Array(Type.Unknown(), {
-      description:
-        'the read set: `[key, tid]` for each key read, tid the version’s (as the read answered it), at most the snapshot',
-    }),
+    // Each read's shape in the schema, so that the document states it (Schemathesis sent
+    // `reads: [{}]` as valid); what no schema can say (a key read twice, a tid after the
+    // snapshot, lone surrogates) is still checkReadSet's, INVALID_READ_SET either way.
+    reads: Type.Array(
+      Type.Array(Type.Union([Type.String({ minLength: 1 }), Type.Integer({ minimum: 0 })]), {
+        minItems: 2,
+        maxItems: 2,
+        prefixItems: [Type.String({ minLength: 1 }), Type.Integer({ minimum: 0 })],
+      }),
+      {
+        description:
+          'the read set: `[key, tid]` for each key read, tid the version’s (as the read answered it), at most the snapshot',
+      },
+    ),
     writes: Type.Array(TxWriteSchema, { description: 'the buffered writes, one per key' }),
   },
   {
