@@ -123,6 +123,11 @@ describe('OpenAPI document of a gateway with API keys', () => {
         if (operations['get'] === undefined || path.includes('{')) continue
         const res = await keyed.inject({ method: 'GET', url: path })
         const declared = Object.keys(operations['get'].responses)
+        const answer = (operations['get'].responses as Record<string, { content?: object }>)[
+          `${String(res.statusCode)[0]}XX`
+        ]
+        if (answer?.content !== undefined && !('application/json' in answer.content))
+          undeclared.push(`GET ${path} ${res.statusCode} not declared as JSON`)
         if (
           !declared.includes(String(res.statusCode)) &&
           !declared.includes(`${String(res.statusCode)[0]}XX`)

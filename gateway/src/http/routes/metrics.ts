@@ -64,11 +64,14 @@ export const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = asyn
         summary: 'Prometheus metrics',
         operationId: 'getMetrics',
         tags: ['operations'],
-        produces: ['text/plain'],
-        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys.
+        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys,
+        // as JSON like every error: each reply's own content type.
         response: {
-          200: Type.String({ description: 'Prometheus text exposition format' }),
-          '4xx': ErrorReplySchema,
+          200: {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: Type.String() } },
+          },
+          '4xx': { content: { 'application/json': { schema: ErrorReplySchema } } },
         },
       },
     },
