@@ -138,6 +138,9 @@ export const TxCommitBodySchema = Type.Object(
   {
     id: Type.Optional(
       Type.String({
+        // isOpId's grammar, as the causeway-op-id header states it (Schemathesis sent 99 zeros as
+        // valid and got INVALID_OP_ID).
+        pattern: '^[A-Za-z0-9_-]{8,64}\\.[1-9][0-9]{0,15}$',
         maxLength: 96,
         description:
           'the transaction’s operation id (`<client>.<seq>`, as `causeway-op-id`): a commit sent again with it is decided once and answered the same; with another body it is OP_ID_REUSED; below what the region remembers of its client (per API key), OP_EXPIRED',
