@@ -142,7 +142,9 @@ export async function serveCluster<C extends ServableCluster>(
         service: options.serviceOf?.(region) ?? cluster.service(region),
         regionUrls: publicUrls === undefined ? () => urls : publicUrls,
         corsOrigins: options.corsOrigins ?? ['*'],
-        ...(options.apiKeys && options.apiKeys.length > 0 ? { auth: { apiKeys: options.apiKeys } } : {}),
+        ...(options.apiKeys && options.apiKeys.length > 0
+          ? { auth: { apiKeys: options.apiKeys } }
+          : {}),
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
