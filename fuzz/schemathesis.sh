@@ -1,18 +1,24 @@
 #!/usr/bin/env bash
-# Schemathesis against a `causeway dev` cluster it starts itself (2 regions, siblings namespaces
-# `cart` and `profile`, in memory, on free loopback ports, change feeds ended after 300 ms so that
-# a generated watch does not hold the run until its request timeout), over the OpenAPI document each region
-# serves, with every check (`--checks all`). Fails on any 5xx, any reply that breaks the document
-# (status, content type, headers, body schema), any schema-invalid request that is accepted, and
+# Schemathesis against `causeway dev` clusters it starts itself, one per backend: the embedded
+# (LevelDB, in memory) one and `--backend redis` (redis-servers and gateway processes). Each has
+# 2 regions, siblings namespaces `cart` and `profile`, a transactional namespace `acct` (so the
+# transaction routes are in the document), an API key, free loopback ports, and change feeds
+# ended after 300 ms so that a generated watch does not hold the run until its request timeout.
+# Over the OpenAPI document each region serves, with every check (`--checks all`) and the key as
+# `authorization: Bearer`: fails on any 5xx, any reply that breaks the document (status, content
+# type, headers, body schema, response time), any schema-invalid request that is accepted, and
 # any schema-valid request refused with a code the document could have stated (see
-# schemathesis_hooks.py, which replaces Schemathesis' own positive_data_acceptance check).
+# schemathesis_hooks.py, which replaces Schemathesis' own positive_data_acceptance check). A
+# short pass without the key comes first: every client route must answer 401, never a 5xx.
 #
-#   fuzz/schemathesis.sh --quick   CI: a fixed seed, 150 cases per operation and region (~1 min)
-#   fuzz/schemathesis.sh           `npm run fuzz`: a random seed, 10 minutes per region
+#   fuzz/schemathesis.sh --quick   CI: a fixed seed, 60 cases per operation and backend (region
+#                                  0), ~2.5 min for both
+#   fuzz/schemathesis.sh           `npm run fuzz`: a random seed, 10 minutes per region and backend
 #
-# Environment: FUZZ_SEED (a seed to replay), FUZZ_MINUTES (per region, long run), FUZZ_VENV (where
-# Schemathesis is installed; default a directory under $TMPDIR, reused while it has the pinned
-# version). Schemathesis comes from PyPI; the script fails if it cannot be installed.
+# Environment: FUZZ_SEED (a seed to replay), FUZZ_MINUTES (per region, long run), FUZZ_BACKENDS
+# (default "level redis"), FUZZ_VENV (where Schemathesis is installed; default a directory under
+# $TMPDIR, reused while it has the pinned version). Schemathesis comes from PyPI and the Redis
+# backend needs redis-server: the script fails, never skips, when either cannot be had.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT="$PWD"
@@ -38,70 +44,119 @@ fi
 
 work="$(mktemp -d)"
 dev_pid=""
-cleanup() {
+stop_dev() {
   if [ -n "$dev_pid" ] && kill -0 "$dev_pid" 2>/dev/null; then
     kill -TERM "$dev_pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
+    for _ in $(seq 1 150); do kill -0 "$dev_pid" 2>/dev/null || break; sleep 0.1; done
     kill -KILL "$dev_pid" 2>/dev/null || true
   fi
+  dev_pid=""
+}
+cleanup() {
+  stop_dev
   rm -rf "$work"
 }
 trap cleanup EXIT
 
-# The CLI through its bin, as `npx causeway` runs it (and the tests): in a checkout it runs the
-# TypeScript sources, so no build is needed.
-echo "== starting causeway dev"
-node "$ROOT/gateway/bin/causeway.js" \
-  dev --memory --port 0 --regions 2 --partitions 4 --replicas 3 --siblings cart --siblings profile \
-  --max-watch-ms 300 \
-  >"$work/dev.out" 2>"$work/dev.err" &
-dev_pid=$!
-urls=()
-for _ in $(seq 1 300); do
-  mapfile -t urls < <(sed -n 's/^region [0-9]* ([^)]*) \(http:[^ ]*\)$/\1/p' "$work/dev.out")
-  [ "${#urls[@]}" -ge 2 ] && break
-  if ! kill -0 "$dev_pid" 2>/dev/null; then break; fi
-  sleep 0.1
-done
-if [ "${#urls[@]}" -lt 2 ]; then
-  echo "causeway dev did not start:" >&2
-  cat "$work/dev.out" "$work/dev.err" >&2
-  exit 1
-fi
-echo "regions: ${urls[*]}"
+# A fresh key per run: nothing to leak, and the run proves the key is what lets requests in.
+api_key="fuzz-$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')"
 
 if [ "$mode" = quick ]; then
-  bounds=(--max-examples 150 --seed "${FUZZ_SEED:-20261125}")
+  bounds=(--max-examples 60 --seed "${FUZZ_SEED:-20261125}")
 else
   bounds=(--max-time "$((${FUZZ_MINUTES:-10} * 60))")
   if [ -n "${FUZZ_SEED:-}" ]; then bounds+=(--seed "$FUZZ_SEED"); fi
 fi
 
-status=0
-for url in "${urls[@]}"; do
-  echo "== schemathesis ($mode) against $url"
-  # From a scratch directory: nothing (a hypothesis database, reports) lands in the repo. One
-  # worker: with two, Hypothesis parses lambdas' source in two threads at once, which CPython
-  # 3.11's ast module does not survive ("AST constructor recursion depth mismatch").
+# One Schemathesis run; the rest of its arguments go to `st run`. From a scratch directory:
+# nothing (a hypothesis database, reports) lands in the repo. One worker: with two, Hypothesis
+# parses lambdas' source in two threads at once, which CPython 3.11's ast module does not survive
+# ("AST constructor recursion depth mismatch").
+schemathesis() {
   (
     cd "$work"
     PYTHONPATH="$ROOT/fuzz" SCHEMATHESIS_HOOKS=schemathesis_hooks "$venv/bin/st" run \
-      "$url/v1/openapi.json" \
-      --checks all --exclude-checks positive_data_acceptance \
+      --checks all --exclude-checks "positive_data_acceptance${EXCLUDE:+,$EXCLUDE}" \
       --mode all --workers 1 --request-timeout 70 \
-      --generation-database none --no-color \
-      "${bounds[@]}"
-  ) || status=$?
-  if ! kill -0 "$dev_pid" 2>/dev/null; then
-    echo "causeway dev died during the run:" >&2
-    cat "$work/dev.err" >&2
+      --generation-database none --no-color "$@"
+  )
+}
+
+status=0
+fuzz_backend() {
+  local backend="$1" out="$work/$1.out" err="$work/$1.err" started=$SECONDS
+  local -a urls=()
+  echo "== starting causeway dev --backend $backend"
+  # The CLI through its bin, as `npx causeway` runs it (and the tests): in a checkout it runs the
+  # TypeScript sources, so no build is needed. Refused requests are not rate-limited here: the
+  # pass without the key is nothing but refusals.
+  local -a args=(dev --backend "$backend" --port 0 --regions 2 --partitions 4 --replicas 3
+    --siblings cart --siblings profile --transactional acct --api-key "$api_key"
+    --rate-limit-refused 0 --max-watch-ms 300)
+  if [ "$backend" = level ]; then args+=(--memory); fi
+  node "$ROOT/gateway/bin/causeway.js" "${args[@]}" >"$out" 2>"$err" &
+  dev_pid=$!
+  for _ in $(seq 1 600); do
+    mapfile -t urls < <(sed -n 's/^region [0-9]* ([^)]*) \(http:[^ ]*\)$/\1/p' "$out")
+    [ "${#urls[@]}" -ge 2 ] && break
+    if ! kill -0 "$dev_pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  if [ "${#urls[@]}" -lt 2 ]; then
+    echo "causeway dev --backend $backend did not start:" >&2
+    cat "$out" "$err" >&2
     exit 1
   fi
+  echo "regions: ${urls[*]} (started in $((SECONDS - started)) s)"
+
+  # The quick run fuzzes region 0 (both serve the same document and code); the long one each.
+  local -a targets=("${urls[@]}")
+  if [ "$mode" = quick ]; then targets=("${urls[0]}"); fi
+  for url in "${targets[@]}"; do
+    # The document itself needs the key: fetched with it, then fuzzed without (a few cases per
+    # operation; client routes must answer 401 as the document allows, never a 5xx).
+    python3 -c 'import sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"authorization": "Bearer " + sys.argv[2]})
+sys.stdout.buffer.write(urllib.request.urlopen(request, timeout=30).read())' \
+      "$url/v1/openapi.json" "$api_key" >"$work/openapi-$backend.json"
+    echo "== schemathesis without the key against $url ($backend)"
+    # Authentication comes before routing: an undeclared method is 401 too, not 405 (the
+    # gateway tells no one without a key which routes exist).
+    EXCLUDE=unsupported_method schemathesis "$work/openapi-$backend.json" --url "$url" \
+      --max-examples 3 --seed "${FUZZ_SEED:-20261125}" || status=$?
+    echo "== schemathesis ($mode, authenticated) against $url ($backend)"
+    schemathesis "$url/v1/openapi.json" -H "authorization: Bearer $api_key" "${bounds[@]}" ||
+      status=$?
+    if ! kill -0 "$dev_pid" 2>/dev/null; then
+      echo "causeway dev --backend $backend died during the run:" >&2
+      cat "$err" >&2
+      exit 1
+    fi
+  done
+  stop_dev
+  # Anything a gateway logged at error level is a bug even when every reply was fine.
+  if grep -q '"level":50' "$err"; then
+    echo "the gateway ($backend) logged errors:" >&2
+    grep '"level":50' "$err" | head -20 >&2
+    status=1
+  fi
+  echo "== $backend: $((SECONDS - started)) s"
+}
+
+for backend in ${FUZZ_BACKENDS:-level redis}; do
+  case "$backend" in
+    level) ;;
+    redis)
+      if ! command -v redis-server >/dev/null 2>&1; then
+        echo "redis-server is not installed: the Redis backend cannot be fuzzed" >&2
+        exit 1
+      fi
+      ;;
+    *)
+      echo "FUZZ_BACKENDS: level or redis, not $backend" >&2
+      exit 2
+      ;;
+  esac
+  fuzz_backend "$backend"
 done
-# Anything the gateway logged at error level is a bug even when every reply was fine.
-if grep -q '"level":50' "$work/dev.err"; then
-  echo "the gateway logged errors:" >&2
-  grep '"level":50' "$work/dev.err" | head -20 >&2
-  status=1
-fi
 exit "$status"

@@ -348,3 +348,18 @@ export function limitsOf(values: { 'max-value-bytes'?: string; 'max-skew'?: stri
     out.maxSkewMs = integer('max-skew', values['max-skew'], 0, 1, HOUR_MS)
   return out
 }
+
+/**
+ * `--api-key KEY` (repeatable): the bearer tokens a dev cluster's client routes then require
+ * (`auth.apiKeys`; without any they are open). Each is unscoped; a token is one or more
+ * characters a `Bearer` header can carry (RFC 6750's b64token), so it is not mistyped silently.
+ */
+export function apiKeysOf(texts: readonly string[] | undefined): string[] | undefined {
+  if (texts === undefined || texts.length === 0) return undefined
+  for (const text of texts)
+    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(text))
+      throw new UsageError(
+        `--api-key must be a bearer token (letters, digits, -._~+/ and trailing =), not ${JSON.stringify(text)}`,
+      )
+  return [...texts]
+}

@@ -9,6 +9,7 @@ import {
   HTTP_LIMIT_USAGE,
   RATE_LIMIT_ARGS,
   UsageError,
+  apiKeysOf,
   clockOffsets,
   corsOrigins,
   describeOrigins,
@@ -59,7 +60,7 @@ export const DEV_REDIS_USAGE = `Options of dev --backend redis (also --regions, 
 --host, --wan-delay, --shipping, --theta, --delta, --partition-wan-delay, --without-hlc,
 --max-value-bytes, --max-skew, --skew-wait, --clock-offset, --log-level, --siblings,
 --transactional (each region gets a transaction log: a redis-server and as many Redis replicas as
-a partition), --commit-cache, --cors-origin, --public-url, the HTTP limits and --rate-limit N
+a partition), --commit-cache, --cors-origin, --api-key, --max-watch-ms, --public-url, the HTTP limits and --rate-limit N
 (default 0: off in dev) as above):
   --backend redis        one redis-server per replica (followers REPLICAOF their leader)
                          and causeway gateway processes; needs redis-server installed
@@ -261,6 +262,8 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       transactional: { type: 'string', multiple: true },
       'commit-cache': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
+      'api-key': { type: 'string', multiple: true },
+      'max-watch-ms': { type: 'string' },
       'public-url': { type: 'string', multiple: true },
       ...HTTP_LIMIT_ARGS,
       ...RATE_LIMIT_ARGS,
@@ -300,6 +303,10 @@ function parseRedisDev(args: string[]): RedisDevCommand | 'help' {
       ),
   }
   if (values.data !== undefined) options.dataDir = values.data
+  const apiKeys = apiKeysOf(values['api-key'])
+  if (apiKeys !== undefined) options.apiKeys = apiKeys
+  if (values['max-watch-ms'] !== undefined)
+    options.maxWatchMs = integer('max-watch-ms', values['max-watch-ms'], 0, 100, 2 ** 31 - 1)
   if (values['sentinel-down-after'] !== undefined && !values.sentinel)
     throw new UsageError('--sentinel-down-after needs --sentinel')
   if (values.sentinel)
@@ -359,6 +366,7 @@ export async function runRedisDevCommand(args: string[]): Promise<'help' | undef
       `${options.sentinel ? ', 3 sentinels per region' : ''}` +
       `${options.clockOffsetsMs ? `, region clocks offset ${options.clockOffsetsMs.join(', ')} ms (dev only)` : ''}` +
       `, CORS ${describeOrigins(options.corsOrigins ?? [])}` +
+      `${options.apiKeys ? `, ${options.apiKeys.length} API key(s)` : ''}` +
       `${options.publicUrls ? `, public URLs ${options.publicUrls.join(' ')}` : ''}\n`,
   )
   const { startRedisDevCluster } = await import('./dev/redis-dev-cluster.js')

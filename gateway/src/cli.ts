@@ -11,6 +11,7 @@ import {
   HTTP_LIMIT_USAGE,
   RATE_LIMIT_ARGS,
   UsageError,
+  apiKeysOf,
   clockOffsets,
   corsOrigins,
   partitionDelays,
@@ -78,6 +79,9 @@ Options of dev:
                          0 = no cache                                    [default: 10000]
   --cors-origin ORIGIN   web pages of ORIGIN (scheme://host[:port]) may call the
                          gateways; repeatable; * for any origin            [default: *]
+  --api-key KEY          client routes need authorization: Bearer KEY; repeatable
+                         (unscoped keys; scoped ones: a config, docs/operations.md)
+                                                                   [default: none, open]
   --public-url URL       the URL clients reach a region's gateway at (a proxy, another
                          host), published in the topology; one per region, in
                          region order                      [default: http://HOST:PORT]
@@ -88,7 +92,7 @@ Options of dev:
   --max-watch-ms MS      longest a change feed streams before the client
                          resumes from its last event id            [default: 1800000]
   --rate-limit N         requests per window per client address; 0 = off
-                         (a dev cluster has no API keys)                 [default: 0]
+                         (per API key with --api-key)                    [default: 0]
   --rate-limit-window MS the rate limit's window                        [default: 1000]
   --rate-limit-refused N refused requests (401, 403) per window per address before
                          all its requests are refused; 0 = off            [default: 100]
@@ -142,6 +146,7 @@ function parseDev(args: string[]): DevCommand | 'help' {
       transactional: { type: 'string', multiple: true },
       'commit-cache': { type: 'string' },
       'cors-origin': { type: 'string', multiple: true },
+      'api-key': { type: 'string', multiple: true },
       'public-url': { type: 'string', multiple: true },
       'op-retention-ms': { type: 'string' },
       'max-watchers': { type: 'string' },
@@ -203,6 +208,8 @@ function parseDev(args: string[]): DevCommand | 'help' {
     const cache = integer('commit-cache', values['commit-cache'], 0, 0, 10_000_000)
     options.commitCache = cache === 0 ? false : cache
   }
+  const apiKeys = apiKeysOf(values['api-key'])
+  if (apiKeys !== undefined) options.apiKeys = apiKeys
   const published = publicUrls(values['public-url'], regions)
   if (published !== undefined) options.publicUrls = published
   const offsets = clockOffsets(values['clock-offset'], regions)

@@ -11,6 +11,7 @@ import { buildGateway, type Gateway } from './http/build-gateway.js'
 import type { WatchOptions } from './http/routes/watch.js'
 import type { HttpLimits } from './http/http-limits.js'
 import type { RateLimitOptions } from './http/rate-limit.js'
+import type { ApiKeySpec } from './http/auth.js'
 
 /** What {@link serveCluster} needs of a cluster: one service per region, and a way to stop. */
 export interface ServableCluster {
@@ -48,6 +49,12 @@ export interface ServeOptions {
    * @default ['*']
    */
   corsOrigins?: readonly string[]
+  /**
+   * Bearer tokens (or scoped keys) the gateways' client routes require (`auth.apiKeys` of
+   * `buildGateway`).
+   * @default none: the client routes are open
+   */
+  apiKeys?: readonly (string | ApiKeySpec)[]
   /**
    * The URL of each region's gateway as clients reach it (a proxy in front of it, another host
    * name), by region id, published in the topology so that SDKs, browsers included, call those.
@@ -135,6 +142,9 @@ export async function serveCluster<C extends ServableCluster>(
         service: options.serviceOf?.(region) ?? cluster.service(region),
         regionUrls: publicUrls === undefined ? () => urls : publicUrls,
         corsOrigins: options.corsOrigins ?? ['*'],
+        ...(options.apiKeys && options.apiKeys.length > 0
+          ? { auth: { apiKeys: options.apiKeys } }
+          : {}),
         logger: options.logger ?? false,
         // One process: report its CPU, memory and event loop once, at region 0.
         processMetrics: region === 0,
@@ -181,6 +191,7 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     logger,
     drainTimeoutMs,
     corsOrigins,
+    apiKeys,
     publicUrls,
     watch,
     http,
@@ -201,6 +212,7 @@ export async function startDevCluster(options: DevClusterOptions): Promise<DevCl
     logger,
     drainTimeoutMs,
     corsOrigins,
+    ...(apiKeys === undefined ? {} : { apiKeys }),
     publicUrls,
     ...(watch === undefined ? {} : { watch }),
     ...(http ? { http } : {}),

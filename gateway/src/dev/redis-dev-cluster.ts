@@ -150,6 +150,17 @@ export interface RedisDevClusterOptions {
    */
   corsOrigins?: readonly string[]
   /**
+   * Bearer tokens the client routes require, written to the config's `auth.apiKeys`.
+   * @default none: the client routes are open (the gateways listen on loopback)
+   */
+  apiKeys?: readonly string[]
+  /**
+   * Longest a change feed streams before the client resumes (the gateways' `--max-watch-ms`):
+   * fuzzing and tests end generated watches quickly with it.
+   * @default the gateway's (30 minutes)
+   */
+  maxWatchMs?: number
+  /**
    * The URL clients reach each region at (a proxy, another host name), by region id: the
    * config's `regions[].url`, published in the topology.
    * @default the region's gateway (or balancer) on this machine
@@ -415,7 +426,10 @@ export async function startRedisDevCluster(
         : {
             transactions: { commitCache: options.commitCache === false ? 0 : options.commitCache },
           }),
-      auth: { clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url') },
+      auth: {
+        clusterSecret: previous?.secret ?? randomBytes(24).toString('base64url'),
+        ...(options.apiKeys && options.apiKeys.length > 0 ? { apiKeys: [...options.apiKeys] } : {}),
+      },
       ...(options.limits ? { limits: options.limits } : {}),
       ...(options.shipping ? { shipping: options.shipping } : {}),
       ...(options.http && Object.keys(options.http).length > 0 ? { http: options.http } : {}),
@@ -466,6 +480,9 @@ export async function startRedisDevCluster(
               '--log-level',
               options.logLevel ?? 'warn',
               ...(options.corsOrigins ?? ['*']).flatMap((origin) => ['--cors-origin', origin]),
+              ...(options.maxWatchMs === undefined
+                ? []
+                : ['--max-watch-ms', String(options.maxWatchMs)]),
             ],
             // Its own process group: a Ctrl-C in the terminal reaches only this process, which
             // then stops each gateway with one SIGTERM (a second signal would cut the drain

@@ -171,6 +171,9 @@ export function buildGateway(options: GatewayOptions): Gateway {
         coerceTypes: false,
         allErrors: false,
         verbose: true,
+        // JSON Schema 2020-12's tuple keyword, which this draft-07 Ajv does not know: an
+        // annotation for the OpenAPI 3.1 document (a read's `[key, tid]`), checked by the route.
+        keywords: ['prefixItems'],
       },
     },
     schemaErrorFormatter: validationError,

@@ -1,6 +1,6 @@
 /** The command line: help, version and usage errors (exit 2, a clear message). */
 import { describe, expect, it } from 'vitest'
-import { runCli } from './cli-process.js'
+import { runCli, startCli, stopCli, urlsOf } from './cli-process.js'
 
 describe('causeway CLI usage', () => {
   it('prints help and the version', async () => {
@@ -28,6 +28,7 @@ describe('causeway CLI usage', () => {
     [['dev', '--port', '65535', '--regions', '2'], 'leaves no room for 2 regions'],
     [['dev', '--data', '/tmp/x', '--memory'], 'use either --data DIR or --memory, not both'],
     [['dev', '--bogus'], "Unknown option '--bogus'"],
+    [['dev', '--api-key', 'a key'], '--api-key must be a bearer token'],
     [['dev', '--log-level', 'loud'], '--log-level must be one of'],
     [['dev', '--siblings', 'cart:1'], '--siblings needs a namespace name'],
     [['dev', '--cors-origin', 'http://localhost:5173/'], 'did you mean http://localhost:5173?'],
@@ -48,4 +49,27 @@ describe('causeway CLI usage', () => {
     expect(stderr).toContain('Usage: causeway')
     expect(stdout).toBe('')
   })
+})
+
+describe('causeway dev --api-key', () => {
+  // What fuzz/schemathesis.sh starts its clusters with: the client routes need the key.
+  it('makes the client routes of every region need the key', async () => {
+    const cli = startCli(['dev', '--memory', '--port', '0', '--api-key', 'fuzz-key_1'])
+    try {
+      const urls = await urlsOf(cli, 2)
+      for (const url of urls) {
+        const bare = await fetch(`${url}/v1/kv/a`)
+        expect([bare.status, ((await bare.json()) as { code: string }).code]).toEqual([
+          401,
+          'UNAUTHORIZED',
+        ])
+        const keyed = await fetch(`${url}/v1/kv/a`, {
+          headers: { authorization: 'Bearer fuzz-key_1' },
+        })
+        expect(keyed.status).toBe(200)
+      }
+    } finally {
+      await stopCli(cli)
+    }
+  }, 120_000)
 })

@@ -121,6 +121,11 @@ describe('hostile input on the Redis deployment', () => {
       'causeway-after': '1@1:1020909456',
     })
     expect([epoch.status, epoch.body.code]).toEqual([400, 'VECTOR_UNREACHABLE'])
+    // An epoch region 1 never reached (Schemathesis found it: it waited, then answered 503).
+    const future = await getKey(r0, 'lww:future', '?timeoutMs=30000', {
+      'causeway-after': '1:5@807207',
+    })
+    expect([future.status, future.body.code]).toEqual([400, 'VECTOR_UNREACHABLE'])
     // What region 1 did write is waited for and served, however fresh.
     const put = await putKey(r1, 'lww:near', 'v')
     const near = await getKey(r0, 'lww:near', '?timeoutMs=30000', {

@@ -396,3 +396,30 @@ describe('transaction routes', () => {
     await open.close()
   })
 })
+
+describe('the OpenAPI document of the transaction routes', () => {
+  // Schemathesis sent `reads: [{}]` as schema-valid and got 400 INVALID_READ_SET: the document
+  // said any read was valid. Now it states `[key, tid]`, and the gateway's answer is unchanged.
+  it('states a read as [key, tid], and refuses other shapes with INVALID_READ_SET', async () => {
+    const doc = (
+      await app.inject({
+        method: 'GET',
+        url: '/v1/openapi.json',
+        headers: { authorization: `Bearer ${SECRET}` },
+      })
+    ).json()
+    const body = doc.paths['/v1/tx/commit'].post.requestBody.content['application/json'].schema
+    const item = (body.properties ?? doc.components.schemas[body.$ref.split('/').pop()].properties)
+      .reads.items
+    expect(item).toMatchObject({ type: 'array', minItems: 2, maxItems: 2 })
+    expect(item.prefixItems.map((s: { type: string }) => s.type)).toEqual(['string', 'integer'])
+    // The id's grammar too (Schemathesis sent 99 zeros as valid and got INVALID_OP_ID).
+    const props = body.properties ?? doc.components.schemas[body.$ref.split('/').pop()].properties
+    expect(new RegExp(props.id.pattern).test('0'.repeat(99))).toBe(false)
+    expect(new RegExp(props.id.pattern).test('bank-7f3a9c21.1')).toBe(true)
+    for (const reads of [[{}], [['acct:1']], [['acct:1', 0, 1]], [[0, 'acct:1']], [['', 0]]]) {
+      const res = await commit({ snapshot: 0, reads, writes: [] })
+      expect([res.status, res.body.code], JSON.stringify(reads)).toEqual([400, 'INVALID_READ_SET'])
+    }
+  })
+})

@@ -138,16 +138,29 @@ export const TxCommitBodySchema = Type.Object(
   {
     id: Type.Optional(
       Type.String({
+        // isOpId's grammar, as the causeway-op-id header states it (Schemathesis sent 99 zeros as
+        // valid and got INVALID_OP_ID).
+        pattern: '^[A-Za-z0-9_-]{8,64}\\.[1-9][0-9]{0,15}$',
         maxLength: 96,
         description:
           'the transaction’s operation id (`<client>.<seq>`, as `causeway-op-id`): a commit sent again with it is decided once and answered the same; with another body it is OP_ID_REUSED; below what the region remembers of its client (per API key), OP_EXPIRED',
       }),
     ),
     snapshot: Type.Integer({ minimum: 0, description: 'the snapshot the reads were made at' }),
-    reads: Type.Array(Type.Unknown(), {
-      description:
-        'the read set: `[key, tid]` for each key read, tid the version’s (as the read answered it), at most the snapshot',
-    }),
+    // Each read's shape in the schema, so that the document states it (Schemathesis sent
+    // `reads: [{}]` as valid); what no schema can say (a key read twice, a tid after the
+    // snapshot, lone surrogates) is still checkReadSet's, INVALID_READ_SET either way.
+    reads: Type.Array(
+      Type.Array(Type.Union([Type.String({ minLength: 1 }), Type.Integer({ minimum: 0 })]), {
+        minItems: 2,
+        maxItems: 2,
+        prefixItems: [Type.String({ minLength: 1 }), Type.Integer({ minimum: 0 })],
+      }),
+      {
+        description:
+          'the read set: `[key, tid]` for each key read, tid the version’s (as the read answered it), at most the snapshot',
+      },
+    ),
     writes: Type.Array(TxWriteSchema, { description: 'the buffered writes, one per key' }),
   },
   {

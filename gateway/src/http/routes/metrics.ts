@@ -4,6 +4,7 @@
  * scrapes.
  */
 import { isReadLevel, isWriteLevel } from '@causeway/core'
+import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
@@ -63,8 +64,15 @@ export const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = asyn
         summary: 'Prometheus metrics',
         operationId: 'getMetrics',
         tags: ['operations'],
-        produces: ['text/plain'],
-        response: { 200: Type.String({ description: 'Prometheus text exposition format' }) },
+        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys,
+        // as JSON like every error: each reply's own content type.
+        response: {
+          200: {
+            description: 'Prometheus text exposition format',
+            content: { 'text/plain': { schema: Type.String() } },
+          },
+          '4xx': { content: { 'application/json': { schema: ErrorReplySchema } } },
+        },
       },
     },
     async (_request, reply) => {

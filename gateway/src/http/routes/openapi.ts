@@ -3,6 +3,7 @@
  * serialise replies, served as JSON at `GET /v1/openapi.json` (no UI).
  */
 import { PROTOCOL_VERSION } from '@causeway/core'
+import { ErrorReplySchema } from '@causeway/core/schemas'
 import type { SwaggerOptions } from '@fastify/swagger'
 import type { FastifyPluginAsync } from 'fastify'
 
@@ -53,7 +54,13 @@ export const openApiRoute: FastifyPluginAsync<OpenApiRouteOptions> = async (app,
     OPENAPI_PATH,
     {
       config: { operation: 'openapi' },
-      schema: { summary: 'This OpenAPI document', operationId: 'getOpenApi', tags: ['operations'] },
+      schema: {
+        summary: 'This OpenAPI document',
+        operationId: 'getOpenApi',
+        tags: ['operations'],
+        // Without a valid key (401) or over a rate limit (429) when the gateway has keys.
+        response: { '4xx': ErrorReplySchema },
+      },
     },
     async () => {
       if (options.shipping() === 'causal') return app.swagger()

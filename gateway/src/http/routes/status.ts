@@ -23,7 +23,8 @@ export const statusRoute: FastifyPluginAsyncTypebox<StatusRouteOptions> = async 
           'Per replica: partition, role, stable vector and lag; per shipping link: backlog.',
         operationId: 'getStatus',
         tags: ['cluster'],
-        response: { 200: StatusSchema, '5xx': ErrorReplySchema },
+        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys.
+        response: { 200: StatusSchema, '4xx': ErrorReplySchema, '5xx': ErrorReplySchema },
       },
     },
     async () => service.status(),

@@ -48,7 +48,8 @@ export const topologyRoute: FastifyPluginAsyncTypebox<TopologyRouteOptions> = as
           'Regions and their gateway URLs, partitions, epochs, limits and protocol version.',
         operationId: 'getTopology',
         tags: ['cluster'],
-        response: { 200: TopologySchema, '5xx': ErrorReplySchema },
+        // 4xx: without a valid key (401) or over a rate limit (429) when the gateway has keys.
+        response: { 200: TopologySchema, '4xx': ErrorReplySchema, '5xx': ErrorReplySchema },
       },
     },
     async () => topologyOf(options.shape(), options.regionUrls()),
