@@ -1,13 +1,12 @@
 /**
- * Signed sibling contexts (`sibling-contexts.ts`) and the bound a leader puts on a context
- * (`boundContext`): a context verifies only for the key and cluster it was issued for, under the
- * current secret or a previous one; an unsigned or altered one is `INVALID_CONTEXT`; and what a
- * context claims beyond what the leader holds for the key never becomes the key's.
+ * Signed sibling contexts (`sibling-contexts.ts`) and how a leader takes one (`boundContext`): a
+ * context verifies only for the key and cluster it was issued for, under the current secret or a
+ * previous one; an unsigned or altered one is `INVALID_CONTEXT`; and a verified context counts as
+ * it was issued, also for writes not received here yet (no false conflict).
  */
 import type { CausewayError } from '@causeway/core'
 import {
   DvvSet,
-  MAX_SAFE_COUNTER,
   decodeCausalContext,
   encodeCausalContext,
   siblingActor,
