@@ -83,6 +83,12 @@ const topology: Topology = {
 }
 
 /**
+ * Wall-clock ms of the replies' HLCs: an hour behind now, so that timestamps growing by one ms a
+ * call stay behind the device's clock (the SDK refuses a reply more than two hours ahead).
+ */
+const REPLY_MS = Date.now() - 60 * 60 * 1000
+
+/**
  * A transport that answers every request at once with a valid reply whose idx keeps growing, so
  * each reply really updates the session.
  */
@@ -91,7 +97,7 @@ function instantTransport(): Transport {
   return {
     request: (req) => {
       idx++
-      const ts = hlcFrom(1_800_000_000_000 + idx, 0)
+      const ts = hlcFrom(REPLY_MS + idx, 0)
       if (req.url.endsWith('/v1/topology')) return Promise.resolve({ status: 200, body: topology })
       if (req.method === 'GET') {
         return Promise.resolve({
@@ -132,7 +138,7 @@ export async function runBookkeeping(quick: boolean): Promise<BookkeepingRow[]> 
       session.observeRead(p, {
         dc: 1,
         idx: ++idx,
-        ts: hlcFrom(1_800_000_000_000, idx & 0xffff),
+        ts: hlcFrom(REPLY_MS, idx & 0xffff),
         epoch: EPOCH,
       })
     })
@@ -142,7 +148,7 @@ export async function runBookkeeping(quick: boolean): Promise<BookkeepingRow[]> 
       session.observeWrite(p, {
         dc: 0,
         idx: ++idx,
-        ts: hlcFrom(1_800_000_000_000, idx & 0xffff),
+        ts: hlcFrom(REPLY_MS, idx & 0xffff),
         epoch: EPOCH,
       })
     })
