@@ -37,23 +37,12 @@ export interface SiblingVersion extends Sibling {
 }
 
 /**
- * `context` as the leader's write takes it: every actor's counter as the context names it. The
- * context is signed by the cluster for this key (`sibling-contexts.ts`), so each counter names
- * writes that a leader made; a context read in another region supersedes what it saw even where
- * those writes have not arrived here yet (they are dropped when they arrive, as DVV sets do), so a
- * region switch between a read and its write makes no false conflict. (Bounding the counters by
- * what this leader holds, as tried first, left such writes as siblings of the write that
- * superseded them: the siblings checker's `superseded-sibling`.) `local` is not consulted: the
- * leader's own actor is checked by {@link writeSibling}.
- */
-export function boundContext(_local: SiblingSet, context: CausalContext): CausalContext {
-  return context.map(([actor, counter]) => [actor, counter] as const)
-}
-
-/**
  * The leader's write: `sibling` as a new dot of `actor` (`siblingActor(region, epoch)` of the
- * leader), superseding every sibling `context` covers ({@link boundContext}); the others stay.
- * The result is newer than both `local` and the context.
+ * leader), superseding every sibling `context` covers; the others stay. The context is signed by
+ * the cluster for this key (`sibling-contexts.ts`), so each counter names writes a leader made: it
+ * is taken as issued, also for writes not received here yet (they are dropped when they arrive),
+ * so a region switch between a read and its write makes no false conflict. The result is newer
+ * than both `local` and the context.
  * @throws `CausewayError('INVALID_CONTEXT')` when `context` claims more writes of `actor` to the
  * key than `local` (the leader of this epoch, the only issuer of its dots) holds: such a context
  * was not issued by this cluster.
@@ -81,7 +70,7 @@ export function writeSibling(
       `the key's counter for region ${region} (actor ${actor}) is at ${own}, the most there can be: it takes no more writes in this region (see causeway reset-key)`,
       { region, actor, counter: own },
     )
-  return DvvSet.update(DvvSet.new(boundContext(local, context), sibling), local, actor)
+  return DvvSet.update(DvvSet.new(context, sibling), local, actor)
 }
 
 /** A replica's merge of a logged set into its own (`sync`): commutative, idempotent. */
